@@ -1,0 +1,3 @@
+from radvqa.cli import main
+
+main()
