@@ -100,6 +100,8 @@ class Label(msgspec.Struct, kw_only=True):
     findings: list[str] = []  # ontology finding ids it maps to (empty: "no finding"/normal)
     reader: str | None = None
     image_id: str | None = None  # when the label is per image rather than per study
+    # region ids the label is about (region-level labels: Chest ImaGenome attributes); [] = study
+    regions: list[str] = []
 
 
 class Study(msgspec.Struct, kw_only=True):

@@ -1,9 +1,104 @@
-"""Commands of this area (filled in by the area's owner)."""
+"""``radvqa stats``, ``radvqa validate``, ``radvqa export``."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the ``radvqa`` app."""
+
+    @app.command("stats")
+    def stats_cmd(
+        out: Path = typer.Argument(..., help="a radvqa build output folder"),
+        as_json: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
+    ) -> None:
+        """Statistics of a built dataset, computed from its Parquet files."""
+        from rich.console import Console
+        from rich.table import Table
+
+        from radvqa.io.stats import compute_stats
+
+        try:
+            s = compute_stats(out)
+        except FileNotFoundError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        if as_json:
+            typer.echo(json.dumps(s, indent=1))
+            return
+        con = Console()
+        t = Table(title=f"radvqa stats: {out}")
+        t.add_column("count")
+        t.add_column("value", justify="right")
+        for k in ("qa_rows", "studies_with_qa", "patients_with_qa", "scene_graphs", "images", "observations",
+                  "rows_with_boxes", "boxes_per_row", "answer_parts_per_row"):
+            t.add_row(k, f"{s[k]:,}" if isinstance(s[k], int) else str(s[k]))
+        con.print(t)
+        for k in ("by_strategy", "by_question_type", "by_grade", "by_split", "by_source"):
+            tt = Table(title=k.replace("_", " "))
+            tt.add_column("value")
+            tt.add_column("rows", justify="right")
+            tt.add_column("share", justify="right")
+            total = sum(s[k].values()) or 1
+            for v, n in s[k].items():
+                tt.add_row(str(v), f"{n:,}", f"{100 * n / total:.1f}%")
+            con.print(tt)
+        if s["yes_no_by_question_type"]:
+            tt = Table(title="yes / no balance by question type")
+            for c in ("question type", "yes", "no", "yes share"):
+                tt.add_column(c, justify="right" if c != "question type" else "left")
+            for qt, d in s["yes_no_by_question_type"].items():
+                tot = d["yes"] + d["no"]
+                tt.add_row(qt, f"{d['yes']:,}", f"{d['no']:,}", f"{100 * d['yes'] / tot:.1f}%" if tot else "-")
+            con.print(tt)
+
+    @app.command("validate")
+    def validate_cmd(out: Path = typer.Argument(..., help="a radvqa build output folder")) -> None:
+        """Check a built dataset: files readable (corrupt/truncated shards), schema, unique ids, boxes
+        inside their images, no patient in two splits, counts equal to the manifest. Exit 1 on failure."""
+        from rich.console import Console
+        from rich.table import Table
+
+        from radvqa.io.validate import validate
+
+        rep = validate(out)
+        con = Console()
+        t = Table(title=f"radvqa validate: {out}")
+        t.add_column("check")
+        t.add_column("result")
+        t.add_column("problems", justify="right")
+        for c in rep.checks.values():
+            t.add_row(c.name, "[green]ok[/green]" if c.ok else "[red]FAIL[/red]", str(c.count))
+        con.print(t)
+        for e in rep.errors():
+            con.print(f"[red]-[/red] {e}", markup=True, highlight=False)
+        if rep.stats:
+            con.print(f"{rep.stats.get('qa_rows', 0):,} QA rows, {rep.stats.get('scene_graphs', 0):,} scene graphs, "
+                      f"{rep.stats.get('rejected_lines', 0):,} reject lines")
+        if not rep.ok:
+            raise typer.Exit(1)
+
+    @app.command("export")
+    def export_cmd(
+        out: Path = typer.Argument(..., help="a radvqa build output folder"),
+        fmt: str = typer.Option(..., "--format", "-f", help="llava | jsonl | qba-json | coco"),
+        dest: Optional[Path] = typer.Option(None, "--out", "-o", help="destination (default: DIR/export/...)"),
+        box_format: str = typer.Option("norm1000", "--box-format", help="llava: norm1000 | norm1 | pixels"),
+        image_root: Optional[str] = typer.Option(None, "--image-root", help="llava: prefix for relative image paths"),
+        include_regions: bool = typer.Option(False, "--include-regions", help="coco: add anatomical region boxes"),
+    ) -> None:
+        """Export a built dataset: LLaVA conversations (boxes in a declared text format), JSONL,
+        CXR-QBA per-study JSON files, or COCO boxes."""
+        from radvqa.io.export import export
+
+        try:
+            res = export(out, fmt, dest, box_format=box_format, image_root=image_root, include_regions=include_regions)
+        except (ValueError, FileNotFoundError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        typer.echo(json.dumps(res))

@@ -1,9 +1,135 @@
-"""Commands of this area (filled in by the area's owner)."""
+"""``radvqa build``: the whole pipeline, with a progress bar and a summary table."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
 
 import typer
 
 
+class _RichProgress:
+    """Draws build progress with rich (one bar per phase)."""
+
+    def __init__(self, console: Any, enabled: bool = True) -> None:
+        from rich.progress import (
+            BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+        )
+
+        self.console = console
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[extra]}"),
+            TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not enabled, transient=False,
+        )
+        self.task: Any = None
+        self.qa_rows = 0
+        self._inside: dict[int, int] = {}
+
+    def __enter__(self) -> _RichProgress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.bar.stop()
+
+    def phase(self, name: str, total: int | None = None) -> None:
+        if self.task is not None:
+            t = self.bar.tasks[-1]
+            if t.total is None:
+                self.bar.update(self.task, total=t.completed)
+        self.task = self.bar.add_task(name, total=total, extra="")
+
+    def advance(self, n: int = 1) -> None:
+        if self.task is not None:
+            self.bar.advance(self.task, n)
+
+    def studies_done(self, shard: int, n: int) -> None:
+        """Progress inside a shard (in-process runs); shard_done adds the rest."""
+        self._inside[shard] = self._inside.get(shard, 0) + n
+        self.advance(n)
+
+    def shard_done(self, stats: dict[str, Any]) -> None:
+        self.qa_rows += int(stats.get("qa_rows", 0))
+        done = self._inside.pop(int(stats.get("shard", -1)), 0)
+        if self.task is not None:
+            self.bar.update(self.task, advance=int(stats.get("studies_in", 0)) - done, extra=f"{self.qa_rows:,} QA rows")
+
+    def message(self, text: str) -> None:
+        self.console.print(f"[dim]{text}[/dim]")
+
+
+def _summary(console: Any, manifest: dict[str, Any], out: Path) -> None:
+    from rich.table import Table
+
+    c = manifest["counts"]
+    t = Table(title=f"radvqa build: {manifest['source']} -> {out}", show_lines=False)
+    t.add_column("count")
+    t.add_column("value", justify="right")
+    for k in ("studies_in", "studies_out", "studies_rejected", "patients", "qa_rows", "rejected_lines"):
+        t.add_row(k, f"{c.get(k, 0):,}")
+    for k, v in c.get("qa_by_strategy", {}).items():
+        t.add_row(f"QA {k}", f"{v:,}")
+    grades = ", ".join(f"{k} {v:,}" for k, v in c.get("grades", {}).items())
+    if grades:
+        t.add_row("grades", grades)
+    splits = ", ".join(f"{k} {v:,}" for k, v in c.get("qa_by_split", {}).items())
+    if splits:
+        t.add_row("QA by split", splits)
+    wall = manifest["timings"].get("wall", 0.0)
+    t.add_row("wall time", f"{wall:.1f} s")
+    if wall > 0:
+        t.add_row("QA rows / s", f"{c.get('qa_rows', 0) / wall:,.0f}")
+    console.print(t)
+
+
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the ``radvqa`` app."""
+    """Add ``build``."""
+
+    @app.command("build")
+    def build_cmd(
+        source: str = typer.Argument("sample", help="source name (sample, openi, nih-cxr14, synthetic, ...); default: the bundled sample"),
+        inputs: Optional[list[Path]] = typer.Option(None, "--input", "-i", help="input file or folder (repeatable)"),
+        out: Path = typer.Option(Path("radvqa-out"), "--out", "-o", help="output folder"),
+        strategies: str = typer.Option("qba,vindr,rin,diff", "--strategies", help="comma-separated QA strategies"),
+        seed: int = typer.Option(0, "--seed", help="random seed (same seed + input -> same rows)"),
+        workers: int = typer.Option(1, "--workers", "-w", min=1, help="worker processes (or Ray CPUs)"),
+        executor: str = typer.Option("local", "--executor", help="local or ray (ray joins RAY_ADDRESS, else starts one)"),
+        limit: Optional[int] = typer.Option(None, "--limit", min=1, help="read at most N input records"),
+        resume: bool = typer.Option(False, "--resume", help="continue an interrupted build in --out (only unfinished shards are redone)"),
+        studies: Optional[int] = typer.Option(None, "--studies", min=1, help="synthetic source: number of studies"),
+        extractor: str = typer.Option("rules", "--extractor", help="report extractor: rules or llm"),
+        llm_url: Optional[str] = typer.Option(None, "--llm-url", help="--extractor llm: OpenAI-compatible base URL"),
+        llm_model: Optional[str] = typer.Option(None, "--llm-model", help="--extractor llm: model name"),
+        shard_studies: int = typer.Option(2000, "--shard-studies", min=1, help="target studies per shard (shard count is a power of two)"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    ) -> None:
+        """Build a VQA dataset: sources -> extract -> localize -> generate -> grade -> sharded Parquet
+        + manifest.json + rejected.jsonl + dataset card. With no SOURCE: the bundled sample into ./radvqa-out."""
+        from rich.console import Console
+
+        from radvqa.io.parquet import WriteError
+        from radvqa.run.builder import BuildError, BuildOptions, build
+
+        console = Console(stderr=True)
+        strat = tuple(s.strip() for s in strategies.split(",") if s.strip())
+        if executor not in ("local", "ray"):
+            raise typer.BadParameter(f"unknown executor {executor!r} (local or ray)", param_hint="--executor")
+        if extractor not in ("rules", "llm"):
+            raise typer.BadParameter(f"unknown extractor {extractor!r} (rules or llm)", param_hint="--extractor")
+        ex_opts: dict[str, Any] = {}
+        if extractor == "llm":
+            if not llm_url or not llm_model:
+                raise typer.BadParameter("--extractor llm needs --llm-url and --llm-model", param_hint="--extractor")
+            ex_opts = {"url": llm_url, "model": llm_model}
+        opts = BuildOptions(
+            source=source, inputs=[str(p) for p in inputs or []], out=str(out), strategies=strat, seed=seed,
+            workers=workers, executor=executor, limit=limit, resume=resume, studies=studies, extractor=extractor,
+            extractor_options=ex_opts, shard_studies=shard_studies,
+        )
+        try:
+            with _RichProgress(console, enabled=not quiet) as prog:
+                manifest = build(opts, progress=prog)  # type: ignore[arg-type]
+        except (BuildError, WriteError) as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(1) from None
+        _summary(console, manifest, out)

@@ -1,0 +1,174 @@
+"""Report-labelling accuracy and speed of the rules extractor on the OpenI (IU X-ray) reports.
+
+    python benchmarks/extraction.py [--data ../shared/data/iu-xray] [--json out.json]
+
+Prints, for the R2Gen test split, train+val, and all gold reports:
+- micro P/R/F1 on the ChestX-ray8 protocol (8 diseases + normal; negated or uncertain = negative),
+- micro P/R/F1 over 13 NIH labels (Hernia has no positive in the gold) + normal,
+- per-label P/R/F1 and support;
+then reports per second (one process, extraction + labelling, texts already in memory) and peak
+memory (max RSS). Labels go through the ontology's ``nih14`` scheme, as ``radvqa label`` does.
+Rules are tuned on train+val only; test is for reporting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CXR8 = ["Atelectasis", "Cardiomegaly", "Effusion", "Infiltration", "Mass", "Nodule", "Pneumonia", "Pneumothorax"]
+NIH13 = CXR8 + ["Consolidation", "Edema", "Emphysema", "Fibrosis", "Pleural_Thickening"]
+
+
+def _norm(s: str) -> str:
+    return s.lower().replace("_", "").replace(" ", "").replace("-", "")
+
+
+def prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return p, r, f
+
+
+def score(ids: list[str], gold: dict[str, dict[str, str]], pred: dict[str, dict[str, int]], labels: list[str]) -> dict:
+    per = {}
+    T = F = N = 0
+    for lab in labels:
+        tp = fp = fn = 0
+        for i in ids:
+            g = gold[i][lab] == "1"
+            p = pred[i].get(lab) == 1
+            tp += g and p
+            fp += p and not g
+            fn += g and not p
+        per[lab] = {"tp": tp, "fp": fp, "fn": fn, "support": tp + fn, "prf": prf(tp, fp, fn)}
+        T, F, N = T + tp, F + fp, N + fn
+    return {"micro": prf(T, F, N), "tp": T, "fp": F, "fn": N, "per_label": per, "n": len(ids)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "iu-xray",
+                    help="folder with NLMCXR_reports.tgz, openi_gold_nih14.csv, r2gen_split.csv")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
+    ap.add_argument("--errors", type=Path, default=None, help="write train+val disagreements (for tuning) as JSONL")
+    ap.add_argument("--ontology", type=Path, default=None, help="ontology data folder (default: the packaged one)")
+    ap.add_argument("--speed-rounds", type=int, default=3, help="passes over all reports for the speed figure")
+    args = ap.parse_args(argv)
+
+    from radvqa.extract import get_extractor
+    from radvqa.extract.inputs import read_reports
+    from radvqa.extract.labels import Labeler
+    from radvqa.model import Reject
+    from radvqa.ontology import load_ontology
+
+    data = args.data
+    for name in ("NLMCXR_reports.tgz", "openi_gold_nih14.csv", "r2gen_split.csv"):
+        if not (data / name).exists():
+            print(f"missing {data / name} (pass --data)", file=sys.stderr)
+            return 2
+    texts: dict[str, str] = {}
+    for rec in read_reports(data / "NLMCXR_reports.tgz"):
+        if isinstance(rec, Reject):
+            print(f"reject: {rec.ref}: {rec.reason}", file=sys.stderr)
+            continue
+        texts[rec[0]] = rec[1]  # type: ignore[assignment]
+    with (data / "openi_gold_nih14.csv").open(newline="") as fh:
+        gold = {r["filename"]: r for r in csv.DictReader(fh)}
+    with (data / "r2gen_split.csv").open(newline="") as fh:
+        split = {r["report_id"]: r["split"] for r in csv.DictReader(fh)}
+
+    onto = load_ontology(args.ontology) if args.ontology else load_ontology()
+    t0 = time.perf_counter()
+    ex = get_extractor("rules", ontology=onto)
+    labeler = Labeler(onto, "nih14")
+    build_s = time.perf_counter() - t0
+    by_norm = {_norm(lab): lab for lab in labeler.labels}
+    colmap = {}
+    for col in NIH13:
+        if _norm(col) not in by_norm:
+            print(f"scheme nih14 has no label for gold column {col}", file=sys.stderr)
+            return 2
+        colmap[col] = by_norm[_norm(col)]
+    if not labeler.normal_labels:
+        print("scheme nih14 has no normal / No Finding label", file=sys.stderr)
+        return 2
+    normal_label = labeler.normal_labels[0]
+
+    pred: dict[str, dict[str, int]] = {}
+    extractions = {}
+    errors = 0
+    for rid in gold:
+        if rid not in texts:
+            print(f"gold report {rid} missing from the archive", file=sys.stderr)
+            return 2
+        e = ex.extract(texts[rid], rid)
+        errors += e.error is not None
+        extractions[rid] = e
+        lab = labeler.label(e)
+        row = {col: (1 if lab[colmap[col]] == 1 else 0) for col in NIH13}
+        row["normal"] = 1 if lab[normal_label] == 1 else 0
+        pred[rid] = row
+
+    # Speed: every report of the archive, extraction + labelling, texts in memory.
+    all_texts = list(texts.items())
+    best = 0.0
+    for _ in range(max(1, args.speed_rounds)):
+        t = time.perf_counter()
+        for rid, txt in all_texts:
+            labeler.label(ex.extract(txt, rid))
+        rate = len(all_texts) / (time.perf_counter() - t)
+        best = max(best, rate)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    subsets = {
+        "test": [i for i in gold if split.get(i) == "test"],
+        "train+val": [i for i in gold if split.get(i) in ("train", "val")],
+        "all": list(gold),
+    }
+    results: dict = {"extractor": ex.version, "ontology": onto.version, "reports": len(all_texts),
+                     "gold_reports": len(gold), "extraction_errors": errors}
+    print(f"radvqa rules extractor {ex.version}, ontology {onto.version}; OpenI reports: {len(all_texts)} "
+          f"(gold {len(gold)}; R2Gen test {len(subsets['test'])}, train+val {len(subsets['train+val'])})")
+    for proto, labels in (("ChestX-ray8 (8 + normal)", CXR8 + ["normal"]), ("NIH 13 + normal", NIH13 + ["normal"])):
+        print(f"\n== {proto}: negated or uncertain = negative")
+        print(f"{'subset':<10} {'n':>5} {'P':>6} {'R':>6} {'F1':>6}   tp/fp/fn")
+        for name, ids in subsets.items():
+            s = score(ids, gold, pred, labels)
+            p, r, f = s["micro"]
+            print(f"{name:<10} {s['n']:>5} {p:6.3f} {r:6.3f} {f:6.3f}   {s['tp']}/{s['fp']}/{s['fn']}")
+            results.setdefault(proto, {})[name] = s
+    print("\n== per label (NIH 13 + normal)")
+    print(f"{'label':<19}" + "".join(f"{n + ' P/R/F1 (n)':>27}" for n in subsets))
+    for lab in NIH13 + ["normal"]:
+        cells = []
+        for name in subsets:
+            d = results["NIH 13 + normal"][name]["per_label"][lab]
+            p, r, f = d["prf"]
+            cells.append(f"{p:.2f}/{r:.2f}/{f:.2f} ({d['support']})")
+        print(f"{lab:<19}" + "".join(f"{c:>27}" for c in cells))
+    print(f"\nspeed: {best:,.0f} reports/s (one process, extract + label, best of {args.speed_rounds} passes "
+          f"over {len(all_texts)} reports); extractor build {build_s:.2f} s; peak memory (max RSS) {peak_mb:,.0f} MB")
+    results.update({"reports_per_s": best, "build_s": build_s, "peak_rss_mb": peak_mb})
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    if args.errors:
+        with args.errors.open("w") as fh:
+            for rid in subsets["train+val"]:
+                diff = {c: (int(gold[rid][c]), pred[rid][c]) for c in NIH13 + ["normal"] if int(gold[rid][c]) != pred[rid][c]}
+                if diff:
+                    e = extractions[rid]
+                    fh.write(json.dumps({"id": rid, "diff": diff, "text": texts[rid],
+                                         "obs": [(o.finding, o.certainty, [s.text for s in o.evidence]) for o in e.observations]}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

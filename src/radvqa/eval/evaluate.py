@@ -1,0 +1,292 @@
+"""``radvqa eval``: load, join, score, aggregate, audit, judge; returns the report dict."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from radvqa.eval.aggregate import Aggregator, mean_ci
+from radvqa.eval.dataset import ImageSizes, load_qa
+from radvqa.eval.predictions import Prediction, join, load_predictions
+from radvqa.eval.scoring import PROTOCOL_VERSIONS, Scorer, Scores
+from radvqa.eval.vocab import load_vocab
+
+
+class EvalError(ValueError):
+    pass
+
+
+def _subset(rows: dict[str, Any], idx: list[int]) -> dict[str, Any]:
+    if len(idx) == len(rows["qa_id"]):
+        return rows  # every row, in order
+    return {k: (v.take(idx) if hasattr(v, "take") else [v[i] for i in idx]) for k, v in rows.items()}
+
+
+def choose_split(rows: dict[str, list[Any]], pred_ids: set[str], split: str) -> tuple[list[int], str]:
+    """Rows to evaluate. ``auto``: when every matched prediction lies in one split and other
+    splits exist, that split (VQA-RAD answer files cover the test split only); else all
+    rows. ``all``: every row. Otherwise the named split."""
+    splits = rows["split"]
+    n = len(splits)
+    if split == "all":
+        return list(range(n)), "all rows (--split all)"
+    if split != "auto":
+        idx = [i for i, s in enumerate(splits) if s == split]
+        if not idx:
+            raise EvalError(f"no rows of split {split!r} (present: {sorted(set(splits))})")
+        return idx, f"split {split} (--split {split})"
+    ids = rows["qa_id"]
+    hit = [i for i in range(n) if ids[i] in pred_ids]
+    if len(hit) < min(n, len(pred_ids)):
+        native = [q.split(":", 1)[1] if ":" in q else q for q in ids]
+        hit = [i for i in range(n) if ids[i] in pred_ids or native[i] in pred_ids]
+    hit_splits = {splits[i] for i in hit}
+    if len(hit_splits) == 1 and len(set(splits)) > 1:
+        s = next(iter(hit_splits))
+        return [i for i in range(n) if splits[i] == s], f"split {s} (auto: every matched prediction is a {s} row)"
+    return list(range(n)), "all rows (auto)"
+
+
+def _type_metric(agg: Aggregator, idx: np.ndarray) -> tuple[str, float | None, int]:
+    b = agg.block(idx, with_ci=False)
+    if "closed" in b:
+        return "accuracy", b["closed"]["accuracy"], b["closed"]["n"]
+    if "open" in b:
+        return "token_f1", b["open"]["token_f1"], b["open"]["n"]
+    return "-", None, 0
+
+
+def shortcut_audit(rows: dict[str, list[Any]], model: Aggregator, base: Aggregator, name: str) -> dict[str, Any]:
+    """Per question type: model metric - text-only baseline metric (closed accuracy, or
+    token F1 for open-only types), in percentage points."""
+    out: list[dict[str, Any]] = []
+    groups = model.groups("question_type")
+    for qt, ix in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        idx = np.array(ix)
+        metric, m, n = _type_metric(model, idx)
+        _, b, _ = _type_metric(base, idx)
+        out.append({
+            "question_type": qt,
+            "metric": metric,
+            "n": n,
+            "model": m,
+            "text_only": b,
+            "gap_pp": None if m is None or b is None else 100.0 * (m - b),
+        })
+    mo, bo = model.block(with_ci=False), base.block(with_ci=False)
+    return {
+        "baseline": name,
+        "overall_closed_gap_pp": (100.0 * (mo["closed"]["accuracy"] - bo["closed"]["accuracy"])) if "closed" in mo and "closed" in bo else None,
+        "by_question_type": out,
+    }
+
+
+def llava_med_block(scores: Scores) -> dict[str, Any]:
+    """The figures LLaVA-Med v1.0 printed, with ours beside them."""
+    closed = [i for i, k in enumerate(scores.kind) if k == "closed"]
+    open_ = [i for i, k in enumerate(scores.kind) if k == "open"]
+    c = np.array([scores.correct[i] for i in closed], dtype=float)
+    kept = [scores.script_score[i] for i in closed if scores.script_score[i] is not None]
+    r = np.array([scores.tok_r[i] for i in open_], dtype=float)
+    return {
+        "closed_accuracy": float(c.mean()) if c.size else None,
+        "closed_n": int(c.size),
+        "closed_correct": int(c.sum()),
+        "closed_accuracy_v1_script": (sum(kept) / len(kept)) if kept else None,
+        "closed_n_v1_script": len(kept),
+        "closed_dropped_by_v1_script": len(closed) - len(kept),
+        "open_recall": float(r.mean()) if r.size else None,
+        "open_n": int(r.size),
+        "open_precision": float(np.mean([scores.tok_p[i] for i in open_])) if open_ else None,
+        "open_f1": float(np.mean([scores.tok_f1[i] for i in open_])) if open_ else None,
+        "open_exact": float(np.mean([scores.exact[i] for i in open_])) if open_ else None,
+        "note": (
+            "closed_accuracy: normalised gold found in normalised prediction, over every closed question. "
+            "closed_accuracy_v1_script: what llava/eval/run_eval.py printed — a prediction with 'yes'/'no' "
+            "(substrings) but not the gold left the denominator; one with neither scored 0 even if it held the gold."
+        ),
+    }
+
+
+def tag_scores(rows: dict[str, list[Any]], texts: list[str | None], scores: Scores) -> dict[str, Any] | None:
+    """Tag-level F1 of findings and regions on multi-part answers; VinDr-style F1 on vindr
+    rows. None (with a reason) when no row qualifies or the ontology cannot load."""
+    from radvqa.eval.tags import default_matcher, gold_tags, prf_counts
+
+    multi = [i for i, parts in enumerate(rows["answer_parts"]) if parts and len(parts) > 1]
+    vindr = [i for i, s in enumerate(rows["strategy"]) if s == "vindr"]
+    if not multi and not vindr:
+        return None
+    try:
+        m = default_matcher()
+    except Exception as e:  # the ontology is another area's data: report, do not crash eval
+        return {"error": f"ontology unavailable, tag metrics skipped: {str(e).splitlines()[0][:200]}"}
+    out: dict[str, Any] = {}
+    if multi:
+        ft = fp_ = fn = rt = rp = rn = 0
+        for i in multi:
+            gf, gr = gold_tags(rows["answer_parts"][i])
+            pf, pr = m.tags(texts[i])
+            ft += len(gf & pf); fp_ += len(pf - gf); fn += len(gf - pf)
+            rt += len(gr & pr); rp += len(pr - gr); rn += len(gr - pr)
+        out["multi_part"] = {"questions": len(multi), "findings": prf_counts(ft, fp_, fn), "regions": prf_counts(rt, rp, rn)}
+    if vindr:
+        tp = fp_ = fn = 0
+        for i in vindr:
+            findings = set(rows["findings"][i] or [])
+            if scores.kind[i] == "yes_no":
+                gold = findings if (rows["answer_short"][i] or "").lower() == "yes" else set()
+                pred = findings if scores.value[i] == "yes" else set()
+            else:
+                gold = findings if rows["polarity"][i] != "negative" else set()
+                pred = m.tags(texts[i])[0]
+            tp += len(gold & pred); fp_ += len(pred - gold); fn += len(gold - pred)
+        out["vindr_f1"] = {
+            "questions": len(vindr),
+            "definition": "micro F1 over (question, finding) pairs: gold = the row's findings when the answer is positive; "
+            "predicted = findings a yes answer affirms, or findings named (not negated) in the answer text",
+            **prf_counts(tp, fp_, fn),
+        }
+    return out
+
+
+def evaluate(
+    dataset: str | Path,
+    predictions: str | Path,
+    protocol: str = "radvqa",
+    id_field: str | None = None,
+    text_field: str | None = None,
+    split: str = "auto",
+    box_format: str = "auto",
+    bootstrap: int = 1000,
+    seed: int = 0,
+    judge: Any = None,
+    baseline: str | Path | None = None,
+    audit: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    import gc
+
+    # millions of small lists and tuples: the cyclic GC would rescan them again and again
+    # (none of them form cycles), so it is paused for the run
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _evaluate(dataset, predictions, protocol, id_field, text_field, split, box_format, bootstrap, seed, judge, baseline, audit, progress)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _evaluate(
+    dataset: str | Path,
+    predictions: str | Path,
+    protocol: str,
+    id_field: str | None,
+    text_field: str | None,
+    split: str,
+    box_format: str,
+    bootstrap: int,
+    seed: int,
+    judge: Any,
+    baseline: str | Path | None,
+    audit: bool,
+    progress: Callable[[int, int], None] | None,
+) -> dict[str, Any]:
+    from radvqa import __version__
+
+    t0 = time.perf_counter()
+    all_rows = load_qa(dataset)
+    preds = load_predictions(predictions, id_field, text_field)
+    idx, split_rule = choose_split(all_rows, set(preds.by_id), split)
+    rows = _subset(all_rows, idx)
+    joined = join(rows["qa_id"], preds)
+    if joined.matched == 0:
+        raise EvalError(
+            f"no prediction matches a question: ids like {next(iter(preds.by_id), None)!r} (field {preds.id_field!r}) "
+            f"vs qa_id like {rows['qa_id'][0]!r}; use --id-field"
+        )
+    t_load = time.perf_counter()
+    scorer = Scorer(protocol, box_format=box_format, sizes=ImageSizes(dataset))
+    scores = scorer.score(rows, joined.preds, progress)
+    t_score = time.perf_counter()
+    agg = Aggregator(rows, scores, B=bootstrap, seed=seed)
+    report: dict[str, Any] = {
+        "radvqa_version": __version__,
+        "protocol": protocol,
+        "protocol_version": PROTOCOL_VERSIONS[protocol],
+        "parser_version": scorer.parser.version,
+        "parser_vocabulary_version": load_vocab()["version"],
+        "dataset": str(dataset),
+        "evaluated": {"rows": len(idx), "rule": split_rule, "dataset_rows": len(all_rows["qa_id"])},
+        "predictions": {
+            "path": str(predictions),
+            "id_field": preds.id_field,
+            "text_field": preds.text_field,
+            "joined_by": joined.key,
+            "records": len(preds.by_id),
+            "matched": joined.matched,
+            "missing": len(joined.missing_ids),
+            "missing_ids": joined.missing_ids[:50],
+            "unmatched_records": len(joined.extra_ids),
+            "unmatched_ids": joined.extra_ids[:50],
+            "note": "questions without a prediction are scored as wrong and counted under 'missing'",
+        },
+        "bootstrap": {"resamples": bootstrap, "seed": seed, "normal_approximation_above": 20_000, "binary_scores": "binomial form (exact)"},
+        "overall": agg.overall(),
+        "parse_failures": agg.parse_failures(),
+    }
+    if protocol == "llava-med":
+        report["llava_med"] = llava_med_block(scores)
+    yn = agg.yes_no_confusion()
+    if yn:
+        report["yes_no_confusion"] = yn
+    circ = agg.circular()
+    if circ:
+        report["multiple_choice"] = circ
+    grd = agg.grounding()
+    if grd:
+        report["grounding"] = grd
+    report["breakdowns"] = agg.breakdowns()
+    texts = [None if p is None else p.text for p in joined.preds]
+    if protocol == "radvqa":
+        tags = tag_scores(rows, texts, scores)
+        if tags:
+            report["tags"] = tags
+    if judge is not None:
+        from radvqa.eval.judge import summarize
+
+        open_idx = [i for i, k in enumerate(scores.kind) if k in ("open", "short")]
+        verdicts = judge.judge_many([(rows["question"][i], rows["answer"][i], texts[i]) for i in open_idx])
+        report["judge"] = summarize(verdicts, judge.version, judge.cfg.model)
+        report["judge"]["requests_sent"] = judge.requests
+    # shortcut audit: the same protocol applied to a text-only baseline's answers
+    if audit:
+        base_preds: list[Prediction | None] | None = None
+        name = None
+        if baseline is not None:
+            bp = load_predictions(baseline)
+            base_preds = join(rows["qa_id"], bp).preds
+            name = str(baseline)
+        elif "train" in set(all_rows["split"]) and all(s != "train" for s in rows["split"]):
+            from radvqa.eval.baselines import run_baseline
+
+            ids, texts_b, info = run_baseline(all_rows, "bow", eval_split=None)
+            bm = dict(zip(ids, texts_b))
+            base_preds = [Prediction(bm[q]) if q in bm else None for q in rows["qa_id"]]
+            name = f"text-only bag-of-words (trained on {info['train_rows']} train rows)"
+        if base_preds is not None:
+            bscores = Scorer(protocol, box_format=box_format).score(rows, base_preds)
+            report["shortcut_audit"] = shortcut_audit(rows, agg, Aggregator(rows, bscores, B=0), name or "baseline")
+        else:
+            report["shortcut_audit"] = {"note": "no --baseline given and no train split outside the evaluated rows"}
+    report["timings_s"] = {
+        "load_and_join": round(t_load - t0, 3),
+        "score": round(t_score - t_load, 3),
+        "aggregate_and_extras": round(time.perf_counter() - t_score, 3),
+    }
+    report["_per_question"] = {"qa_id": rows["qa_id"], "scores": scores, "rows": rows}
+    return report

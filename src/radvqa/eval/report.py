@@ -1,0 +1,296 @@
+"""Write an evaluation report: report.json (everything), metrics.json (headline numbers),
+report.md and a self-contained report.html (tables + plots embedded as PNG data URLs; the
+PNGs are also written beside them), and per_question.jsonl (one line per question: what was
+extracted and how it scored), so any number can be traced to its questions."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def _ci(ci: list[float] | None) -> str:
+    return "–" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
+def headline(rep: dict[str, Any]) -> dict[str, Any]:
+    o = rep["overall"]
+    h: dict[str, Any] = {
+        "protocol": rep["protocol"],
+        "protocol_version": rep["protocol_version"],
+        "questions": o["n"],
+        "missing_predictions": rep["predictions"]["missing"],
+    }
+    if "closed" in o:
+        h.update({
+            "closed_n": o["closed"]["n"],
+            "closed_accuracy": o["closed"]["accuracy"],
+            "closed_accuracy_ci95": o["closed"]["ci95"],
+            "closed_unparsed": o["closed"]["unparsed"],
+        })
+    if "open" in o:
+        h.update({"open_n": o["open"]["n"], "open_token_f1": o["open"]["token_f1"], "open_token_recall": o["open"]["token_recall"]})
+    for k, v in (o.get("closed_by_polarity") or {}).items():
+        h[f"closed_accuracy_{k}"] = v["accuracy"] if v else None
+    if "llava_med" in rep:
+        lm = rep["llava_med"]
+        for k in ("closed_accuracy", "closed_n", "closed_accuracy_v1_script", "closed_n_v1_script", "open_recall", "open_n"):
+            h[f"llava_med_{k}"] = lm[k]
+    g = rep.get("grounding")
+    if g:
+        for key in ("all_questions", "positive_questions", "parsed_answers"):
+            b = g[key]
+            h[f"iou_{key}_n"] = b["n"]
+            h[f"mean_iou_{key}"] = b.get("mean_iou")
+            h[f"iou_ge_0.5_{key}"] = b.get("iou_ge_0.5")
+    if "multiple_choice" in rep:
+        h["mc_circular_accuracy"] = rep["multiple_choice"].get("circular_accuracy")
+    if "judge" in rep:
+        h["judge_score_over_judged"] = rep["judge"]["score_over_judged"]
+        h["judge_unjudged"] = rep["judge"]["unjudged"]
+    return h
+
+
+# --- plots -------------------------------------------------------------------------------
+
+def _plots(rep: dict[str, Any]) -> dict[str, bytes]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figs: dict[str, bytes] = {}
+
+    def save(name: str, fig: Any) -> None:
+        buf = io.BytesIO()
+        fig.tight_layout()
+        # fixed metadata: the same report gives the same bytes
+        fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
+        plt.close(fig)
+        figs[name] = buf.getvalue()
+
+    qt = (rep.get("breakdowns") or {}).get("question_type") or {}
+    items = [(k, v["closed"]) for k, v in qt.items() if isinstance(v, dict) and "closed" in v][:30]
+    if items:
+        fig, ax = plt.subplots(figsize=(8, 0.35 * len(items) + 1.2))
+        names = [f"{k} (n={c['n']})" for k, c in items][::-1]
+        acc = [100 * (c["accuracy"] or 0) for _, c in items][::-1]
+        lo = [a - 100 * c["ci95"][0] if c["ci95"] else 0 for a, (_, c) in zip(acc, items[::-1])]
+        hi = [100 * c["ci95"][1] - a if c["ci95"] else 0 for a, (_, c) in zip(acc, items[::-1])]
+        ax.barh(names, acc, xerr=[lo, hi], color="#4c78a8", capsize=2)
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("closed accuracy (%) with 95% CI")
+        save("accuracy_by_question_type.png", fig)
+    g = rep.get("grounding")
+    if g:
+        h = g["iou_histogram_positive"]
+        fig, ax = plt.subplots(figsize=(6, 3))
+        ax.bar([(a + b) / 2 for a, b in zip(h["edges"][:-1], h["edges"][1:])], h["counts"], width=0.09, color="#59a14f")
+        ax.set_xlabel("IoU (questions with gold boxes)")
+        ax.set_ylabel("questions")
+        save("iou_histogram.png", fig)
+    yn = rep.get("yes_no_confusion")
+    if yn:
+        cols = ["yes", "no", "unparsed", "missing"]
+        fig, ax = plt.subplots(figsize=(5, 2.4))
+        mat = [[yn[g][c] for c in cols] for g in ("yes", "no")]
+        ax.imshow(mat, cmap="Blues")
+        for r in range(2):
+            for c in range(4):
+                ax.text(c, r, str(mat[r][c]), ha="center", va="center")
+        ax.set_xticks(range(4), [f"pred {c}" for c in cols])
+        ax.set_yticks(range(2), ["gold yes", "gold no"])
+        save("yes_no_confusion.png", fig)
+    pf = rep.get("parse_failures") or {}
+    if pf:
+        fig, ax = plt.subplots(figsize=(6, 2.6))
+        ks = list(pf)
+        ax.bar(ks, [pf[k]["unparsed"] for k in ks], label="unparsed", color="#e15759")
+        ax.bar(ks, [pf[k]["missing"] for k in ks], bottom=[pf[k]["unparsed"] for k in ks], label="missing", color="#bab0ac")
+        ax.set_ylabel("questions")
+        ax.legend()
+        save("parse_failures.png", fig)
+    return figs
+
+
+# --- markdown ----------------------------------------------------------------------------
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def markdown(rep: dict[str, Any], plots: list[str]) -> str:
+    p = rep["predictions"]
+    o = rep["overall"]
+    md = [
+        f"# radvqa evaluation — protocol `{rep['protocol']}` v{rep['protocol_version']}",
+        "",
+        f"- dataset: `{rep['dataset']}` — evaluated {rep['evaluated']['rows']} of {rep['evaluated']['dataset_rows']} questions ({rep['evaluated']['rule']})",
+        f"- predictions: `{p['path']}` (id field `{p['id_field']}`, text field `{p['text_field']}`, joined by {p['joined_by']}): "
+        f"{p['matched']} matched, **{p['missing']} missing (scored wrong)**, {p['unmatched_records']} records matching no evaluated question",
+        f"- parser vocabulary v{rep['parser_vocabulary_version']}; 95% CIs: bootstrap, {rep['bootstrap']['resamples']} resamples, seed {rep['bootstrap']['seed']}",
+        "",
+        "## Overall",
+        "",
+    ]
+    rows = []
+    if "closed" in o:
+        c = o["closed"]
+        rows.append(["closed accuracy", _pct(c["accuracy"]), _ci(c["ci95"]), f"{c['correct']} / {c['n']}", f"unparsed {c['unparsed']}, missing {c['missing']}"])
+    for k, c in (o.get("closed_by_polarity") or {}).items():
+        if c:
+            rows.append([f"closed accuracy, {k} phrasing", _pct(c["accuracy"]), _ci(c["ci95"]), f"{c['correct']} / {c['n']}", ""])
+    if "open" in o:
+        c = o["open"]
+        rows.append(["open token F1", _pct(c["token_f1"]), _ci(c["ci95"]), f"n = {c['n']}", f"P {_pct(c['token_precision'])}, R {_pct(c['token_recall'])}, exact {_pct(c['exact_match'])}"])
+    md.append(_table(["metric", "%", "95% CI", "count", "notes"], rows))
+    if "llava_med" in rep:
+        lm = rep["llava_med"]
+        md += ["", "## LLaVA-Med v1.0 scoring", "", _table(["figure", "%", "denominator"], [
+            ["closed: gold in prediction (all closed questions)", _pct(lm["closed_accuracy"]), lm["closed_n"]],
+            ["closed as the v1.0 script printed it", _pct(lm["closed_accuracy_v1_script"]), f"{lm['closed_n_v1_script']} ({lm['closed_dropped_by_v1_script']} dropped)"],
+            ["open: token recall", _pct(lm["open_recall"]), lm["open_n"]],
+            ["open: token F1", _pct(lm["open_f1"]), lm["open_n"]],
+        ]), "", lm["note"]]
+    if o.get("by_kind"):
+        md += ["", "## By answer kind", ""]
+        md.append(_table(["kind", "n", "closed acc", "95% CI", "open F1", "unparsed", "missing"], [
+            [k, b["n"], _pct(b.get("closed", {}).get("accuracy")), _ci(b.get("closed", {}).get("ci95")),
+             _pct(b.get("open", {}).get("token_f1")),
+             b.get("closed", b.get("open", {})).get("unparsed", 0), b.get("closed", b.get("open", {})).get("missing", 0)]
+            for k, b in o["by_kind"].items()
+        ]))
+    if "grounding" in rep:
+        g = rep["grounding"]
+        md += ["", "## Grounding (IoU)", "", f"Matching: {g['matching']}.", ""]
+        md.append(_table(["denominator", "n", "mean IoU", "95% CI", "IoU ≥ 0.3", "IoU ≥ 0.5"], [
+            [g[k]["denominator"], g[k]["n"], _pct(g[k].get("mean_iou")), _ci(g[k].get("ci95")), _pct(g[k].get("iou_ge_0.3")), _pct(g[k].get("iou_ge_0.5"))]
+            for k in ("all_questions", "positive_questions", "parsed_answers")
+        ]))
+        md.append(f"\nNegative grounding questions: {g['negatives']['n']} ({g['negatives']['no_box_predicted']} with no box predicted). "
+                  f"Positive questions without a predicted box: {g['positives_without_predicted_box']}. Box read errors: {g['box_read_errors'] or 'none'}.")
+    if "multiple_choice" in rep:
+        mc = rep["multiple_choice"]
+        md += ["", "## Multiple choice", "", "```", json.dumps(mc, indent=1), "```"]
+    if "yes_no_confusion" in rep:
+        yn = rep["yes_no_confusion"]
+        md += ["", "## Yes/no confusion", "", _table(["gold \\ predicted", "yes", "no", "unparsed", "missing"], [[f"gold {g}"] + [yn[g][c] for c in ("yes", "no", "unparsed", "missing")] for g in ("yes", "no")])]
+    md += ["", "## Parse failures", "", _table(["kind", "questions", "unparsed", "missing", "reasons"], [
+        [k, v["n"], v["unparsed"], v["missing"], "; ".join(f"{r}: {c}" for r, c in list(v["reasons"].items())[:6])]
+        for k, v in rep["parse_failures"].items()
+    ])]
+    if "tags" in rep:
+        md += ["", "## Tags", "", "```", json.dumps(rep["tags"], indent=1), "```"]
+    if "judge" in rep:
+        j = rep["judge"]
+        md += ["", "## Judge", "", f"model `{j['model']}`, prompt v{j['prompt_version']}, temperature 0: {j['judged']} judged, "
+               f"**{j['unjudged']} unjudged** ({j['unjudged_reasons'] or 'none'}); score over judged {_pct(j['score_over_judged'])}, "
+               f"over all (unjudged = 0) {_pct(j['score_over_all'])}; verdicts {j['verdicts']}"]
+    sa = rep.get("shortcut_audit")
+    if sa and "by_question_type" in sa:
+        md += ["", "## Shortcut audit (model − text-only baseline)", "", f"Baseline: {sa['baseline']}. Overall closed gap: "
+               f"{'–' if sa['overall_closed_gap_pp'] is None else format(sa['overall_closed_gap_pp'], '+.1f')} pp.", ""]
+        md.append(_table(["question type", "metric", "n", "model %", "text-only %", "gap (pp)"], [
+            [r["question_type"], r["metric"], r["n"], _pct(r["model"]), _pct(r["text_only"]), "–" if r["gap_pp"] is None else f"{r['gap_pp']:+.1f}"]
+            for r in sa["by_question_type"]
+        ]))
+    for key, groups in (rep.get("breakdowns") or {}).items():
+        if key == "kind":
+            continue
+        md += ["", f"## By {key}", ""]
+        md.append(_table([key, "n", "closed n", "closed acc", "95% CI", "open n", "open F1"], [
+            [name, b["n"], b.get("closed", {}).get("n", 0), _pct(b.get("closed", {}).get("accuracy")), _ci(b.get("closed", {}).get("ci95")),
+             b.get("open", {}).get("n", 0), _pct(b.get("open", {}).get("token_f1"))]
+            for name, b in groups.items() if not name.startswith("_")
+        ]))
+    if plots:
+        md += ["", "## Plots", ""] + [f"![{n}]({n})" for n in plots]
+    return "\n".join(md) + "\n"
+
+
+def html_page(md_text: str, figs: dict[str, bytes], title: str) -> str:
+    """A small self-contained HTML rendering of the Markdown (tables, headings, code, lists)."""
+    body: list[str] = []
+    lines = md_text.splitlines()
+    i = 0
+    in_code = False
+    while i < len(lines):
+        ln = lines[i]
+        if ln.startswith("```"):
+            body.append("</pre>" if in_code else "<pre>")
+            in_code = not in_code
+        elif in_code:
+            body.append(html.escape(ln))
+        elif ln.startswith("|"):
+            tbl = []
+            while i < len(lines) and lines[i].startswith("|"):
+                tbl.append([c.strip() for c in lines[i].strip("|").split("|")])
+                i += 1
+            body.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in tbl[0]) + "</tr>")
+            for r in tbl[2:]:
+                body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
+            body.append("</table>")
+            continue
+        elif ln.startswith("!["):
+            name = ln[ln.index("(") + 1 : -1]
+            if name in figs:
+                b64 = base64.b64encode(figs[name]).decode()
+                body.append(f'<p><img alt="{html.escape(name)}" src="data:image/png;base64,{b64}"></p>')
+        elif ln.startswith("#"):
+            lvl = len(ln) - len(ln.lstrip("#"))
+            body.append(f"<h{lvl}>{html.escape(ln.lstrip('#').strip())}</h{lvl}>")
+        elif ln.startswith("- "):
+            body.append(f"<li>{html.escape(ln[2:]).replace('**', '')}</li>")
+        elif ln.strip():
+            body.append(f"<p>{html.escape(ln).replace('**', '')}</p>")
+        i += 1
+    css = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+           "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
+           "th{background:#f0f0f0}pre{background:#f7f7f7;padding:.5em;overflow:auto}")
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{css}</style></head><body>{''.join(body)}</body></html>\n"
+
+
+def write_report(rep: dict[str, Any], out: str | Path, plots: bool = True) -> dict[str, Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    per = rep.pop("_per_question", None)
+    # timings change run to run: kept apart so report.json is byte-identical for the same input
+    timings = rep.pop("timings_s", None)
+    paths: dict[str, Path] = {}
+    if timings is not None:
+        (out / "timings.json").write_text(json.dumps(timings, indent=1) + "\n", "utf-8")
+    (out / "report.json").write_text(json.dumps(rep, indent=1, sort_keys=False) + "\n", "utf-8")
+    paths["report.json"] = out / "report.json"
+    (out / "metrics.json").write_text(json.dumps(headline(rep), indent=1) + "\n", "utf-8")
+    paths["metrics.json"] = out / "metrics.json"
+    figs = _plots(rep) if plots else {}
+    for name, data in figs.items():
+        (out / name).write_bytes(data)
+    md_text = markdown(rep, list(figs))
+    (out / "report.md").write_text(md_text, "utf-8")
+    (out / "report.html").write_text(html_page(md_text, figs, f"radvqa eval — {rep['protocol']}"), "utf-8")
+    paths["report.md"] = out / "report.md"
+    paths["report.html"] = out / "report.html"
+    if per is not None:
+        s = per["scores"]
+        with open(out / "per_question.jsonl", "w", encoding="utf-8") as fh:
+            for i, q in enumerate(per["qa_id"]):
+                fh.write(json.dumps({
+                    "qa_id": q, "kind": s.kind[i], "status": s.status[i], "reason": s.reason[i], "extracted": s.value[i],
+                    "correct": s.correct[i], "token_f1": s.tok_f1[i], "iou": s.iou[i],
+                }, ensure_ascii=False) + "\n")
+        paths["per_question.jsonl"] = out / "per_question.jsonl"
+        rep["_per_question"] = per
+    if timings is not None:
+        rep["timings_s"] = timings
+    return paths

@@ -1,0 +1,306 @@
+"""Per-question scoring under a protocol: ``radvqa`` (strict, default) or ``llava-med``.
+
+Output is columnar (one list per field, one entry per question) so aggregation over a
+million rows stays cheap. Every question of the evaluated rows is scored; a missing
+prediction is scored as wrong (closed: 0, open: 0 recall / F1) with status "missing".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from radvqa.eval.boxes import BoxError, boxes_from_text, coerce_boxes, matched_iou, to_pixels
+from radvqa.eval.dataset import ImageSizes
+from radvqa.eval.parsers import MISSING, Parser
+from radvqa.eval.predictions import Prediction
+from radvqa.eval.text import Normalizer, llava_normalize, llava_token_prf, token_prf
+from radvqa.eval.vocab import load_vocab
+
+PROTOCOLS = ("radvqa", "llava-med")
+_ROW_COLUMNS = ("answer_short", "choices", "question_type", "question", "answer", "boxes", "image_ids", "image_paths")
+PROTOCOL_VERSIONS = {"radvqa": 1, "llava-med": 1}
+CLOSED_KINDS = ("yes_no", "choice", "count", "short")
+
+
+@dataclass
+class Scores:
+    """Columnar per-question results."""
+
+    protocol: str
+    kind: list[str] = field(default_factory=list)
+    status: list[str] = field(default_factory=list)  # parsed / unparsed / missing
+    reason: list[str | None] = field(default_factory=list)
+    value: list[str | None] = field(default_factory=list)
+    correct: list[float | None] = field(default_factory=list)  # closed kinds
+    exact: list[float | None] = field(default_factory=list)  # open / short: normalised exact match
+    tok_p: list[float | None] = field(default_factory=list)
+    tok_r: list[float | None] = field(default_factory=list)
+    tok_f1: list[float | None] = field(default_factory=list)
+    # grounding
+    grounding: list[bool] = field(default_factory=list)
+    gold_boxes: list[int] = field(default_factory=list)
+    pred_boxes: list[int | None] = field(default_factory=list)  # None: no box could be read
+    box_error: list[str | None] = field(default_factory=list)
+    iou: list[float | None] = field(default_factory=list)
+    # llava-med only: what the v1.0 script scored (None: the script dropped the question
+    # from its denominator, or not a llava-med closed question); see Scorer._row_llava
+    script_score: list[float | None] = field(default_factory=list)
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _num(s: str | None) -> str | None:
+    if s is None:
+        return None
+    m = _NUMBER.search(s)
+    if m:
+        v = float(m.group())
+        return str(int(v)) if v.is_integer() else str(v)
+    return None
+
+
+class Scorer:
+    def __init__(self, protocol: str = "radvqa", box_format: str = "auto", sizes: ImageSizes | None = None) -> None:
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {protocol!r}; expected one of {PROTOCOLS}")
+        self.protocol = protocol
+        self.parser = Parser()
+        self.norm = Normalizer()
+        self.box_format = box_format
+        self.sizes = sizes
+        v = load_vocab()
+        self._count_types = tuple(v["count_question_types"])
+        self._ground_types = tuple(v["grounding_question_types"])
+        self._parse_cache: dict[tuple[Any, ...], Any] = {}
+        self._qt_cache: dict[str, tuple[bool, bool]] = {}
+
+    # -- what kind of answer a row expects -------------------------------------------------
+    def _qt(self, qt: str | None) -> tuple[bool, bool]:
+        """(is a count type, is a grounding type) of a question type, cached."""
+        hit = self._qt_cache.get(qt or "")
+        if hit is None:
+            low = (qt or "").lower()
+            hit = (any(t in low for t in self._count_types), any(t in low for t in self._ground_types))
+            self._qt_cache[qt or ""] = hit
+        return hit
+
+    def kind_of(self, row: dict[str, Any]) -> str:
+        short = row.get("answer_short")
+        if row.get("choices"):
+            return "choice"
+        is_count = self._qt(row.get("question_type"))[0]
+        if short is not None:
+            s = short.strip().lower()
+            if s in ("yes", "no"):
+                return "yes_no"
+            if is_count and _num(self.norm(s)) is not None:
+                return "count"
+            return "short"
+        if is_count:
+            return "count"
+        return "open"
+
+    def is_grounding(self, row: dict[str, Any]) -> bool:
+        if row.get("boxes"):
+            return True
+        return self._qt(row.get("question_type"))[1]
+
+    # -- scoring ---------------------------------------------------------------------------
+    def score(self, rows: dict[str, list[Any]], preds: list[Prediction | None], progress: Any = None) -> Scores:
+        n = len(rows["qa_id"])
+        # only the columns scoring reads: a dict per row is the hot path's main cost
+        cols = [c for c in _ROW_COLUMNS if c in rows]
+        out = Scores(protocol=self.protocol)
+        fn = self._row_radvqa if self.protocol == "radvqa" else self._row_llava
+        col_lists = [rows[c] for c in cols]
+        for i, vals in enumerate(zip(*col_lists)):
+            row = dict(zip(cols, vals))
+            fn(row, preds[i], out)
+            self._row_boxes(row, preds[i], out)
+            if progress is not None and i % 10000 == 0:
+                progress(i, n)
+        if progress is not None:
+            progress(n, n)
+        return out
+
+    def _parse(self, kind: str, text: str, choices: list[str] | None) -> Any:
+        # Model outputs repeat ("Yes.", "B", "No evidence of it."): parse each distinct
+        # (kind, text, options) once. Bounded so memory stays flat on huge runs.
+        key = (kind, text, tuple(choices)) if choices else (kind, text)
+        hit = self._parse_cache.get(key)
+        if hit is None:
+            hit = self.parser.parse(kind, text, choices)
+            if len(self._parse_cache) < 500_000:
+                self._parse_cache[key] = hit
+        return hit
+
+    def _append(self, out: Scores, kind: str, res: Any, correct: float | None, exact: float | None, prf: tuple[float, float, float] | None, script: float | None = None) -> None:
+        out.kind.append(kind)
+        out.status.append(res.status)
+        out.reason.append(res.reason)
+        out.value.append(res.value)
+        out.correct.append(correct)
+        out.exact.append(exact)
+        if prf is None:
+            out.tok_p.append(None)
+            out.tok_r.append(None)
+            out.tok_f1.append(None)
+        else:
+            out.tok_p.append(prf[0])
+            out.tok_r.append(prf[1])
+            out.tok_f1.append(prf[2])
+        out.script_score.append(script)
+
+    def _row_radvqa(self, row: dict[str, Any], pred: Prediction | None, out: Scores) -> None:
+        kind = self.kind_of(row)
+        text = None if pred is None else pred.text
+        choices = row.get("choices")
+        res = self._parse(kind, text, choices) if text is not None else MISSING
+        if pred is not None and text is None:
+            why = f"prediction is null ({pred.error})" if pred.error else "prediction is null"
+            res = type(res)(None, "missing", why, None)
+        gold_short = row.get("answer_short")
+        if kind == "yes_no":
+            correct = 1.0 if res.parsed and res.value == gold_short.strip().lower() else 0.0
+            self._append(out, kind, res, correct, None, None)
+        elif kind == "choice":
+            gold = _gold_letter(gold_short, choices, self.norm)
+            correct = 1.0 if res.parsed and res.value == gold else 0.0
+            self._append(out, kind, res, correct, None, None)
+        elif kind == "count":
+            gold = _num(self.norm(gold_short if gold_short is not None else (row.get("answer") or "")))
+            correct = 1.0 if res.parsed and gold is not None and res.value == gold else 0.0
+            self._append(out, kind, res, correct, None, None)
+        elif kind == "short":
+            g = self.norm(gold_short)
+            if res.parsed:
+                res, ok = self._short(res, g, row.get("question") or "")
+            else:
+                ok = 0.0
+            prf = token_prf(res.value.split(), g.split()) if res.parsed else (0.0, 0.0, 0.0)
+            self._append(out, kind, res, ok, 1.0 if res.parsed and res.value == g else 0.0, prf)
+        else:
+            gold = self.norm(row.get("answer") or "")
+            if res.parsed:
+                prf = token_prf(res.value.split(), gold.split())
+                ex = 1.0 if res.value == gold else 0.0
+            else:
+                prf, ex = (0.0, 0.0, 0.0), 0.0
+            self._append(out, kind, res, None, ex, prf)
+
+    def _short(self, res: Any, gold: str, question: str) -> tuple[Any, float]:
+        """A closed label answer ("left", "mri"): right when the gold occurs as whole words in
+        the answer ("The lesion is on the left side"), but an answer that also names the
+        question's alternative ("left or right?" -> "left and right") is ambiguous:
+        unparsed, not right."""
+        pred = " " + res.value + " "
+        if (" " + gold + " ") not in pred:
+            return res, 0.0
+        q = self.norm(question).split()
+        alts = {q[k - 1] for k in range(1, len(q)) if q[k] == "or"} | {q[k + 1] for k in range(len(q) - 1) if q[k] == "or"}
+        others = [a for a in alts if a not in gold.split() and (" " + a + " ") in pred]
+        if others:
+            return type(res)(None, "unparsed", f"ambiguous: names {gold!r} and {others[0]!r}", "short"), 0.0
+        return res, 1.0
+
+    def _row_llava(self, row: dict[str, Any], pred: Prediction | None, out: Scores) -> None:
+        """LLaVA-Med v1.0 VQA-RAD scoring (llava/eval/run_eval.py), by behaviour:
+        both sides lower-cased and normalised (text.llava_normalize);
+        closed (answer_short set): correct when the gold string occurs in the prediction
+        string (substring, so "no" matches inside "normal"); open: token recall.
+        ``correct`` is that rule over every closed question. The v1.0 script itself
+        differs in two ways, kept in ``script_score``: a prediction containing neither
+        "yes" nor "no" (substrings) scored 0 even when it contained the gold ("left" in
+        "left side"), and one containing "yes"/"no" but not the gold was not appended at
+        all — it left the denominator (None here)."""
+        text = None if pred is None else pred.text
+        gold = llava_normalize(str(row.get("answer") or "").lower())
+        p = llava_normalize(text.lower()) if text is not None else ""
+        res_status = "parsed" if text is not None else "missing"
+        res = _Res(p if text is not None else None, res_status, None if text is not None else "no prediction for this question")
+        if row.get("answer_short") is not None:
+            hit = bool(gold) and gold in p
+            has_yn = ("yes" in p) or ("no" in p)
+            script = (1.0 if hit else None) if has_yn else 0.0
+            self._append(out, "closed", res, 1.0 if hit else 0.0, None, None, script)
+        else:
+            prf = llava_token_prf(p, gold)
+            self._append(out, "open", res, None, 1.0 if p == gold and p else 0.0, prf)
+
+    # -- boxes -----------------------------------------------------------------------------
+    def _row_boxes(self, row: dict[str, Any], pred: Prediction | None, out: Scores) -> None:
+        if not self.is_grounding(row):
+            out.grounding.append(False)
+            out.gold_boxes.append(0)
+            out.pred_boxes.append(None)
+            out.box_error.append(None)
+            out.iou.append(None)
+            return
+        image_ids = row.get("image_ids") or []
+        first = image_ids[0] if image_ids else None
+        gold_all = row.get("boxes") or []
+        # boxes: (image_id, x1, y1, x2, y2) tuples (dataset.load_qa); predicted boxes refer
+        # to the first image
+        gold_rows = [b for b in gold_all if first is None or b[0] in (first, None)] or gold_all
+        gold = [[b[1], b[2], b[3], b[4]] for b in gold_rows]
+        out.grounding.append(True)
+        out.gold_boxes.append(len(gold))
+        pboxes, err = self._pred_boxes(row, pred, first)
+        out.box_error.append(err)
+        out.pred_boxes.append(None if pboxes is None else len(pboxes))
+        if gold:
+            out.iou.append(matched_iou(gold, pboxes or [])[0])
+        else:
+            # negative grounding question: right when the model draws nothing
+            out.iou.append(1.0 if not pboxes else 0.0)
+
+    def _pred_boxes(self, row: dict[str, Any], pred: Prediction | None, image_id: str | None) -> tuple[list[list[float]] | None, str | None]:
+        if pred is None:
+            return None, "no prediction"
+        try:
+            if pred.boxes is not None:
+                raw = coerce_boxes(pred.boxes)
+                fmt = pred.box_format or "pixels"  # contract: the boxes field is stored pixels
+            else:
+                raw, implied = boxes_from_text(pred.text or "")
+                fmt = pred.box_format or implied or self.box_format
+        except BoxError as e:
+            return None, str(e)
+        if not raw:
+            return [], None
+        size = pred.image_size
+        if size is None and self.sizes is not None and (fmt != "pixels"):
+            paths = row.get("image_paths") or []
+            size = self.sizes.get(image_id, paths[0] if paths else None)
+        try:
+            px, err = to_pixels(raw, fmt, size)
+        except BoxError as e:
+            return None, str(e)
+        if err:
+            return None, err
+        return px, None
+
+
+@dataclass(frozen=True, slots=True)
+class _Res:
+    value: str | None
+    status: str
+    reason: str | None
+
+
+def _gold_letter(gold: str | None, choices: list[str] | None, norm: Normalizer) -> str | None:
+    if gold is None:
+        return None
+    g = gold.strip()
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(choices or [])]
+    m = re.fullmatch(r"\(?([A-Za-z])[\).:]?", g)
+    if m and m.group(1).upper() in letters:
+        return m.group(1).upper()
+    ng = norm(g)
+    for letter, opt in zip(letters, choices or []):
+        if norm(opt) == ng:
+            return letter
+    return None

@@ -1,0 +1,136 @@
+"""Certainty of a mention from the cues around it in its sentence (NegEx / ConText family, checked
+in the CheXpert order: dominant uncertainty, then negation, then uncertainty).
+
+Cue phrases and scope limits are data (``data/context.yaml``); this module only compiles them into
+one trie regex and applies the scope rules. See that file for the rules in words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from radvqa.extract._trie import trie_regex
+
+# Roles a cue phrase can play (bit flags: one phrase may be a pre and a post cue).
+DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST, PSEUDO, TERM = (1 << i for i in range(10))
+PRE_MASK = DOM_PRE | NEG_PRE | UNC_PRE | HYPO | HIST
+POST_MASK = DOM_POST | NEG_POST | UNC_POST
+
+_KEYS: tuple[tuple[str, str | None, int], ...] = (
+    ("uncertain_dominant", "pre", DOM_PRE),
+    ("uncertain_dominant", "post", DOM_POST),
+    ("negation_pre", None, NEG_PRE),
+    ("negation_post", None, NEG_POST),
+    ("uncertainty_pre", None, UNC_PRE),
+    ("uncertainty_post", None, UNC_POST),
+    ("hypothetical", None, HYPO),
+    ("historical", None, HIST),
+    ("pseudo", None, PSEUDO),
+    ("terminators", None, TERM),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Cue:
+    start: int
+    end: int
+    roles: int
+
+
+class ContextRules:
+    """Compiled cue lexicon. ``cues(lower, a, b)`` finds the cues of one sentence;
+    ``certainty(...)`` decides one mention."""
+
+    def __init__(self, data: dict[str, Any], extra: dict[str, tuple[str, ...]] | None = None):
+        roles: dict[str, int] = {}
+        for key, sub, flag in _KEYS:
+            block = data.get(key) or ([] if sub is None else {})
+            phrases = block.get(sub, []) if sub is not None else block
+            for p in phrases:
+                p = " ".join(str(p).lower().split())
+                roles[p] = roles.get(p, 0) | flag
+        # Cues the ontology's modifiers add (same kind names); ours take precedence for a phrase.
+        for key, phrases in (extra or {}).items():
+            flag = {k: f for k, s, f in _KEYS if s is None}.get(key)
+            if flag is None:
+                continue
+            for p in phrases:
+                p = " ".join(p.lower().split())
+                roles.setdefault(p, flag)
+        # A pseudo cue neutralises the words inside it; it has no other role.
+        for p, r in roles.items():
+            if r & PSEUDO:
+                roles[p] = PSEUDO
+        self.roles = roles
+        self.pattern = trie_regex(roles)
+        self.max_pre = int(data.get("max_words_pre", 14))
+        self.max_post = int(data.get("max_words_post", 8))
+
+    def cues(self, lower: str, start: int, end: int) -> list[Cue]:
+        get = self.roles.get
+        out = []
+        for m in self.pattern.finditer(lower, start, end):
+            r = get(" ".join(m.group().split()), 0)
+            if r and r != PSEUDO:
+                out.append(Cue(m.start(), m.end(), r))
+        return out
+
+    def certainty(self, lower: str, cues: list[Cue], m_start: int, m_end: int) -> tuple[str | None, Cue | None]:
+        """(certainty, deciding cue) for a mention at ``[m_start, m_end)``. Certainty is
+        ``present``/``absent``/``uncertain``, or None for hypothetical / historical mentions
+        (not an observation of this image)."""
+        pre = 0
+        post = 0
+        pre_cue: dict[int, Cue] = {}
+        post_cue: dict[int, Cue] = {}
+        # Backwards from the mention: pre cues until a terminator or the word limit. Cues inside
+        # the mention span (regex patterns such as "heart is not enlarged") count as pre cues.
+        for c in reversed(cues):
+            if c.start >= m_end:
+                continue
+            if c.start >= m_start:  # inside the mention ("heart is not enlarged")
+                if c.end <= m_end and c.roles & PRE_MASK:
+                    pre |= c.roles & PRE_MASK
+                    for f in _FLAGS:
+                        if c.roles & f:
+                            pre_cue.setdefault(f, c)
+                continue
+            if c.roles & TERM:
+                break
+            if lower.count(" ", c.end, m_start) > self.max_pre:
+                break
+            if c.roles & PRE_MASK:
+                pre |= c.roles & PRE_MASK
+                for f in _FLAGS:
+                    if c.roles & f:
+                        pre_cue.setdefault(f, c)
+        for c in cues:
+            if c.start < m_end:
+                continue
+            if c.roles & TERM:
+                break
+            if lower.count(" ", m_end, c.start) > self.max_post:
+                break
+            if c.roles & POST_MASK:
+                post |= c.roles & POST_MASK
+                for f in _FLAGS:
+                    if c.roles & f:
+                        post_cue.setdefault(f, c)
+        if pre & (HYPO | HIST) and not pre & (NEG_PRE | DOM_PRE):
+            return None, pre_cue.get(HYPO) or pre_cue.get(HIST)
+        if pre & DOM_PRE:
+            return "uncertain", pre_cue[DOM_PRE]
+        if post & DOM_POST:
+            return "uncertain", post_cue[DOM_POST]
+        if pre & NEG_PRE:
+            return "absent", pre_cue[NEG_PRE]
+        if post & NEG_POST:
+            return "absent", post_cue[NEG_POST]
+        if pre & UNC_PRE:
+            return "uncertain", pre_cue[UNC_PRE]
+        if post & UNC_POST:
+            return "uncertain", post_cue[UNC_POST]
+        return "present", None
+
+
+_FLAGS = (DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST)

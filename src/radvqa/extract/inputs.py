@@ -1,0 +1,142 @@
+"""Report inputs of ``radvqa extract`` / ``radvqa label``: a CSV with ``id,text`` columns, a folder
+of ``.txt`` files, or the OpenI (IU X-ray) XML reports as the ``NLMCXR_reports.tgz`` archive or an
+unpacked folder. Yields ``(id, text)`` or ``Reject`` — a record that cannot be read is a reject
+line with its reason, never a silent skip."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+from radvqa.model import Reject
+
+# Sections of an OpenI report in the order the report gives them; written as "NAME: text" lines
+# so the section splitter sees the same headers as in MIMIC-CXR.
+OPENI_SECTIONS = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
+
+Item = tuple[str, str | bytes]
+
+
+def openi_text(xml_bytes: bytes) -> tuple[str, str]:
+    """(report id, report text) of one OpenI XML file. ValueError if it is not one."""
+    try:
+        root = ET.fromstring(xml_bytes)
+    except ET.ParseError as e:
+        raise ValueError(f"not well-formed XML: {e}") from None
+    uid = root.find("uId")
+    if uid is None or not uid.get("id"):
+        raise ValueError("no <uId id=...> element: not an OpenI report")
+    parts = []
+    for el in root.iter("AbstractText"):
+        label = (el.get("Label") or "").strip().upper()
+        body = " ".join((el.text or "").split())
+        if label and body:
+            parts.append(f"{label}: {body}")
+    return uid.get("id", ""), "\n".join(parts)
+
+
+def _read_csv(path: Path) -> Iterator[Item | Reject]:
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    with path.open("r", encoding="utf-8", newline="", errors="strict") as fh:
+        try:
+            reader = csv.DictReader(fh)
+            fields = [f.strip().lower() for f in (reader.fieldnames or [])]
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not UTF-8 ({e})") from None
+        if "id" not in fields or "text" not in fields:
+            raise ValueError(f"{path}: a report CSV needs columns 'id' and 'text'; found {reader.fieldnames}")
+        id_col = reader.fieldnames[fields.index("id")]  # type: ignore[index]
+        text_col = reader.fieldnames[fields.index("text")]  # type: ignore[index]
+        row_no = 1
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except UnicodeDecodeError as e:
+                yield Reject(source="csv", ref=f"{path}:row {row_no + 1}", reason=f"not UTF-8: {e}", stage="extract")
+                return
+            row_no += 1
+            rid = (row.get(id_col) or "").strip()
+            if not rid:
+                yield Reject(source="csv", ref=f"{path}:row {row_no}", reason="empty id", stage="extract")
+                continue
+            yield rid, row.get(text_col) or ""
+
+
+def _read_txt_folder(path: Path) -> Iterator[Item | Reject]:
+    files = sorted(p for p in path.rglob("*.txt") if p.is_file())
+    for p in files:
+        rid = p.relative_to(path).with_suffix("").as_posix()
+        yield rid, p.read_bytes()  # decoded (and checked) by the extractor
+
+
+def _read_openi_folder(path: Path) -> Iterator[Item | Reject]:
+    for p in sorted(path.rglob("*.xml"), key=lambda q: q.as_posix()):
+        try:
+            yield openi_text(p.read_bytes())
+        except ValueError as e:
+            yield Reject(source="openi", ref=str(p), reason=str(e), stage="extract")
+
+
+def _read_openi_tgz(path: Path) -> Iterator[Item | Reject]:
+    with tarfile.open(path, "r:*") as tf:
+        members = sorted((m for m in tf.getmembers() if m.isfile() and m.name.endswith(".xml")), key=lambda m: m.name)
+        for m in members:
+            fh = tf.extractfile(m)
+            if fh is None:
+                yield Reject(source="openi", ref=f"{path}:{m.name}", reason="unreadable member", stage="extract")
+                continue
+            try:
+                yield openi_text(fh.read())
+            except ValueError as e:
+                yield Reject(source="openi", ref=f"{path}:{m.name}", reason=str(e), stage="extract")
+
+
+def read_reports(input_path: str | Path) -> Iterator[Item | Reject]:
+    """Reports of INPUT, sorted by file / row order (deterministic)."""
+    path = Path(input_path)
+    if not path.exists():
+        raise FileNotFoundError(f"input not found: {path}")
+    if path.is_dir():
+        if any(path.rglob("*.xml")):
+            return _read_openi_folder(path)
+        if any(path.rglob("*.txt")):
+            return _read_txt_folder(path)
+        raise ValueError(f"{path}: folder has neither .txt reports nor OpenI .xml files")
+    name = path.name.lower()
+    if name.endswith((".tgz", ".tar.gz", ".tar")):
+        return _read_openi_tgz(path)
+    if name.endswith(".xml"):
+        def one() -> Iterator[Item | Reject]:
+            try:
+                yield openi_text(path.read_bytes())
+            except ValueError as e:
+                yield Reject(source="openi", ref=str(path), reason=str(e), stage="extract")
+        return one()
+    if name.endswith(".csv"):
+        return _read_csv(path)
+    if name.endswith(".txt"):
+        return iter([(path.stem, path.read_bytes())])
+    raise ValueError(f"{path}: unknown input kind (expected .csv with id,text, a folder of .txt, "
+                     "an OpenI .tgz or a folder of OpenI .xml)")
+
+
+def count_reports(input_path: str | Path) -> int | None:
+    """Number of reports for the progress bar, when cheap to know (None otherwise)."""
+    path = Path(input_path)
+    try:
+        if path.is_dir():
+            n = sum(1 for _ in path.rglob("*.xml"))
+            return n or sum(1 for _ in path.rglob("*.txt"))
+        if path.name.lower().endswith(".csv"):
+            with path.open("rb") as fh:
+                return max(0, sum(1 for _ in csv.reader(io.TextIOWrapper(fh, "utf-8", errors="replace"))) - 1)
+    except OSError:
+        return None
+    return None

@@ -1,0 +1,63 @@
+"""Report labels from an Extraction in a dataset's label scheme (``radvqa label``).
+
+Value per label: 1 if any observation of a finding the label covers is present, else -1 if one is
+uncertain, else 0 if one is absent, else None (not mentioned). A finding counts for a label when
+the label maps to it or to one of its ontology ancestors. A label that maps to no finding ("No
+Finding" / "normal") is 1 when the report has no present observation of an abnormal finding
+(uncertain ones, "no definite effusion", do not make a report abnormal), else 0.
+
+Scheme policy beyond the ontology (``data/labeling.yaml``): findings that do not count toward a
+label although they descend from its finding (OpenI/NIH gold: granulomas are not nodules)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from radvqa.extract._data import load_data
+from radvqa.model import Extraction
+
+
+class Labeler:
+    def __init__(self, ontology: Any, scheme: str):
+        if scheme not in ontology.schemes:
+            raise KeyError(f"unknown label scheme {scheme!r}; known: {sorted(ontology.schemes)}")
+        self.scheme = scheme
+        sch = ontology.schemes[scheme]
+        # Alias labels (another spelling of a label, e.g. "Infiltrate") get no column of their own.
+        groups = getattr(sch, "groups", {}) or {}
+        aliases = set(groups.get("aliases", ()))
+        table = {k: v for k, v in sch.labels.items() if k not in aliases}
+        self.labels: list[str] = list(table)
+        # "No Finding"-type labels: the scheme's `normal` group when it declares one (labels in
+        # its `ignored` group map to nothing and stay empty), else every label mapping to [].
+        if "normal" in groups:
+            self.normal_labels = [lab for lab in self.labels if lab in set(groups["normal"])]
+        else:
+            self.normal_labels = [lab for lab, ids in table.items() if not ids]
+        policy = (load_data("labeling").get("schemes") or {}).get(scheme) or {}
+        not_counted = {lab: set(ids or ()) for lab, ids in (policy.get("not_counted") or {}).items()}
+        self._for_finding: dict[str, tuple[str, ...]] = {}
+        for fid in ontology.findings:
+            up = {fid, *ontology.ancestors(fid)}
+            self._for_finding[fid] = tuple(
+                lab for lab, ids in table.items()
+                if ids and up.intersection(ids) and not up.intersection(not_counted.get(lab, ())))
+        self._abnormal = {fid for fid, f in ontology.findings.items() if getattr(f, "abnormal", True)}
+
+    def label(self, ex: Extraction) -> dict[str, int | None]:
+        out: dict[str, int | None] = dict.fromkeys(self.labels)
+        if ex.error is not None:
+            return out
+        rank = {"absent": 0, "uncertain": -1, "present": 1}
+        order = {None: 0, 0: 1, -1: 2, 1: 3}
+        abnormal = False
+        for o in ex.observations:
+            v = rank.get(o.certainty, 0)
+            if o.certainty == "present" and o.finding in self._abnormal:
+                abnormal = True
+            for lab in self._for_finding.get(o.finding, ()):
+                if order[v] > order[out[lab]]:
+                    out[lab] = v
+        for lab in self.normal_labels:
+            out[lab] = 0 if abnormal else 1
+        return out

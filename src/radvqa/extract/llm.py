@@ -1,0 +1,269 @@
+"""LLM backend: the same Extraction, filled by an OpenAI-compatible chat-completions server (vLLM,
+Ollama, llama.cpp server, hosted APIs) with a JSON-schema response format.
+
+Only the standard library is used (urllib + threads), so the backend needs no extra package.
+- sections and sentences (with offsets) come from the same splitter as the rules backend; the
+  model returns observations whose ``evidence`` quotes report text, located back to offsets;
+- one request per report, ``concurrency`` requests in flight, results in input order;
+- retries with exponential backoff on network errors, timeouts, HTTP 429 and 5xx;
+- a response that is not valid JSON for the schema is retried; after ``retries`` attempts the
+  report gets ``Extraction.error`` (never dropped);
+- on-disk cache keyed by model + prompt version + report text (``cache_dir``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from radvqa.extract.sections import section_role, split_sections
+from radvqa.extract.sentences import split_sentences
+from radvqa.extract.text import MAX_CHARS, check_text
+from radvqa.model import Extraction, Indication, Observation, Report, Sentence, Span
+
+PROMPT_VERSION = "1"
+
+SYSTEM_PROMPT = """You are a radiology information-extraction system. Read the chest X-ray report \
+and list every finding it states as present, absent (negated) or uncertain (possible, cannot be \
+excluded). Use only the finding ids and region ids given. One observation per finding, side and \
+region. Quote the exact report words that state each observation in "evidence". Findings that \
+are only asked about in the indication or history go in "indication_evaluate", not in \
+"observations". Answer with JSON only."""
+
+
+class _LLMObs(msgspec.Struct):
+    finding: str
+    certainty: str
+    laterality: str | None = None
+    regions: list[str] = []
+    severity: str | None = None
+    size_mm: float | None = None
+    change: str | None = None
+    evidence: str = ""
+
+
+class _LLMOut(msgspec.Struct):
+    observations: list[_LLMObs]
+    indication_evaluate: list[str] = []
+
+
+class LLMError(RuntimeError):
+    pass
+
+
+def response_schema(finding_ids: list[str], region_ids: list[str]) -> dict[str, Any]:
+    """JSON schema of the answer: the scene-graph observation fields, ids as enums."""
+    nullable = lambda t: {"type": [t, "null"]}  # noqa: E731
+    obs = {
+        "type": "object",
+        "properties": {
+            "finding": {"type": "string", "enum": finding_ids},
+            "certainty": {"type": "string", "enum": ["present", "absent", "uncertain"]},
+            "laterality": {"type": ["string", "null"], "enum": ["left", "right", "bilateral", None]},
+            "regions": {"type": "array", "items": {"type": "string", "enum": region_ids}},
+            "severity": nullable("string"),
+            "size_mm": nullable("number"),
+            "change": {"type": ["string", "null"], "enum": ["new", "increased", "decreased", "unchanged",
+                                                           "resolved", "improved", "worsened", None]},
+            "evidence": {"type": "string"},
+        },
+        "required": ["finding", "certainty", "laterality", "regions", "severity", "size_mm", "change", "evidence"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "observations": {"type": "array", "items": obs},
+            "indication_evaluate": {"type": "array", "items": {"type": "string", "enum": finding_ids}},
+        },
+        "required": ["observations", "indication_evaluate"],
+        "additionalProperties": False,
+    }
+
+
+class LLMExtractor:
+    def __init__(self, ontology: Any = None, *, url: str, model: str, api_key: str | None = None,
+                 concurrency: int = 8, timeout: float = 120.0, retries: int = 3, backoff: float = 1.0,
+                 cache_dir: str | Path | None = None, max_chars: int = MAX_CHARS, temperature: float = 0.0):
+        if ontology is None:
+            from radvqa.ontology import load_ontology
+
+            ontology = load_ontology()
+        if not url or not model:
+            raise ValueError("the llm extractor needs url= (OpenAI-compatible base URL) and model=")
+        self.ontology = ontology
+        self.url = url.rstrip("/") + ("" if url.rstrip("/").endswith("/chat/completions") else "/chat/completions")
+        self.model = model
+        self.api_key = api_key
+        self.concurrency = max(1, int(concurrency))
+        self.timeout = timeout
+        self.retries = max(1, int(retries))
+        self.backoff = backoff
+        self.max_chars = max_chars
+        self.temperature = temperature
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        if self.cache_dir:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.version = f"llm:{model}:{PROMPT_VERSION}"
+        self._findings = sorted(ontology.findings)
+        self._regions = sorted(ontology.regions)
+        self._schema = response_schema(self._findings, self._regions)
+        lines = [f"- {fid}: {f.name}" + (f" ({', '.join(f.synonyms[:4])})" if f.synonyms else "")
+                 for fid, f in sorted(ontology.findings.items())]
+        self._vocab = ("Finding ids:\n" + "\n".join(lines) + "\n\nRegion ids: " + ", ".join(self._regions))
+
+    # ---- public -------------------------------------------------------------------------------
+    def extract(self, text: object, study_id: str = "") -> Extraction:
+        return next(self.extract_many([(study_id, text)]))
+
+    def extract_many(self, items: Iterable[tuple[str, object]], batch_size: int = 64) -> Iterator[Extraction]:
+        """Extractions in input order; ``concurrency`` requests in flight within each batch."""
+        batch: list[tuple[str, object]] = []
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            for item in items:
+                batch.append(item)
+                if len(batch) >= batch_size:
+                    yield from pool.map(lambda it: self._one(it[1]), batch)
+                    batch = []
+            if batch:
+                yield from pool.map(lambda it: self._one(it[1]), batch)
+
+    # ---- internals ----------------------------------------------------------------------------
+    def _report(self, text: str) -> Report:
+        sections = split_sections(text)
+        sentences: list[Sentence] = []
+        for sec in sections:
+            sentences.extend(split_sentences(text, sec.start, sec.end, sec.name, len(sentences) + 1))
+        return Report(text=text, sections=sections, sentences=sentences)
+
+    def _one(self, raw: object) -> Extraction:
+        text, error = check_text(raw, self.max_chars)
+        if error is not None:
+            return Extraction(report=Report(text=""), extractor=self.version, error=error)
+        report = self._report(text)
+        try:
+            out = self._ask(text)
+        except LLMError as e:
+            return Extraction(report=report, extractor=self.version, error=str(e))
+        return self._build(report, out)
+
+    def cache_key(self, text: str) -> str:
+        h = hashlib.sha256()
+        for part in (self.model, PROMPT_VERSION, text):
+            h.update(part.encode("utf-8"))
+            h.update(b"\x00")
+        return h.hexdigest()
+
+    def _ask(self, text: str) -> _LLMOut:
+        path = self.cache_dir / f"{self.cache_key(text)}.json" if self.cache_dir else None
+        if path is not None and path.exists():
+            try:
+                return msgspec.json.decode(path.read_bytes(), type=_LLMOut)
+            except msgspec.DecodeError:
+                pass  # a damaged cache entry is re-asked
+        body = {
+            "model": self.model,
+            "temperature": self.temperature,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT + "\n\n" + self._vocab},
+                {"role": "user", "content": "Report:\n" + text},
+            ],
+            "response_format": {"type": "json_schema",
+                                "json_schema": {"name": "scene_graph_observations", "strict": True, "schema": self._schema}},
+        }
+        data = json.dumps(body).encode("utf-8")
+        last = "no attempt"
+        for attempt in range(self.retries):
+            if attempt:
+                time.sleep(self.backoff * (2 ** (attempt - 1)))
+            try:
+                content = self._post(data)
+            except _Retryable as e:
+                last = str(e)
+                continue
+            try:
+                out = msgspec.json.decode(content, type=_LLMOut)
+                self._validate(out)
+            except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as e:
+                last = f"invalid JSON from the model: {e}"
+                continue
+            if path is not None:
+                tmp = path.with_suffix(".tmp")
+                tmp.write_bytes(msgspec.json.encode(out))
+                tmp.replace(path)
+            return out
+        raise LLMError(f"llm extraction failed after {self.retries} attempt(s): {last}")
+
+    def _post(self, data: bytes) -> bytes:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                payload = resp.read()
+        except urllib.error.HTTPError as e:
+            if e.code == 429 or e.code >= 500:
+                raise _Retryable(f"HTTP {e.code} from {self.url}") from None
+            raise LLMError(f"HTTP {e.code} from {self.url}: {e.read()[:300]!r}") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+            raise _Retryable(f"cannot reach {self.url}: {e}") from None
+        try:
+            msg = json.loads(payload)
+            content = msg["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise _Retryable(f"not a chat-completions response: {payload[:200]!r}") from None
+        if not isinstance(content, str):
+            raise _Retryable("chat-completions response without text content")
+        return content.encode("utf-8")
+
+    def _validate(self, out: _LLMOut) -> None:
+        findings = self.ontology.findings
+        regions = self.ontology.regions
+        for o in out.observations:
+            if o.finding not in findings:
+                raise ValueError(f"unknown finding id {o.finding!r}")
+            if o.certainty not in ("present", "absent", "uncertain"):
+                raise ValueError(f"bad certainty {o.certainty!r}")
+            if o.laterality not in (None, "left", "right", "bilateral"):
+                raise ValueError(f"bad laterality {o.laterality!r}")
+            bad = [r for r in o.regions if r not in regions]
+            if bad:
+                raise ValueError(f"unknown region id(s) {bad}")
+        bad = [f for f in out.indication_evaluate if f not in findings]
+        if bad:
+            raise ValueError(f"unknown finding id(s) in indication_evaluate {bad}")
+
+    def _build(self, report: Report, out: _LLMOut) -> Extraction:
+        text = report.text
+        lower = text.lower() if len(text.lower()) == len(text) else text
+        obs: list[Observation] = []
+        for n, o in enumerate(out.observations, 1):
+            ev: list[Span] = []
+            q = " ".join(o.evidence.split()).lower()
+            if q:
+                i = lower.find(q)
+                if i >= 0:
+                    sid = next((s.id for s in report.sentences if s.start <= i < s.end), None)
+                    ev.append(Span(start=i, end=i + len(q), text=text[i:i + len(q)], sentence_id=sid))
+            obs.append(Observation(id=f"O{n:02d}", finding=o.finding, certainty=o.certainty, laterality=o.laterality,
+                                   regions=list(o.regions), severity=o.severity, size_mm=o.size_mm, change=o.change,
+                                   evidence=ev))
+        ind_sents = [s for s in report.sentences if section_role(s.section) == "indication"]
+        indication = None
+        if ind_sents or out.indication_evaluate:
+            indication = Indication(text=" ".join(s.text for s in ind_sents), evaluate=list(out.indication_evaluate))
+        return Extraction(report=report, observations=obs, indication=indication, extractor=self.version)
+
+
+class _Retryable(Exception):
+    pass

@@ -1,0 +1,98 @@
+"""Finding mentions: ontology synonyms compiled once into a trie regex (longest match wins), plus
+the extraction patterns of ``data/patterns.yaml``:
+
+- ``phrases``: literal phrases implying a finding that are not true synonyms ("enlarged heart");
+- ``exclusions``: literal phrases that must not yield the finding a shorter term inside them
+  names ("pericardial effusion" is not pleural effusion) — they win by being longer and map to
+  nothing;
+- ``patterns``: regular expressions with gaps ("heart ... is enlarged"), optionally with a fixed
+  certainty — implicit normal statements ("lungs are clear") yield explicit ``absent``
+  observations of the findings they rule out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from radvqa.extract._trie import trie_regex
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    start: int
+    end: int
+    findings: tuple[str, ...]
+    certainty: str | None = None  # fixed by a pattern (implicit normals); None = from context
+    rule: str | None = None  # pattern id for patterns, None for lexicon terms
+
+
+class MentionMatcher:
+    def __init__(self, terms: dict[str, tuple[str, ...]], patterns: dict[str, Any], known: set[str]):
+        """``terms``: normalised term -> finding ids (the ontology's ``finding_terms()``);
+        ``patterns``: parsed ``patterns.yaml``; ``known``: valid finding ids (unknown ids in the
+        data are an error, so a renamed ontology id cannot silently switch a rule off)."""
+        lex: dict[str, tuple[str, ...]] = dict(terms)
+        problems: list[str] = []
+
+        def check(ids: list[str], where: str) -> tuple[str, ...]:
+            bad = [i for i in ids if i not in known]
+            if bad:
+                problems.append(f"{where}: unknown finding id(s) {bad}")
+            return tuple(i for i in ids if i in known)
+
+        # Ontology terms this extractor ignores on purpose (too vague to be a finding by
+        # themselves in report text, e.g. "density" alone); listed in patterns.yaml.
+        for t in patterns.get("ignore_terms", []) or []:
+            lex.pop(" ".join(str(t).lower().split()), None)
+        for fid, phrases in (patterns.get("phrases") or {}).items():
+            ids = check([fid], f"phrases.{fid}")
+            for p in phrases:
+                lex[" ".join(str(p).lower().split())] = ids
+        for p in patterns.get("exclusions", []) or []:
+            lex[" ".join(str(p).lower().split())] = ()
+        self.lexicon = lex
+        self.term_re = trie_regex(lex)
+        self.pattern_specs: list[tuple[str, tuple[str, ...], str | None]] = []
+        parts = []
+        for i, spec in enumerate(patterns.get("patterns", []) or []):
+            pid = spec["id"]
+            ids = check(list(spec["findings"]), f"patterns.{pid}")
+            cert = spec.get("certainty")
+            if cert not in (None, "present", "absent", "uncertain"):
+                problems.append(f"patterns.{pid}: bad certainty {cert!r}")
+            try:
+                re.compile(spec["regex"])
+            except re.error as e:
+                problems.append(f"patterns.{pid}: bad regex: {e}")
+                continue
+            self.pattern_specs.append((pid, ids, cert))
+            parts.append(f"(?P<p{i}>{spec['regex']})")
+        if problems:
+            raise ValueError("extraction patterns do not match the ontology:\n  " + "\n  ".join(problems))
+        self._group_index = {f"p{i}": k for k, i in enumerate(
+            i for i, spec in enumerate(patterns.get("patterns", []) or []))}
+        self.pattern_re = re.compile(r"(?<!\w)(?:" + "|".join(parts) + r")(?!\w)") if parts else None
+
+    def find(self, lower: str, start: int, end: int) -> list[Mention]:
+        """Mentions in ``lower[start:end]`` (lower-cased report text), in text order. Pattern
+        matches win over lexicon terms they overlap (they are the more specific reading)."""
+        out: list[Mention] = []
+        taken: list[tuple[int, int]] = []
+        if self.pattern_re is not None:
+            for m in self.pattern_re.finditer(lower, start, end):
+                pid, ids, cert = self.pattern_specs[self._group_index[m.lastgroup]]  # type: ignore[index]
+                out.append(Mention(m.start(), m.end(), ids, cert, pid))
+                taken.append((m.start(), m.end()))
+        lex = self.lexicon
+        for m in self.term_re.finditer(lower, start, end):
+            a, b = m.start(), m.end()
+            if taken and any(a < tb and ta < b for ta, tb in taken):
+                continue
+            ids = lex.get(" ".join(m.group().split()))
+            if ids:
+                out.append(Mention(a, b, ids))
+        if taken:
+            out.sort(key=lambda x: x.start)
+        return out

@@ -1,0 +1,88 @@
+"""Split a report into sections (MIMIC-CXR, OpenI and generic headers) keeping character offsets."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from radvqa.extract._data import load_data
+from radvqa.model import Section
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    pattern: re.Pattern[str]
+    canonical: dict[str, str]  # upper-case alias -> canonical name
+    roles: dict[str, str]  # canonical name -> observe | indication | skip
+    default: str
+
+
+@lru_cache(maxsize=1)
+def section_spec() -> SectionSpec:
+    data = load_data("sections")
+    canonical: dict[str, str] = {}
+    roles: dict[str, str] = {}
+    for name, spec in data["sections"].items():
+        roles[name] = spec["role"]
+        for alias in spec.get("aliases", []) + [name]:
+            canonical[" ".join(str(alias).upper().split())] = name
+    default = data["default"]["name"]
+    roles.setdefault(default, data["default"]["role"])
+    # Longest alias first so "FINDINGS AND IMPRESSION" wins over "FINDINGS".
+    aliases = sorted(canonical, key=len, reverse=True)
+    alt = "|".join(re.escape(a).replace(r"\ ", r"[ \t]+") for a in aliases)
+    # A header starts a line (or follows a sentence end on the same line, as in flattened
+    # reports) and ends with a colon; it must not be the middle of a sentence ("the report:").
+    pattern = re.compile(
+        rf"(?:^|(?<=[.!?])[ \t]+)[ \t]*(?P<name>{alt})[ \t]*:",
+        re.IGNORECASE | re.MULTILINE,
+    )
+    return SectionSpec(pattern=pattern, canonical=canonical, roles=roles, default=default)
+
+
+_SENT_END = re.compile(r"[.!?][ \t]+")
+
+
+def split_sections(text: str) -> list[Section]:
+    """Sections in report order. ``Section.start`` is the offset of the body after the header.
+
+    A header is a known alias followed by a colon, at the start of a line or right after a
+    sentence end on the same line ("... normal. IMPRESSION: ..."). Text before the first header
+    (or a whole report without headers) is one ``BODY`` section, kept only when it holds
+    something other than white space. Colons are found with ``str.find`` and the words before
+    each looked up in the alias table: much cheaper than a regex tried at every position."""
+    spec = section_spec()
+    canonical = spec.canonical
+    heads: list[tuple[int, int, str]] = []  # (header start, body start, name)
+    i = text.find(":")
+    while i >= 0:
+        line_start = text.rfind("\n", 0, i) + 1
+        seg = text[line_start:i]
+        cand = " ".join(seg.split()).upper()
+        name = canonical.get(cand)
+        start = line_start + (len(seg) - len(seg.lstrip()))
+        if name is None and seg:
+            # after a sentence end on the same line
+            last = None
+            for last in _SENT_END.finditer(seg):
+                pass
+            if last is not None:
+                cand = " ".join(seg[last.end():].split()).upper()
+                name = canonical.get(cand)
+                start = line_start + last.end()
+        if name is not None:
+            heads.append((start, i + 1, name))
+        i = text.find(":", i + 1)
+    out: list[Section] = []
+    first = heads[0][0] if heads else len(text)
+    if text[:first].strip():
+        out.append(Section(name=spec.default, start=0, end=first))
+    for k, (_, body, name) in enumerate(heads):
+        end = heads[k + 1][0] if k + 1 < len(heads) else len(text)
+        out.append(Section(name=name, start=body, end=end))
+    return out
+
+
+def section_role(name: str) -> str:
+    return section_spec().roles.get(name, "observe")

@@ -1,0 +1,82 @@
+"""Sentence splitting with character offsets.
+
+Robust to what real reports contain: abbreviations ("Dr.", "e.g."), decimals ("3.5 cm"),
+de-identification tokens (``___``, ``XXXX``), numbered lists ("1. ... 2. ..."), and missing
+punctuation between lines that are separate statements (blank lines, list items)."""
+
+from __future__ import annotations
+
+import re
+
+from radvqa.model import Sentence
+
+# Words after which a period does not end a sentence.
+_ABBREV = frozenset("dr mr mrs ms prof vs approx appt e.g i.e cf fig incl esp resp st".split())
+# ... and after which it does, when the next word is capitalised ("at 10 a.m. No effusion").
+_ABBREV_SOFT = frozenset("a.m p.m etc min max hx sx dx tx fx rt lt vol pts pt".split())
+# Candidate boundaries: terminal punctuation followed by white space or end; a blank line;
+# a line break before a list item or bullet; a list number after a sentence ("... 2. Next").
+_BOUNDARY = re.compile(
+    r"(?P<word>\b[A-Za-z][A-Za-z.]{0,4})?(?P<punct>[.!?]+)(?=\s|$)"
+    r"|(?P<blank>\n[ \t]*\n)"
+    r"|(?P<item>\n(?=[ \t]*(?:\d{1,2}[.)]|[-*\u2022])[ \t]))"
+)
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
+_LIST_NUMBER = re.compile(r"(?:^|\s)\d{1,2}$")
+_MARKER = re.compile(r"(?:\d{1,2}[.)]|[-*\u2022])[ \t]+")
+_MARKER_START = frozenset("0123456789-*\u2022")
+_HAS_ALNUM = re.compile(r"[^\W_]")
+
+
+def _is_abbrev_word(word: str, text: str, dot: int) -> bool:
+    word = word.lower().rstrip(".")
+    if word in _ABBREV:
+        return True
+    nxt = text[dot + 1 : dot + 4].lstrip()[:1]
+    if word in _ABBREV_SOFT:
+        return not nxt.isupper()
+    return False
+
+
+def split_sentences(text: str, start: int = 0, end: int | None = None, section: str = "BODY",
+                    first_id: int = 1) -> list[Sentence]:
+    """Split ``text[start:end]`` into sentences; offsets index ``text``. Ids S01, S02, ...
+    continue from ``first_id`` so ids stay unique across the sections of one report."""
+    end = len(text) if end is None else end
+    spans: list[tuple[int, int]] = []
+    seg = start
+    for m in _BOUNDARY.finditer(text, start, end):
+        if m.group("punct") is not None:
+            dot = m.start("punct")
+            word = m.group("word")
+            if word is not None and m.group("punct") == "." and _is_abbrev_word(word, text, dot):
+                continue
+            # "1." as a list number opening a sentence is not a sentence of its own.
+            if m.group("punct") == "." and _LIST_NUMBER.search(text, seg, dot) and not text[seg:dot].strip(" \t\n0123456789"):
+                continue
+            cut = m.end()
+        else:
+            cut = m.start() if m.group("item") is not None else m.end()
+        spans.append((seg, cut))
+        seg = cut
+    spans.append((seg, end))
+    out: list[Sentence] = []
+    n = first_id
+    for a, b in spans:
+        # Trim white space and a leading list marker ("1.", "-") but keep exact offsets.
+        seg = text[a:b]
+        stripped = seg.strip()
+        if not stripped:
+            continue
+        a += len(seg) - len(seg.lstrip())
+        b = a + len(stripped)
+        if stripped[0] in _MARKER_START:
+            m = _MARKER.match(stripped)
+            if m and m.end() < len(stripped):
+                a += m.end()
+                stripped = stripped[m.end():]
+        if _HAS_ALNUM.search(stripped) is None:
+            continue
+        out.append(Sentence(id=f"S{n:02d}", section=section, start=a, end=b, text=stripped))
+        n += 1
+    return out

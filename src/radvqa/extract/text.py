@@ -1,0 +1,55 @@
+"""Checks on raw report text before extraction: what cannot be read becomes a clear reason,
+never an exception (empty, white space only, binary, not UTF-8, too long)."""
+
+from __future__ import annotations
+
+import re
+
+MAX_CHARS = 100_000  # far above any real radiology report (OpenI max ~1.5k, MIMIC ~10k chars)
+# Control characters other than white space, DEL, and the Unicode specials block.
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufff0-\uffff]")
+
+
+def check_text(raw: object, max_chars: int = MAX_CHARS) -> tuple[str, str | None]:
+    """(text, error). ``text`` is "" whenever ``error`` is set."""
+    if raw is None:
+        return "", "no report text"
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        b = bytes(raw)
+        if b"\x00" in b:
+            return "", "binary content (NUL bytes), not report text"
+        try:
+            raw = b.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return "", f"not UTF-8 text (invalid byte at offset {e.start})"
+    if not isinstance(raw, str):
+        return "", f"report text must be str or bytes, got {type(raw).__name__}"
+    text = raw
+    if not text.strip():
+        return "", "empty report (no text)" if not text else "empty report (white space only)"
+    if len(text) > max_chars:
+        return "", f"report too long ({len(text):,} characters > {max_chars:,}): not a single report"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "", "text holds unpaired surrogates (undecodable bytes), not valid Unicode"
+    bad = len(_CONTROL.findall(text)) if _CONTROL.search(text) else 0
+    if "\x00" in text or bad > max(2, len(text) // 20):
+        return "", f"binary content ({bad} control characters in {len(text)}), not report text"
+    return text, None
+
+
+_DEID = re.compile(r"x{4,}|_{3,}")
+
+
+def lower_same_length(text: str) -> str:
+    """The matching copy of a report: lower case, same length (offsets into it are offsets into
+    ``text``; ``"İ".lower()`` has two characters, such characters are kept as they are), and
+    de-identification tokens (OpenI ``XXXX``, MIMIC ``___``) blanked to spaces, so that
+    "heart XXXX is slightly large" reads as "heart is slightly large" to the patterns."""
+    low = text.lower()
+    if len(low) != len(text):
+        low = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    if "xxxx" in low or "___" in low:
+        low = _DEID.sub(lambda m: " " * len(m.group()), low)
+    return low

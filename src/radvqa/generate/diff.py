@@ -1,0 +1,253 @@
+"""Longitudinal difference questions (Medical-Diff-VQA's idea, REFERENCE.md §4, done consistently):
+main study vs the patient's previous study, which must be strictly earlier (else a Reject, no rows).
+
+Per finding the two scene graphs give a state (present with a severity / absent or unmentioned).
+- new: present now, not before;  resolved: present before, not now;
+- increased / decreased: present in both with known severities of different rank, or, without two
+  severities, the later report's change word (increased/worsened, decreased/improved);
+- unchanged: present in both and the later report says unchanged/stable, or equal severities.
+The later report's change words must agree with the graph comparison: "new" for a finding already
+present before, "resolved" for one still present, "increased" against decreasing severities, or a
+change word about a finding the prior study never had (other than "new") are conflicts; such a
+finding is left out of every diff question and the "what changed" row records the conflict in its
+grade reasons. "Not mentioned" in a report counts as absent, as Medical-Diff-VQA does, but lowers
+the row's grade (negative:implied -> B) unless the study's findings come from complete label sets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from radvqa.generate.engine import StudyCtx, sample_capped
+from radvqa.generate.facts import Fact, cap, join_list
+from radvqa.generate.templates import Family, Spec, Template
+from radvqa.model import AnswerPart, Reject, SceneGraph
+from radvqa.quality.criteria import C, IMPLIED_NEGATIVE, combine, reason
+
+F = frozenset
+SPECS: dict[str, Spec] = {
+    "what_changed": Spec(F({"changes", "nothing"}), F({"n"})),
+    "new_findings": Spec(F({"yes", "no"}), F({"list"})),
+    "resolved_findings": Spec(F({"yes", "no"}), F({"list"})),
+    "finding_change": Spec(F({"new", "resolved", "increased", "decreased", "unchanged", "persistent"}),
+                           F({"from", "to"})),
+    "level_change": Spec(F({"increased", "decreased", "same"}), F({"from", "to"})),
+}
+PHRASES: dict[str, frozenset[str]] = {
+    "item_new": F({"name", "phrase", "a_phrase", "A_phrase"}),
+    "item_resolved": F({"name", "Name"}),
+    "item_increased": F({"name", "Name"}),
+    "item_decreased": F({"name", "Name"}),
+    "item_increased_level": F({"name", "Name", "from", "to"}),
+    "item_decreased_level": F({"name", "Name", "from", "to"}),
+}
+UP = F({"increased", "worsened", "worsening", "increasing", "enlarged"})
+DOWN = F({"decreased", "improved", "improving", "decreasing", "smaller"})
+SAME = F({"unchanged", "stable"})
+
+
+def _time_key(t: str) -> tuple[int, float | str]:
+    try:
+        return (0, float(t))
+    except ValueError:
+        return (1, t)
+
+
+class Strategy:
+    name = "diff"
+
+    def __init__(self, gen: Any, fam: Family) -> None:
+        self.gen = gen
+        self.fam = fam
+        self.t = fam.templates
+        self.label_sources = F(fam.config.get("label_sources", ()))
+
+    def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
+        return prior is not None
+
+    def _check(self, sg: SceneGraph, prior: SceneGraph) -> str | None:
+        if prior.patient_id != sg.patient_id:
+            return f"reference study {prior.study_id} belongs to patient {prior.patient_id}, not {sg.patient_id}"
+        if not sg.study_time or not prior.study_time:
+            return "study_time missing on the main or the reference study"
+        a, b = _time_key(prior.study_time), _time_key(sg.study_time)
+        if a[0] != b[0]:
+            return f"study times not comparable: {prior.study_time!r} vs {sg.study_time!r}"
+        if not a < b:
+            return f"reference study is not strictly earlier ({prior.study_time} >= {sg.study_time})"
+        return None
+
+    def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
+        assert prior is not None
+        sg = ctx.sg
+        err = self._check(sg, prior)
+        if err is not None:
+            self.gen.rejects.append(Reject(source=sg.source, ref=f"{sg.study_id} vs {prior.study_id}",
+                                           reason=f"diff: {err}", stage="generate"))
+            return
+        from radvqa.generate.engine import StudyCtx as _Ctx
+
+        pctx = _Ctx(self.gen, prior, ctx.split)
+        rng = ctx.stream("diff")
+        self.rng = rng
+        v = self.gen.vocab
+        ph = self.fam.phrases
+        rank = v.severity_rank
+
+        def positives(c: StudyCtx) -> dict[str, Fact]:
+            out: dict[str, Fact] = {}
+            for f in c.facts.values():
+                if f.present and f.abnormal and f.fid not in out:
+                    out[f.fid] = f
+            return out
+
+        def explicit_absent(c: StudyCtx) -> set[str]:
+            return {f.fid for f in c.facts.values() if f.absent}
+
+        now, before = positives(ctx), positives(pctx)
+        now_abs = explicit_absent(ctx)
+        labelled_now = sg.source in self.label_sources
+        labelled_before = prior.source in self.label_sources
+        changes: dict[str, tuple[str, str | None, str | None]] = {}  # fid -> (kind, from, to)
+        conflicts: list[str] = []
+        for fid in list(dict.fromkeys([*before, *now])):
+            fn, fb = now.get(fid), before.get(fid)
+            word = (fn.obs.change if fn is not None else None) or next(
+                (f.obs.change for f in ctx.facts.values() if f.fid == fid and f.obs.change), None)
+            if fn is not None and fb is None:
+                if word and word not in ("new",) and word not in UP:
+                    conflicts.append(fid)  # "unchanged"/"decreased" about something not seen before
+                    continue
+                if word in UP:
+                    conflicts.append(fid)  # increased, but the prior study never had it
+                    continue
+                changes[fid] = ("new", None, fn.severity)
+            elif fb is not None and fn is None:
+                if word and word != "resolved" and word not in DOWN:
+                    conflicts.append(fid)
+                    continue
+                changes[fid] = ("resolved", fb.severity, None)
+            elif fn is not None and fb is not None:
+                if word == "new" or word == "resolved":
+                    conflicts.append(fid)
+                    continue
+                s0, s1 = fb.severity, fn.severity
+                if s0 in rank and s1 in rank and s0 != s1:
+                    kind = "increased" if rank[s1] > rank[s0] else "decreased"
+                    if (word in UP and kind == "decreased") or (word in DOWN and kind == "increased") or word in SAME:
+                        conflicts.append(fid)
+                        continue
+                    changes[fid] = (kind, s0, s1)
+                elif word in UP:
+                    changes[fid] = ("increased", s0, s1)
+                elif word in DOWN:
+                    changes[fid] = ("decreased", s0, s1)
+                elif word in SAME or (s0 and s0 == s1):
+                    changes[fid] = ("unchanged", s0, s1)
+                else:
+                    changes[fid] = ("persistent", s0, s1)
+        self.ctx, self.pctx, self.now, self.before = ctx, pctx, now, before
+        self.implied = {fid for fid, (k, _, _) in changes.items()
+                        if (k == "resolved" and fid not in now_abs and not labelled_now)
+                        or (k == "new" and not labelled_before and fid not in explicit_absent(pctx))}
+        image_ids = ctx.image_ids + pctx.image_ids
+        image_paths = ctx.image_paths + pctx.image_paths
+        self.img = (image_ids, image_paths)
+        t = self.t
+        conflict_grade = [(C, tuple(reason("change", f"conflict:{fid}", C) for fid in conflicts))] if conflicts else []
+
+        def item(fid: str) -> AnswerPart:
+            kind, s0, s1 = changes[fid]
+            f = now.get(fid) or before[fid]
+            if kind in ("unchanged", "persistent"):
+                return f.main
+            name = f.name
+            if kind == "new":
+                text = ctx.pick(ph["item_new"]).format_map({"name": name, "phrase": f.phrase,
+                                                             "a_phrase": f.a_phrase, "A_phrase": cap(f.a_phrase)})
+            elif kind in ("increased", "decreased") and s0 and s1:
+                text = ctx.pick(ph[f"item_{kind}_level"]).format_map({"name": name, "Name": cap(name),
+                                                                       "from": s0, "to": s1})
+            else:
+                text = ctx.pick(ph[f"item_{kind}"]).format_map({"name": name, "Name": cap(name)})
+            return AnswerPart(part_type="main", text=text, tag=f"{name}, {kind}", findings=[fid],
+                              regions=list(f.regions), laterality=f.lat,
+                              certainty="absent" if kind == "resolved" else "present",
+                              severity=s1, boxes=f.boxes)
+
+        moved = [fid for fid, (k, _, _) in changes.items() if k in ("new", "resolved", "increased", "decreased")]
+        tpl = t.get("what_changed")
+        if tpl is not None:
+            if moved:
+                parts = [item(fid) for fid in moved]
+                self._emit(tpl, {}, "", "changes", {"n": str(len(moved))}, parts, moved, None, "positive", conflict_grade)
+            else:
+                lead = ctx.pick(tpl.answers["nothing"]).format_map({"n": "0"})
+                part = AnswerPart(part_type="main", text=lead, tag="no change")
+                self._emit(tpl, {}, "", "nothing", {"n": "0"}, [part], [], None, "negative", conflict_grade,
+                           lead_only=True)
+        for qt, kind in (("new_findings", "new"), ("resolved_findings", "resolved")):
+            tpl = t.get(qt)
+            if tpl is None:
+                continue
+            fids = [fid for fid in moved if changes[fid][0] == kind]
+            names = join_list([(now.get(f) or before[f]).name for f in fids])
+            if fids:
+                self._emit(tpl, {}, "", "yes", {"list": names}, [item(f) for f in fids], fids, "yes", "positive", [])
+            else:
+                lead = ctx.pick(tpl.answers["no"]).format_map({"list": ""})
+                self._emit(tpl, {}, "", "no", {"list": ""}, [AnswerPart(part_type="main", text=lead, tag=f"no {kind} findings")],
+                           [], "no", "negative", [], lead_only=True)
+        tpl = t.get("finding_change")
+        if tpl is not None:
+            for fid in sample_capped(rng, list(changes), self.gen.cap(tpl)):
+                kind, s0, s1 = changes[fid]
+                f = now.get(fid) or before[fid]
+                lv = {"from": s0 or "", "to": s1 or ""}
+                key = kind
+                if kind in ("increased", "decreased") and not (s0 and s1):
+                    lv = {"from": "", "to": ""}
+                self._emit(tpl, {"finding": f.name}, fid, key, lv, [item(fid)], [fid], kind, None, [],
+                           finding_key=(kind in ("increased", "decreased") and bool(s0 and s1)))
+        tpl = t.get("level_change")
+        if tpl is not None:
+            both = [fid for fid in now if fid in before and now[fid].severity in rank and before[fid].severity in rank
+                    and fid in changes]
+            for fid in sample_capped(rng, both, self.gen.cap(tpl)):
+                kind, s0, s1 = changes[fid]
+                key = kind if kind in ("increased", "decreased") else "same"
+                self._emit(tpl, {"finding": now[fid].name}, fid, key, {"from": s0 or "", "to": s1 or ""},
+                           [item(fid)], [fid], "yes" if key != "same" else "no", None, [])
+
+    def _emit(self, tpl: Template, slots: dict[str, str], slot_key: str, key: str, lv: dict[str, str],
+              parts: list[AnswerPart], fids: list[str], short: str | None, polarity: str | None,
+              extra: list[Any], lead_only: bool = False, finding_key: bool = True) -> None:
+        ctx, pctx = self.ctx, self.pctx
+        qs = tpl.questions
+        widx = 0 if len(qs) == 1 else int(self.rng.random() * len(qs))
+        question = qs[widx].format_map(slots)
+        if lead_only:
+            answer = parts[0].text
+        else:
+            wordings = tpl.answers[key]
+            if not finding_key:  # no levels known: only wordings that do not print them
+                wordings = tuple(w for w in wordings if "{from}" not in w and "{to}" not in w) or wordings
+            lead = ctx.pick(wordings).format_map({**slots, **lv})
+            body = " ".join(p.text for p in parts)
+            answer = f"{lead} {body}" if lead else body
+        grades: list[Any] = list(extra)
+        prov: list[str] = [f"reference:{pctx.sg.study_id}"]
+        for fid in fids:
+            for f in (self.now.get(fid), self.before.get(fid)):
+                if f is not None:
+                    grades.append(f.grade)
+                    prov.extend(p for p in f.prov if p not in prov)
+            if fid in self.implied:
+                grades.append(IMPLIED_NEGATIVE)
+        grade = combine(grades) if grades else (0, [])
+        ids, paths = self.img
+        ctx.emit(tpl, f"{pctx.sg.study_id}|{slot_key}", widx, question, answer, parts, grade,
+                 answer_short=short, polarity=polarity, findings=list(fids),
+                 regions=[r for p in parts for r in p.regions], provenance=prov,
+                 reference=pctx.sg.study_id, image_ids=ids, image_paths=paths)
+

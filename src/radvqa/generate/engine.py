@@ -1,0 +1,339 @@
+"""The generator: scene graph (+ optional prior study) -> graded, split, provenance-carrying QA rows.
+
+Determinism: every random choice for a study comes from ``random.Random`` streams seeded by a
+stable hash of (seed, study id, stream name), never from global state, process-dependent ``hash()``
+or set iteration order. A study's questions therefore do not depend on which worker, shard or
+order produced them. ``qa_id`` is a BLAKE2b hash of (study id, template id, slot values, question
+wording index).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from radvqa.generate.facts import Fact, Lexicon, build_fact, implied_negative, union_boxes
+from radvqa.generate.priors import Priors, load_priors
+from radvqa.generate.templates import Family, Spec, Template, TemplateError, check_unique, load_family
+from radvqa.generate.vocab import Vocab
+from radvqa.model import GRADES, QA, AnswerPart, Box, Observation, Reject, SceneGraph
+from radvqa.quality.criteria import CHANGE_TEXT_LEFT, EXTRACT_ERROR, GRADE_INDEX
+from radvqa.splits import assign_split, normalize_split
+
+STRATEGIES = ("qba", "vindr", "rin", "diff")
+
+# placeholders the shared sentence pieces (templates/common.yaml) may use
+COMMON_PHRASES: dict[str, frozenset[str]] = {
+    "statement_present": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
+    "statement_uncertain": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
+    "statement_absent": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
+    "detail_location": frozenset({"name", "location"}),
+    "detail_size": frozenset({"name", "location", "size"}),
+    "detail_description": frozenset({"name", "location", "description"}),
+}
+
+
+@dataclass
+class GenerateOptions:
+    strategies: Sequence[str] = STRATEGIES
+    seed: int = 0
+    # most rows per study (after per-template caps); None = no cap
+    max_per_study: int | None = None
+    # multiply every template's cap (e.g. 0.5 for a lighter dataset); caps stay >= 1
+    cap_scale: float = 1.0
+    vindr_positive_share: float = 0.417
+    vindr_questions_per_image: int = 6
+    # drop rows graded below this ("A++".."D"); None keeps all
+    min_grade: str | None = None
+    split_ratios: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    template_dir: str | None = None  # a folder with <family>.yaml files replacing the packaged ones
+    priors: str | None = None  # a priors YAML replacing the packaged one
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def stable_int(*parts: object) -> int:
+    h = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8)
+    return int.from_bytes(h.digest(), "big")
+
+
+def make_qa_id(study_id: str, template_id: str, slot_key: str, wording: int) -> str:
+    h = hashlib.blake2b(f"{study_id}\x1f{template_id}\x1f{slot_key}\x1f{wording}".encode(), digest_size=10)
+    return h.hexdigest()
+
+
+class StudyCtx:
+    """Everything about one study that several questions share, built once per study."""
+
+    __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "sizes", "rboxes", "sentences",
+                 "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
+                 "n_boxable_images")
+
+    def __init__(self, gen: "Generator", sg: SceneGraph, split: str) -> None:
+        self.gen = gen
+        self.sg = sg
+        self.split = split
+        self.image_ids = [im.id for im in sg.images]
+        self.image_paths = [im.path or "" for im in sg.images]
+        self.sizes = {im.id: (im.width, im.height) for im in sg.images}
+        # lateral views get no region boxes (ImaGenome / segmentation boxes are frontal only), so a
+        # study is completely localised when every non-lateral image has a box
+        self.n_boxable_images = sum(1 for im in sg.images
+                                    if not (im.view or "").upper().startswith(("LAT", "LL", "RL")))
+        rb: dict[str, list[Box]] = {}
+        for b in sg.region_boxes:
+            if b.label:
+                rb.setdefault(b.label, []).append(b)
+        self.rboxes = rb
+        self.sentences = {s.id: s.text for s in sg.report.sentences} if sg.report else {}
+        self._rngs: dict[str, random.Random] = {}
+        self.rng = self.stream("facts")
+        self.extract_grade = EXTRACT_ERROR if sg.meta.get("extract_error") else None
+        self.facts: dict[str, Fact] = {}
+        self.by_finding: dict[str, list[Fact]] = {}
+        for obs in sg.observations:
+            f = build_fact(self, obs)
+            self.facts[obs.id] = f
+            self.by_finding.setdefault(obs.finding, []).append(f)
+        self.rows: list[QA] = []
+        self.strategy = ""
+
+    def stream(self, name: str) -> random.Random:
+        r = self._rngs.get(name)
+        if r is None:
+            r = self._rngs[name] = random.Random(stable_int(self.gen.options.seed, self.sg.study_id, name))
+        return r
+
+    def pick(self, wordings: Sequence[str]) -> str:
+        n = len(wordings)
+        return wordings[0] if n == 1 else wordings[int(self.rng.random() * n)]
+
+    def region_boxes_for(self, regions: Sequence[str]) -> list[Box]:
+        rb = self.rboxes
+        if not rb:
+            return []
+        out: list[Box] = []
+        for r in regions:
+            bs = rb.get(r)
+            if bs:
+                out.extend(bs)
+        return out
+
+    def provenance_of(self, obs: Observation) -> list[str]:
+        out: list[str] = []
+        for ev in obs.evidence:
+            sid = ev.sentence_id
+            if sid and sid in self.sentences:
+                item = f"{sid}: {self.sentences[sid]}"
+            else:
+                item = f"span {ev.start}-{ev.end}: {ev.text}"
+            if item not in out:
+                out.append(item)
+        if obs.source != "report" or not obs.evidence:
+            if obs.source in ("label", "box"):
+                out.append(f"label:{obs.finding}")
+            readers: list[str] = []
+            for b in obs.boxes:
+                if b.source != "region":
+                    key = f"box:{b.image_id}:{b.reader or b.source}"
+                    if key not in readers:
+                        readers.append(key)
+            out.extend(readers)
+        return out
+
+    def negative_fact(self, fid: str) -> Fact:
+        """The study's fact for a finding: an explicit observation if any, else an implied negative."""
+        lst = self.by_finding.get(fid)
+        if lst:
+            return lst[0]
+        key = "~" + fid
+        f = self.facts.get(key)
+        if f is None:
+            f = self.facts[key] = implied_negative(self, fid)
+        return f
+
+    def emit(
+        self,
+        tpl: Template,
+        slot_key: str,
+        widx: int,
+        question: str,
+        answer: str,
+        parts: list[AnswerPart],
+        grade: tuple[int, list[str] | tuple[str, ...]],
+        *,
+        answer_short: str | None = None,
+        choices: list[str] | None = None,
+        polarity: str | None = None,
+        findings: list[str] | None = None,
+        regions: list[str] | None = None,
+        provenance: list[str] | None = None,
+        reasoning: str | None = None,
+        reference: str | None = None,
+        study_id: str | None = None,
+        image_ids: list[str] | None = None,
+        image_paths: list[str] | None = None,
+    ) -> None:
+        sg = self.sg
+        sid = study_id or sg.study_id
+        self.rows.append(QA(
+            qa_id=make_qa_id(sid, tpl.id, slot_key, widx),
+            source=sg.source,
+            split=self.split,
+            patient_id=sg.patient_id,
+            study_id=sid,
+            strategy=tpl.family,
+            question_type=tpl.question_type,
+            template_id=tpl.id,
+            template_version=tpl.version,
+            question=question,
+            answer=answer,
+            image_ids=image_ids if image_ids is not None else self.image_ids,
+            image_paths=image_paths if image_paths is not None else self.image_paths,
+            answer_short=answer_short,
+            choices=choices,
+            polarity=polarity,
+            findings=findings if findings is not None else [],
+            regions=regions if regions is not None else [],
+            answer_parts=parts,
+            boxes=union_boxes(parts),
+            grade=GRADES[grade[0]],
+            grade_reasons=list(grade[1]),
+            provenance=provenance if provenance is not None else [],
+            modality=sg.modality,
+            reference_study_id=reference,
+            reasoning=reasoning,
+        ))
+
+
+class Generator:
+    """``Generator(onto, GenerateOptions(...)).generate(sg, prior=None) -> list[QA]``."""
+
+    def __init__(self, onto: Any, options: GenerateOptions | None = None) -> None:
+        from radvqa.generate import diff, qba, rin, vindr
+
+        self.options = opts = options or GenerateOptions()
+        unknown = [s for s in opts.strategies if s not in STRATEGIES]
+        if unknown:
+            raise ValueError(f"unknown strategies {unknown}; known: {list(STRATEGIES)}")
+        if not 0.0 <= opts.vindr_positive_share <= 1.0:
+            raise ValueError("vindr_positive_share must be within [0, 1]")
+        if opts.min_grade is not None and opts.min_grade not in GRADE_INDEX:
+            raise ValueError(f"min_grade must be one of {list(GRADES)}")
+        self.min_grade = GRADE_INDEX[opts.min_grade] if opts.min_grade else None
+        self.vocab = Vocab(onto)
+        self.priors: Priors = load_priors(opts.priors)
+        self.common = self._family("common.yaml", {}, COMMON_PHRASES)
+        cfg = self.common.config
+        self.lexicon = Lexicon(cfg)
+        self.device_categories = frozenset(c.upper() for c in cfg.get("device_categories", ("DEVICE",)))
+        self.technical_categories = frozenset(c.upper() for c in cfg.get("technical_categories", ("TECHNICAL",)))
+        self.artifact_subcategories = frozenset(c.upper() for c in cfg.get("artifact_subcategories", ()))
+        self.artifact_ids = frozenset(cfg.get("artifact_findings", ()))
+        self.change_words = tuple(w.lower() for w in cfg.get("change_words", ()))
+        modules = {"qba": qba, "vindr": vindr, "rin": rin, "diff": diff}
+        self.strategies: list[Any] = []
+        families: list[Family] = []
+        for name in STRATEGIES:  # fixed order, whatever order the user listed them in
+            if name not in opts.strategies:
+                continue
+            mod = modules[name]
+            fam = self._family(f"{name}.yaml", mod.SPECS, mod.PHRASES)
+            families.append(fam)
+            self.strategies.append(mod.Strategy(self, fam))
+        check_unique(families)
+        self.templates = {t.id: t for fam in families for t in fam.templates.values()}
+        self.rejects: list[Reject] = []
+
+    def _family(self, fname: str, specs: dict[str, Spec], phrases: dict[str, frozenset[str]]) -> Family:
+        if self.options.template_dir:
+            p = Path(self.options.template_dir) / fname
+            if p.exists():
+                return load_family(p, specs, phrases)
+        return load_family(fname, specs, phrases)
+
+    def cap(self, tpl: Template, default: int | None = None) -> int | None:
+        c = tpl.cap if tpl.cap is not None else default
+        if c is None:
+            return None
+        return max(1, int(round(c * self.options.cap_scale)))
+
+    def take_rejects(self) -> list[Reject]:
+        """Rejects recorded since the last call (e.g. a diff prior that is not earlier)."""
+        out, self.rejects = self.rejects, []
+        return out
+
+    def generate(self, sg: SceneGraph, prior: SceneGraph | None = None) -> list[QA]:
+        opts = self.options
+        split = normalize_split(sg.split) if sg.split else assign_split(sg.patient_id, opts.seed, opts.split_ratios)
+        ctx = StudyCtx(self, sg, split)
+        for strat in self.strategies:
+            ctx.strategy = strat.name
+            if strat.applies(sg, prior):
+                strat.run(ctx, prior)
+        rows = ctx.rows
+        if self.min_grade is not None:
+            mg = GRADES[self.min_grade]
+            rows = [r for r in rows if GRADE_INDEX[r.grade] <= self.min_grade]  # type: ignore[index]
+            del mg
+        if opts.max_per_study is not None and len(rows) > opts.max_per_study:
+            rng = ctx.stream("study-cap")
+            keep = sorted(rng.sample(range(len(rows)), opts.max_per_study))
+            rows = [rows[i] for i in keep]
+        return rows
+
+
+# shared helpers for strategies ------------------------------------------------------------------
+
+def sample_capped(rng: random.Random, items: list[Any], cap: int | None) -> list[Any]:
+    """At most ``cap`` items, order kept, chosen uniformly (deterministic given rng state)."""
+    if cap is None or len(items) <= cap:
+        return items
+    idx = sorted(rng.sample(range(len(items)), cap))
+    return [items[i] for i in idx]
+
+
+class WeightedPool:
+    """Items with weights, prepared once (cumulative sums) for fast weighted draws per study."""
+
+    __slots__ = ("items", "cum", "total")
+
+    def __init__(self, items: Sequence[str], weights: Sequence[float]) -> None:
+        self.items = list(items)
+        cum: list[float] = []
+        t = 0.0
+        for w in weights:
+            t += max(0.0, w)
+            cum.append(t)
+        self.cum = cum
+        self.total = t
+
+
+def weighted_sample(rng: random.Random, pool: WeightedPool, k: int, exclude: Callable[[str], bool]) -> list[str]:
+    """k distinct items drawn one after another with probability proportional to weight
+    (successive sampling without replacement; excluded and repeated draws are redrawn, at most
+    30 draws per wanted item so a pool of mostly excluded items cannot loop). Result in pool order."""
+    if k <= 0 or pool.total <= 0:
+        return []
+    items, cum, total = pool.items, pool.cum, pool.total
+    chosen: dict[int, None] = {}
+    rnd = rng.random
+    tries = 30 * k
+    while len(chosen) < k and tries > 0:
+        tries -= 1
+        i = bisect_right(cum, rnd() * total)
+        if i >= len(items) or i in chosen or exclude(items[i]):
+            continue
+        chosen[i] = None
+    return [items[i] for i in sorted(chosen)]
+
+
+def change_text_grade(text: str, words: tuple[str, ...]) -> tuple[int, tuple[str, ...]] | None:
+    low = text.lower()
+    for w in words:
+        if w in low:
+            return CHANGE_TEXT_LEFT
+    return None

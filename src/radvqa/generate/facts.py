@@ -1,0 +1,187 @@
+"""Per-study facts: every observation rendered once (phrase, location, boxes, grade, provenance,
+answer parts) so that the many questions about it reuse the same strings and part objects.
+
+Part objects (``AnswerPart``) and boxes are shared between the rows of one study; nothing in the
+pipeline mutates them after generation (msgspec encodes each row independently).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from radvqa.model import AnswerPart, Box, Observation
+from radvqa.quality.criteria import IMPLIED_NEGATIVE, obs_grade
+
+if TYPE_CHECKING:
+    from radvqa.generate.engine import StudyCtx
+
+_VOWELS = frozenset("aeiou")
+
+
+class Fact:
+    __slots__ = (
+        "obs", "fid", "name", "certainty", "present", "uncertain", "absent", "lat", "severity",
+        "phrase", "a_phrase", "be", "explicit_regions", "regions", "location", "in_location",
+        "boxes", "loc_kind", "tag", "grade", "prov", "main", "details", "_related", "category",
+        "subcategory", "is_device", "is_technical", "is_artifact", "abnormal", "implied",
+    )
+
+    def related(self) -> AnswerPart:
+        if self._related is None:
+            self._related = msgspec.structs.replace(self.main, part_type="related")
+        return self._related
+
+
+class Lexicon:
+    """Article / number agreement for finding names (data: common.yaml config)."""
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.mass = frozenset(w.lower() for w in cfg.get("mass_nouns", ()))
+        self.singular_s = tuple(cfg.get("singular_endings", ("sis", "us", "ss", "xis", "ous", "ax", "is")))
+        self._cache: dict[str, tuple[str, str]] = {}
+
+    def forms(self, name: str, phrase: str) -> tuple[str, str]:
+        """(phrase with article if countable singular, verb "is"/"are")."""
+        key = name + "\x1f" + phrase
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        # the head noun decides: "degenerative changes of the spine" is plural
+        head = name.lower().split(" of ")[0]
+        last = head.split()[-1] if head.strip() else head
+        if name.lower() in self.mass or last in self.mass:
+            out = (phrase, "is")
+        elif last.endswith("s") and not last.endswith(self.singular_s):
+            out = (phrase, "are")
+        else:
+            art = "an" if phrase[:1].lower() in _VOWELS else "a"
+            out = (f"{art} {phrase}", "is")
+        self._cache[key] = out
+        return out
+
+
+def cap(s: str) -> str:
+    return s[:1].upper() + s[1:]
+
+
+def join_list(items: list[str], conj: str = "and") -> str:
+    if not items:
+        return ""
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + f" {conj} " + items[-1]
+
+
+def region_phrase(ctx: "StudyCtx", regions: list[str]) -> str:
+    v = ctx.gen.vocab
+    return join_list(["the " + v.region_name(r) for r in regions])
+
+
+def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact:
+    gen = ctx.gen
+    v = gen.vocab
+    ph = gen.common.phrases
+    f = Fact()
+    f.obs = obs
+    f.implied = implied
+    fid = obs.finding
+    f.fid = fid
+    f.name = name = v.finding_name(fid)
+    f.certainty = c = obs.certainty
+    f.present = c == "present"
+    f.uncertain = c == "uncertain"
+    f.absent = c == "absent"
+    f.category = v.fcat.get(fid, "")
+    f.subcategory = v.fsub.get(fid, "")
+    f.is_device = f.category in gen.device_categories
+    f.is_technical = f.category in gen.technical_categories
+    f.is_artifact = f.subcategory in gen.artifact_subcategories or fid in gen.artifact_ids
+    f.abnormal = v.fabnormal.get(fid, True) and not f.is_device and not f.is_technical
+    lat = obs.laterality if obs.laterality in ("left", "right", "bilateral") else None
+    f.lat = lat
+    f.severity = obs.severity
+    words = []
+    if obs.severity:
+        words.append(obs.severity)
+    if lat:
+        words.append(lat)
+    words.append(name)
+    f.phrase = phrase = " ".join(words)
+    f.a_phrase, f.be = gen.lexicon.forms(name, phrase)
+    explicit = [r for r in obs.regions]
+    f.explicit_regions = explicit
+    regions = explicit or [r for r in v.fdefault_regions.get(fid, ()) if r in v.rname]
+    f.regions = regions
+    f.location = region_phrase(ctx, explicit) if explicit else ""
+    f.in_location = (" in " + f.location) if explicit else ""
+    # boxes: the observation's own (lesion / own-region), else own regions', else default regions'
+    if obs.boxes:
+        boxes, kind = list(obs.boxes), "box"
+    else:
+        boxes = ctx.region_boxes_for(explicit) if explicit else []
+        kind = "box" if boxes else "none"
+        if not boxes:
+            boxes = ctx.region_boxes_for(regions)
+            kind = "fallback" if boxes else "none"
+    f.boxes = boxes
+    f.loc_kind = kind
+    f.tag = f"{name}, {lat}" if lat else name
+    if f.absent:
+        f.tag = "no " + f.tag
+    elif f.uncertain:
+        f.tag = "possible " + f.tag
+    if implied:
+        f.grade = IMPLIED_NEGATIVE
+    else:
+        n_boxed = len({b.image_id for b in boxes}) if boxes else 0
+        f.grade = obs_grade(obs, v.fname, v.rname, kind, n_boxed, ctx.n_boxable_images)
+        if ctx.extract_grade is not None:
+            f.grade = (max(f.grade[0], ctx.extract_grade[0]), f.grade[1] + ctx.extract_grade[1])
+    # an implied negative rests on the report's silence: say so rather than cite nothing
+    f.prov = ["report:not_mentioned"] if implied else ctx.provenance_of(obs)
+    key = "statement_" + c if c in ("present", "uncertain", "absent") else "statement_present"
+    # positives state the location in their own details part; negatives name it in the sentence
+    vars_ = {"name": name, "phrase": phrase, "a_phrase": f.a_phrase, "A_phrase": cap(f.a_phrase),
+             "be": f.be, "in_location": f.in_location if f.absent else ""}
+    text = ctx.pick(ph[key]).format_map(vars_)
+    regions_l = list(regions)
+    f.main = AnswerPart(part_type="main", text=text, level=0, tag=f.tag, findings=[fid],
+                        regions=regions_l, laterality=lat, certainty=c, severity=obs.severity,
+                        boxes=boxes)
+    f._related = None
+    details: list[AnswerPart] = []
+    if not f.absent:
+        dv = {"name": name, "location": f.location}
+        if explicit:
+            details.append(_detail(ctx, ph["detail_location"], dv, f))
+        if obs.size_mm:
+            dv["size"] = f"{obs.size_mm:g}"
+            details.append(_detail(ctx, ph["detail_size"], dv, f))
+        desc = [d for d in (obs.temporal, obs.texture, obs.spread) if d]
+        if desc:
+            dv["description"] = join_list(desc)
+            details.append(_detail(ctx, ph["detail_description"], dv, f))
+    f.details = details
+    return f
+
+
+def _detail(ctx: "StudyCtx", wordings: tuple[str, ...], vars_: dict[str, str], f: Fact) -> AnswerPart:
+    return AnswerPart(part_type="details", text=ctx.pick(wordings).format_map(vars_), level=1,
+                      tag=f.tag, findings=[f.fid], regions=list(f.regions), laterality=f.lat,
+                      certainty=f.certainty, severity=f.severity, boxes=f.boxes)
+
+
+def implied_negative(ctx: "StudyCtx", fid: str) -> Fact:
+    """A negative fact for a finding the study does not mention (absence implied by silence)."""
+    obs = Observation(id="", finding=fid, certainty="absent", source="default", from_report=False)
+    return build_fact(ctx, obs, implied=True)
+
+
+def union_boxes(parts: list[AnswerPart]) -> list[Box]:
+    seen: dict[int, Box] = {}
+    for p in parts:
+        for b in p.boxes:
+            seen.setdefault(id(b), b)
+    return list(seen.values())

@@ -1,0 +1,243 @@
+"""Template engine: question/answer templates as YAML data, validated once at load.
+
+A family file (``templates/<family>.yaml``) holds::
+
+    family: qba            # strategy name; every template id starts with "<family>."
+    version: 1             # file format version
+    config: {...}          # strategy settings (default region sets, caps, ...): plain data
+    phrases: {key: [wording, ...]}          # sentence pieces the strategy builds answer parts from
+    templates:
+      - id: qba.D02_has_finding              # stable, globally unique
+        version: 1                           # bump when the rendered output changes
+        slots: {finding: finding}            # slot name -> slot type
+        questions: ["Is there {finding}?", ...]         # several wordings, each uses every slot
+        answers: {present: [...], absent: [...]}        # wordings per polarity / certainty key
+        parts: [main, details, related]      # answer parts this template builds
+        constraints: [answer_not_in_question]
+        cap: 6                               # most instances per study
+
+Loading rejects: duplicate ids (across all files), ids outside their family, unknown slot types,
+placeholders naming an unknown slot or variable, slots a question wording does not use, answer or
+phrase keys the strategy never uses ("unused wordings") and keys it needs but that are missing.
+Everything is checked here so rendering a row is one ``str.format_map`` call, nothing else.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+SLOT_TYPES = frozenset(
+    {"finding", "region", "device", "subcategory", "modality", "option", "anatomy", "pathology",
+     "count", "side", "view", "indication", "reference"}
+)
+PART_NAMES = frozenset({"main", "details", "related"})
+CONSTRAINTS = frozenset({"answer_not_in_question", "non_degenerate", "distinct_options"})
+_TEMPLATE_KEYS = frozenset(
+    {"id", "version", "slots", "questions", "answers", "parts", "constraints", "cap", "answer_short",
+     "description"}
+)
+_FILE_KEYS = frozenset({"family", "version", "config", "phrases", "templates", "description"})
+
+
+class TemplateError(ValueError):
+    """A template file is invalid; the message names the file and the template id / key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """What a strategy's builder for one question type needs from its template."""
+
+    answers: frozenset[str]  # answer wording keys it looks up
+    variables: frozenset[str] = frozenset()  # extra placeholders it fills in answers
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    id: str
+    family: str
+    question_type: str
+    version: int
+    slots: dict[str, str]
+    questions: tuple[str, ...]
+    answers: dict[str, tuple[str, ...]]
+    parts: tuple[str, ...]
+    constraints: frozenset[str]
+    cap: int | None
+    answer_short: str | None
+
+
+@dataclass(slots=True)
+class Family:
+    name: str
+    version: int
+    path: str
+    templates: dict[str, Template] = field(default_factory=dict)  # question_type -> template
+    phrases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+def _fields(text: str, where: str) -> set[str]:
+    out: set[str] = set()
+    try:
+        for _lit, name, spec, conv in string.Formatter().parse(text):
+            if name is None:
+                continue
+            if not name.isidentifier():
+                raise TemplateError(f"{where}: placeholder {{{name}}} is not a plain name")
+            if spec or conv:
+                raise TemplateError(f"{where}: placeholder {{{name}}} must have no format spec")
+            out.add(name)
+    except ValueError as exc:  # unbalanced braces
+        raise TemplateError(f"{where}: bad wording {text!r}: {exc}") from None
+    return out
+
+
+def _wordings(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    # "" is allowed: an answer with no lead sentence (the answer parts say everything)
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and (v == "" or v.strip()) for v in value):
+        raise TemplateError(f"{where}: expected a non-empty list of strings (no whitespace-only wording)")
+    if len(set(value)) != len(value):
+        raise TemplateError(f"{where}: duplicate wording")
+    return tuple(value)
+
+
+def parse_family(
+    data: Any,
+    path: str,
+    specs: dict[str, Spec],
+    phrase_specs: dict[str, frozenset[str]],
+) -> Family:
+    """Validate one family document (already YAML-parsed)."""
+    if not isinstance(data, dict):
+        raise TemplateError(f"{path}: top level must be a mapping")
+    unknown = set(data) - _FILE_KEYS
+    if unknown:
+        raise TemplateError(f"{path}: unknown key(s) {sorted(unknown)}")
+    fam = data.get("family")
+    if not isinstance(fam, str) or not fam:
+        raise TemplateError(f"{path}: missing 'family'")
+    family = Family(name=fam, version=int(data.get("version", 1)), path=path,
+                    config=dict(data.get("config") or {}))
+    # phrases: every key the strategy uses must be there, and nothing else
+    phrases = data.get("phrases") or {}
+    for key, wordings in phrases.items():
+        where = f"{path}: phrases.{key}"
+        if key not in phrase_specs:
+            raise TemplateError(f"{where}: unused wording (the {fam} strategy never uses this key)")
+        words = _wordings(wordings, where)
+        for w in words:
+            bad = _fields(w, where) - phrase_specs[key]
+            if bad:
+                raise TemplateError(f"{where}: unknown variable(s) {sorted(bad)} in {w!r}")
+        family.phrases[key] = words
+    missing = set(phrase_specs) - set(phrases)
+    if missing:
+        raise TemplateError(f"{path}: phrases missing key(s) {sorted(missing)}")
+    for i, t in enumerate(data.get("templates") or []):
+        tpl = _parse_template(t, f"{path}: templates[{i}]", fam, specs)
+        if tpl.question_type in family.templates:
+            raise TemplateError(f"{path}: duplicate template id {tpl.id!r}")
+        family.templates[tpl.question_type] = tpl
+    return family
+
+
+def _parse_template(t: Any, where: str, fam: str, specs: dict[str, Spec]) -> Template:
+    if not isinstance(t, dict):
+        raise TemplateError(f"{where}: a template must be a mapping")
+    tid = t.get("id")
+    if not isinstance(tid, str) or not tid.startswith(fam + ".") or len(tid) <= len(fam) + 1:
+        raise TemplateError(f"{where}: id {tid!r} must be '{fam}.<question_type>'")
+    where = f"{where} ({tid})"
+    unknown = set(t) - _TEMPLATE_KEYS
+    if unknown:
+        raise TemplateError(f"{where}: unknown key(s) {sorted(unknown)}")
+    qtype = tid[len(fam) + 1:]
+    spec = specs.get(qtype)
+    if spec is None:
+        raise TemplateError(f"{where}: no {fam} builder for question type {qtype!r}")
+    version = t.get("version")
+    if not isinstance(version, int) or version < 1:
+        raise TemplateError(f"{where}: 'version' must be a positive integer")
+    slots = t.get("slots") or {}
+    if not isinstance(slots, dict):
+        raise TemplateError(f"{where}: 'slots' must be a mapping name -> type")
+    for name, typ in slots.items():
+        if typ not in SLOT_TYPES:
+            raise TemplateError(f"{where}: slot {name!r} has unknown type {typ!r}; known: {sorted(SLOT_TYPES)}")
+    questions = _wordings(t.get("questions"), f"{where}: questions")
+    if any(not q for q in questions):
+        raise TemplateError(f"{where}: questions: empty wording")
+    for q in questions:
+        used = _fields(q, f"{where}: questions")
+        bad = used - set(slots)
+        if bad:
+            raise TemplateError(f"{where}: unknown slot(s) {sorted(bad)} in question {q!r}")
+        unused = set(slots) - used
+        if unused:
+            raise TemplateError(f"{where}: question {q!r} does not use slot(s) {sorted(unused)}")
+    answers_raw = t.get("answers")
+    if not isinstance(answers_raw, dict):
+        raise TemplateError(f"{where}: 'answers' must be a mapping key -> wordings")
+    answers: dict[str, tuple[str, ...]] = {}
+    allowed = set(slots) | set(spec.variables)
+    for key, words in answers_raw.items():
+        if isinstance(key, bool):
+            raise TemplateError(f"{where}: answer key {key!r}: YAML reads unquoted yes/no as booleans; "
+                                f"quote the key (\"yes\":)")
+        if key not in spec.answers:
+            raise TemplateError(f"{where}: unused wording answers.{key} (the builder never uses it; "
+                                f"it uses {sorted(spec.answers)})")
+        ws = _wordings(words, f"{where}: answers.{key}")
+        for w in ws:
+            bad = _fields(w, f"{where}: answers.{key}") - allowed
+            if bad:
+                raise TemplateError(f"{where}: unknown slot/variable(s) {sorted(bad)} in answer {w!r}")
+        answers[key] = ws
+    missing = spec.answers - set(answers)
+    if missing:
+        raise TemplateError(f"{where}: answers missing key(s) {sorted(missing)}")
+    parts = tuple(t.get("parts") or ("main",))
+    if not set(parts) <= PART_NAMES or "main" not in parts:
+        raise TemplateError(f"{where}: 'parts' must include main and only {sorted(PART_NAMES)}")
+    constraints = frozenset(t.get("constraints") or ())
+    if not constraints <= CONSTRAINTS:
+        raise TemplateError(f"{where}: unknown constraint(s) {sorted(constraints - CONSTRAINTS)}")
+    cap = t.get("cap")
+    if cap is not None and (not isinstance(cap, int) or cap < 1):
+        raise TemplateError(f"{where}: 'cap' must be a positive integer")
+    return Template(id=tid, family=fam, question_type=qtype, version=version, slots=dict(slots),
+                    questions=questions, answers=answers, parts=parts, constraints=constraints,
+                    cap=cap, answer_short=t.get("answer_short"))
+
+
+def load_family(source: str | Path, specs: dict[str, Spec], phrase_specs: dict[str, frozenset[str]]) -> Family:
+    """Load and validate one family file: a path, or a file name inside the package templates."""
+    p = Path(source)
+    if p.exists():
+        text, where = p.read_text(encoding="utf-8"), str(p)
+    else:
+        ref = resources.files("radvqa.generate") / "templates" / str(source)
+        text, where = ref.read_text(encoding="utf-8"), f"radvqa/generate/templates/{source}"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise TemplateError(f"{where}: not valid YAML: {exc}") from None
+    return parse_family(data, where, specs, phrase_specs)
+
+
+def check_unique(families: Iterable[Family]) -> None:
+    """Template ids must be unique across every loaded file (not only within one)."""
+    seen: dict[str, str] = {}
+    for fam in families:
+        for tpl in fam.templates.values():
+            if tpl.id in seen:
+                raise TemplateError(f"duplicate template id {tpl.id!r} in {fam.path} and {seen[tpl.id]}")
+            seen[tpl.id] = fam.path

@@ -1,0 +1,336 @@
+"""VinDr-CXR-VQA-style questions (REFERENCE.md §2) from expert labels and boxes: where / what /
+is there / how many / which / yes-no, with full-sentence answers, the expert boxes, and a reasoning
+sentence built from structured facts (finding, side and zone from the box geometry, size relative
+to the lung field, reader agreement).
+
+Polarity: each question is positive with probability ``vindr_positive_share`` (default 0.417, the
+published share). Per image: draw the polarity, then a question type uniformly among the types that
+have an item of that polarity, then the item. An image with no finding cannot take a positive draw,
+so that draw yields no question; the positive share is therefore exact (in expectation) over images
+with findings and lower overall when "No finding" images are included -- the rule is local to one
+image so that it stays independent of worker and shard.
+
+Side convention: frontal radiographs are displayed with the patient's right on the image's left, so
+a box whose centre is left of the image's mid-line is on the patient's right.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from radvqa.generate.engine import StudyCtx
+from radvqa.generate.facts import Fact, cap, join_list
+from radvqa.generate.templates import Family, Spec, Template
+from radvqa.model import AnswerPart, Box, SceneGraph
+from radvqa.quality.criteria import combine
+
+F = frozenset
+PN = F({"positive", "negative"})
+SPECS: dict[str, Spec] = {
+    "where": Spec(PN, F({"location"})),
+    "what": Spec(PN, F({"list", "n"})),  # slot area: "this image" / a side of the chest
+    "is_there": Spec(PN, F({"a_finding"})),
+    "how_many": Spec(PN, F({"n", "noun"})),
+    "which": Spec(PN, F({"answer"})),
+    "yes_no": Spec(PN, F({"true_side"})),
+}
+PHRASES: dict[str, frozenset[str]] = {
+    "reason_positive": F({"name", "Name", "agreement", "location", "size"}),
+    "reason_negative": F({"name", "Name", "readers"}),
+    "reason_normal": F({"readers"}),
+    "agreement_readers": F({"k", "n"}),
+    "agreement_single": F(),
+    "size_phrase": F({"pct"}),
+    "reason_side_clear": F({"area"}),
+}
+TYPES = ("where", "what", "is_there", "how_many", "which", "yes_no")
+
+
+def _side(b: Box, w: float) -> str:
+    if b.x1 < 0.45 * w and b.x2 > 0.55 * w:
+        return "central"
+    return "right" if (b.x1 + b.x2) / 2 < w / 2 else "left"  # patient's right = image left
+
+
+def _zone(b: Box, h: float) -> str:
+    cy = (b.y1 + b.y2) / 2 / h
+    return "upper" if cy < 0.4 else ("middle" if cy < 0.62 else "lower")
+
+
+class Strategy:
+    name = "vindr"
+
+    def __init__(self, gen: Any, fam: Family) -> None:
+        self.gen = gen
+        self.fam = fam
+        self.t = fam.templates
+        cfg = fam.config
+        self.modalities = F(m.upper() for m in cfg.get("modalities", ("CR", "DX")))
+        self.label_sources = F(cfg.get("label_sources", ()))
+        self.scheme_by_source: dict[str, str] = dict(cfg.get("scheme_by_source", {}))
+        self.default_scheme = str(cfg.get("default_scheme", "vindr"))
+        self.central_findings = F(cfg.get("central_findings", ()))
+        self.zone_names: dict[str, str] = dict(cfg.get("zone_names", {}))
+        self.area_names: dict[str, str] = dict(cfg.get("area_names", {}))
+        self.lung_field_fraction = float(cfg.get("lung_field_fraction", 0.45))
+        self.p = gen.options.vindr_positive_share
+        self.n_q = gen.options.vindr_questions_per_image
+        self._classes: dict[str, list[str]] = {}
+
+    def classes(self, scheme: str) -> list[str]:
+        hit = self._classes.get(scheme)
+        if hit is None:
+            v = self.gen.vocab
+            schemes = getattr(v.onto, "schemes", {}) or {}
+            sch = schemes.get(scheme) if isinstance(schemes, dict) else None
+            if sch is None:
+                sch = schemes.get(self.default_scheme) if isinstance(schemes, dict) else None
+            out: list[str] = []
+            if sch is not None:
+                for _label, fids in (getattr(sch, "labels", {}) or {}).items():
+                    for fid in fids:
+                        if fid in v.fname and fid not in out and v.fabnormal.get(fid, True):
+                            out.append(fid)
+            hit = self._classes[scheme] = out
+        return hit
+
+    def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
+        if sg.modality.upper() not in self.modalities:
+            return False
+        if sg.source in self.label_sources:
+            return True
+        return any(o.source in ("label", "box") for o in sg.observations)
+
+    # ---------------------------------------------------------------------------------------------
+    def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
+        sg = ctx.sg
+        rng = ctx.stream("vindr")
+        self.rng = rng
+        ph = self.fam.phrases
+        classes = self.classes(self.scheme_by_source.get(sg.source, self.default_scheme))
+        pos: dict[str, list[Fact]] = {}
+        uncertain: set[str] = set()
+        for f in ctx.facts.values():
+            if f.obs.source not in ("label", "box") and not any(b.source != "region" for b in f.obs.boxes):
+                continue  # report-only facts belong to qba
+            if f.present and f.abnormal:
+                pos.setdefault(f.fid, []).append(f)
+            elif f.uncertain:
+                uncertain.add(f.fid)
+        neg = [c for c in classes if c not in pos and c not in uncertain]
+        im = sg.images[0] if sg.images else None
+        w = float(im.width) if im and im.width else 0.0
+        h = float(im.height) if im and im.height else 0.0
+        readers_all = sorted({b.reader for fs in pos.values() for f in fs for b in f.obs.boxes
+                              if b.reader and b.source == "expert"})
+        self.n_readers = len(readers_all)
+        # per positive finding: lesion boxes (fused if any, else per reader), count, sides, zones
+        info: dict[str, dict[str, Any]] = {}
+        for fid, fs in pos.items():
+            lesion = [b for f in fs for b in f.obs.boxes if b.source != "region"]
+            fused = [b for b in lesion if b.source == "expert_fused"]
+            boxes = fused or lesion
+            if fused:
+                count = len(fused)
+            else:
+                per_reader: dict[str | None, int] = {}
+                for b in lesion:
+                    per_reader[b.reader] = per_reader.get(b.reader, 0) + 1
+                count = max(per_reader.values()) if per_reader else 0
+            k = len({b.reader for b in lesion if b.reader and b.source == "expert"})
+            sides, locs = [], []
+            if w and h and boxes:
+                for b in boxes:
+                    s = _side(b, w)
+                    z = _zone(b, h)
+                    if s not in sides:
+                        sides.append(s)
+                    loc = (f"the central {self.zone_names.get(z, z)} chest" if s == "central"
+                           else f"the {s} {self.zone_names.get(z, z)} zone")
+                    if loc not in locs:
+                        locs.append(loc)
+            lung = self._lung_area(ctx, w, h)
+            pct = 100.0 * sum(b.area() for b in boxes) / lung if (lung and boxes) else None
+            info[fid] = {"facts": fs, "boxes": boxes, "count": count, "sides": sides, "locs": locs,
+                         "k": k, "pct": pct}
+        # candidate items per (type, polarity)
+        cands: dict[tuple[str, bool], list[Any]] = {}
+        t = self.t
+        P = sorted(pos)  # stable order
+        for ty in TYPES:
+            if ty not in t:
+                continue
+            if ty == "what":
+                # whole image, and each side of the chest where box geometry is known
+                on_side = {sd: [f for f in P if sd in info[f]["sides"]] for sd in ("right", "left")}
+                known = bool(w and h)
+                cands[(ty, True)] = (["*"] if P else []) + [sd for sd in ("right", "left") if on_side[sd]]
+                cands[(ty, False)] = (["*"] if not P else []) + (
+                    [sd for sd in ("right", "left") if not on_side[sd]] if known else [])
+                continue
+            if ty in ("where",):
+                cands[(ty, True)] = [f for f in P if info[f]["locs"]]
+            elif ty == "how_many":
+                cands[(ty, True)] = [f for f in P if info[f]["count"] > 0]
+            elif ty == "which":
+                cands[(ty, True)] = [f for f in P if info[f]["sides"] and "central" not in info[f]["sides"]
+                                     and f not in self.central_findings]
+            elif ty == "yes_no":
+                cands[(ty, True)] = [f for f in P if info[f]["sides"] and "central" not in info[f]["sides"]
+                                     and f not in self.central_findings]
+            else:
+                cands[(ty, True)] = list(P)
+            negs = [f for f in neg if f not in self.central_findings] if ty in ("which", "yes_no") else list(neg)
+            if ty == "yes_no":
+                # wrong-side questions about a present finding are negatives too
+                negs = negs + [f"{f}@wrong" for f in cands[(ty, True)] if len(info[f]["sides"]) == 1]
+            cands[(ty, False)] = negs
+        used: set[tuple[str, str]] = set()
+        for _ in range(self.n_q):
+            want_pos = rng.random() < self.p
+            types = [ty for ty in TYPES if any(x for x in cands.get((ty, want_pos), ())
+                                               if (ty, x) not in used)]
+            if not types:
+                continue
+            ty = types[int(rng.random() * len(types))]
+            items = [x for x in cands[(ty, want_pos)] if (ty, x) not in used]
+            item = items[int(rng.random() * len(items))]
+            used.add((ty, item))
+            self.one(ctx, t[ty], ty, want_pos, item, info, ph, w)
+
+    def _lung_area(self, ctx: StudyCtx, w: float, h: float) -> float | None:
+        lungs = ctx.rboxes.get("lungs")
+        if lungs:
+            return sum(b.area() for b in lungs)
+        both = (ctx.rboxes.get("left_lung") or []) + (ctx.rboxes.get("right_lung") or [])
+        if both:
+            return sum(b.area() for b in both)
+        return w * h * self.lung_field_fraction if w and h else None
+
+    def _reason(self, ctx: StudyCtx, fid: str, info: dict[str, Any] | None, ph: dict[str, tuple[str, ...]]) -> str:
+        v = self.gen.vocab
+        name = v.finding_name(fid) if fid != "*" else ""
+        nr = self.n_readers
+        if info is None:
+            readers = f"the {nr} readers" if nr > 1 else "the expert readers"
+            if fid == "*":
+                return ctx.pick(ph["reason_normal"]).format_map({"readers": readers})
+            return ctx.pick(ph["reason_negative"]).format_map({"name": name, "Name": cap(name), "readers": readers})
+        if info["k"] and nr:
+            agreement = ctx.pick(ph["agreement_readers"]).format_map({"k": str(info["k"]), "n": str(nr)})
+        else:
+            agreement = ctx.pick(ph["agreement_single"])
+        size = ctx.pick(ph["size_phrase"]).format_map({"pct": f"{info['pct']:.1f}"}) if info["pct"] else ""
+        loc = join_list(info["locs"]) if info["locs"] else "the image"
+        return ctx.pick(ph["reason_positive"]).format_map(
+            {"name": name, "Name": cap(name), "agreement": agreement, "location": loc, "size": size})
+
+    def _part(self, fid: str, text: str, boxes: list[Box], certainty: str) -> AnswerPart:
+        v = self.gen.vocab
+        return AnswerPart(part_type="main", text=text, tag=v.finding_name(fid) if certainty == "present"
+                          else "no " + v.finding_name(fid), findings=[fid], certainty=certainty, boxes=boxes)
+
+    def one(self, ctx: StudyCtx, tpl: Template, ty: str, positive: bool, item: str,
+            info: dict[str, dict[str, Any]], ph: dict[str, tuple[str, ...]], w: float) -> None:
+        v = self.gen.vocab
+        rng = self.rng
+        qs = tpl.questions
+        widx = 0 if len(qs) == 1 else int(rng.random() * len(qs))
+        if ty == "what":
+            area = self.area_names.get(item, item)
+            if item == "*":
+                fids = sorted(info)
+            else:
+                fids = sorted(f for f in info if item in info[f]["sides"])
+            if positive:
+                parts = [self._part(f, cap(v.finding_name(f)) + (f" in {join_list(info[f]['locs'])}." if info[f]["locs"] else "."),
+                                    info[f]["boxes"], "present") for f in fids]
+                facts = [x for f in fids for x in info[f]["facts"]]
+                lead = ctx.pick(tpl.answers["positive"]).format_map(
+                    {"area": area, "list": join_list([v.finding_name(f) for f in fids]), "n": str(len(fids))})
+                reasoning = " ".join(self._reason(ctx, f, info[f], ph) for f in fids)
+                short = ", ".join(v.finding_name(f) for f in fids)
+            else:
+                fids, facts = [], []
+                lead = ctx.pick(tpl.answers["negative"]).format_map({"area": area, "list": "", "n": "0"})
+                parts = [AnswerPart(part_type="main", text=lead, tag="no finding")]
+                if item == "*":
+                    reasoning = self._reason(ctx, "*", None, ph)
+                else:
+                    reasoning = ctx.pick(ph["reason_side_clear"]).format_map({"area": area})
+                short = "no finding"
+            question = qs[widx].format_map({"area": area})
+            self._emit(ctx, tpl, item, widx, question, lead, parts, facts, short, positive, fids, reasoning)
+            return
+        wrong = item.endswith("@wrong")
+        fid = item[:-6] if wrong else item
+        name = v.finding_name(fid)
+        slots = {"finding": name}
+        slot_key = fid
+        inf = info.get(fid)
+        if ty == "yes_no":
+            if positive:
+                side = inf["sides"][0]  # type: ignore[index]
+            elif wrong:
+                side = "left" if inf["sides"][0] == "right" else "right"  # type: ignore[index]
+            else:
+                side = "left" if rng.random() < 0.5 else "right"
+            slots["side"] = side
+            slot_key = f"{fid}|{side}"
+        question = qs[widx].format_map(slots)
+        if positive or wrong:
+            assert inf is not None
+            boxes = inf["boxes"]
+            facts = inf["facts"]
+            if ty == "where":
+                lv = {"location": join_list(inf["locs"])}
+                short = join_list(inf["locs"])
+            elif ty == "how_many":
+                noun = "lesion" if inf["count"] == 1 else "lesions"
+                lv = {"n": str(inf["count"]), "noun": noun}
+                short = str(inf["count"])
+            elif ty == "which":
+                sides = inf["sides"]
+                ans = "both sides" if len(sides) > 1 else f"the {sides[0]} side"
+                lv = {"answer": ans}
+                short = "both" if len(sides) > 1 else sides[0]
+            elif ty == "yes_no":
+                lv = {"true_side": inf["sides"][0]}
+                short = "yes" if positive else "no"
+            else:
+                lv = {"a_finding": self.gen.lexicon.forms(name, name)[0]}
+                short = "yes"
+            lead = ctx.pick(tpl.answers["positive" if positive else "negative"]).format_map({**slots, **lv})
+            parts = [self._part(fid, lead, boxes, "present")]
+            reasoning = self._reason(ctx, fid, inf, ph)
+            findings = [fid]
+        else:
+            facts = [ctx.negative_fact(fid)]
+            lv = {"location": "", "n": "0", "noun": "lesions", "answer": "neither side", "true_side": "",
+                  "a_finding": name}
+            lead = ctx.pick(tpl.answers["negative"]).format_map({**slots, **lv})
+            nf = facts[0]
+            parts = [self._part(fid, lead, nf.boxes, "absent")]
+            reasoning = self._reason(ctx, fid, None, ph)
+            short = {"how_many": "0", "where": "none", "which": "none"}.get(ty, "no")
+            findings = [fid]
+        self._emit(ctx, tpl, slot_key, widx, question, lead, parts, facts, short, positive, findings, reasoning)
+
+    def _emit(self, ctx: StudyCtx, tpl: Template, slot_key: str, widx: int, question: str, answer: str,
+              parts: list[AnswerPart], facts: list[Fact], short: str | None, positive: bool,
+              findings: list[str], reasoning: str) -> None:
+        grades = [f.grade for f in facts if not f.implied] or [(0, ())]
+        # absence on a labelled image is stated by the labels, not implied by silence
+        grade = combine(grades)
+        prov: list[str] = []
+        for f in facts:
+            for p in f.prov:
+                if p not in prov:
+                    prov.append(p)
+        if not prov:
+            prov = [f"labels:{ctx.sg.study_id}"]
+        if "answer_not_in_question" in tpl.constraints and short and short.lower() in question.lower():
+            return  # the wording would give its answer away
+        ctx.emit(tpl, slot_key, widx, question, answer, parts, grade, answer_short=short,
+                 polarity="positive" if positive else "negative", findings=findings,
+                 regions=[], provenance=prov, reasoning=reasoning)

@@ -1,0 +1,255 @@
+"""``radvqa export DIR --format llava|jsonl|qba-json|coco``: the built dataset in other tools' layouts.
+
+- ``jsonl``: one QA row per line, every column (``radvqa.model.QA`` as JSON).
+- ``llava``: LLaVA conversation records (``id``, ``image``/``images``, ``conversations`` human/gpt),
+  one per line. Boxes are written into the answer text in a declared format (``export_info.json``
+  beside the file says which): ``<ref>LABEL</ref><box>[x1, y1, x2, y2]</box>`` with coordinates
+  either normalised to 0..1000 of the image size (``norm1000``, default; integers), to 0..1
+  (``norm1``, 3 decimals) or in the stored image's pixels (``pixels``). The structured boxes
+  (pixels) are kept in each record's ``boxes`` field too.
+- ``qba-json``: per-study files in CXR-QBA's released layout
+  ``qa/p{NN}/{patient}/{study}.qa.json`` (``{"patient_id", "study_id", "questions": [{question_id,
+  question_type, question_strategy, question, obs_ids, answers: [{answer_type main_answer |
+  details | related_information, text, name_tag, regions, obs_entities, positiveness, modifiers,
+  localization: {image_id: {bboxes}}}], question_quality: {overall}}]}``) and the scene graphs as
+  ``scene_data/p{NN}/{patient}/{study}.scene_graph.json`` (radvqa's scene graph JSON, not CXR-QBA's).
+  ``p{NN}`` is a stable two-digit bucket of the patient id (CXR-QBA uses the id's first digits).
+- ``coco``: ``instances.json`` with images, categories (finding ids; region ids with
+  ``--include-regions``) and one annotation per distinct box (``bbox`` = [x, y, w, h] pixels).
+
+All exports stream the shards (rows of a study are contiguous inside a shard).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from radvqa.io.parquet import iter_objects
+from radvqa.model import QA, SceneGraph
+
+FORMATS = ("llava", "jsonl", "qba-json", "coco")
+BOX_FORMATS = ("norm1000", "norm1", "pixels")
+_PART_NAMES = {"main": "main_answer", "details": "details", "related": "related_information"}
+
+
+def _safe(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_") or "_"
+
+
+def _bucket(patient_id: str) -> str:
+    return f"p{int.from_bytes(hashlib.blake2b(patient_id.encode(), digest_size=4).digest(), 'big') % 100:02d}"
+
+
+def _image_sizes(out: Path) -> dict[tuple[str, str], tuple[int | None, int | None]]:
+    import pyarrow.parquet as pq
+
+    from radvqa.io.parquet import shard_files
+
+    sizes: dict[tuple[str, str], tuple[int | None, int | None]] = {}
+    for f in shard_files(out, "scene_graphs"):
+        t = pq.read_table(f, columns=["study_id", "images"])
+        for sid, ims in zip(t.column("study_id").to_pylist(), t.column("images").to_pylist()):
+            for im in ims or []:
+                sizes[(sid, im["id"])] = (im.get("width"), im.get("height"))
+    return sizes
+
+
+def _box_text(b: Any, fmt: str, size: tuple[int | None, int | None] | None) -> str:
+    coords = [b.x1, b.y1, b.x2, b.y2]
+    if fmt == "pixels":
+        vals = [str(round(v)) for v in coords]
+    else:
+        if not size or not size[0] or not size[1]:
+            raise ValueError(f"box on image {b.image_id!r}: image size unknown, cannot normalise (use --box-format pixels)")
+        w, h = float(size[0]), float(size[1])
+        rel = [coords[0] / w, coords[1] / h, coords[2] / w, coords[3] / h]
+        vals = [str(min(999, max(0, int(v * 1000)))) for v in rel] if fmt == "norm1000" else [f"{min(1.0, max(0.0, v)):.3f}" for v in rel]
+    label = b.label or "box"
+    return f"<ref>{label}</ref><box>[{', '.join(vals)}]</box>"
+
+
+def llava_record(q: QA, box_format: str = "norm1000", sizes: dict[tuple[str, str], Any] | None = None,
+                 image_root: str | None = None) -> dict[str, Any]:
+    paths = [(f"{image_root.rstrip('/')}/{p}" if image_root and not p.startswith("/") else p) for p in q.image_paths]
+    prompt = "<image>\n" * len(paths) + q.question
+    if q.choices:
+        prompt += "\nOptions: " + " ".join(f"{chr(65 + i)}. {c}" for i, c in enumerate(q.choices))
+    answer = q.answer
+    if q.boxes:
+        idx = {im: i + 1 for i, im in enumerate(q.image_ids)}
+        parts = []
+        for b in q.boxes:
+            t = _box_text(b, box_format, (sizes or {}).get((q.study_id, b.image_id)))
+            parts.append(t if len(q.image_ids) <= 1 else f"{t} (image {idx.get(b.image_id, '?')})")
+        answer += "\nBoxes: " + " ".join(parts)
+    rec: dict[str, Any] = {"id": q.qa_id}
+    if len(paths) == 1:
+        rec["image"] = paths[0]
+    elif paths:
+        rec["images"] = paths
+    rec["conversations"] = [{"from": "human", "value": prompt}, {"from": "gpt", "value": answer}]
+    rec["boxes"] = [{"image_id": b.image_id, "bbox": [b.x1, b.y1, b.x2, b.y2], "label": b.label, "source": b.source} for b in q.boxes]
+    rec["meta"] = {"study_id": q.study_id, "patient_id": q.patient_id, "split": q.split, "strategy": q.strategy,
+                   "question_type": q.question_type, "answer_short": q.answer_short, "grade": q.grade}
+    return rec
+
+
+def _loc(boxes: list[Any]) -> dict[str, Any]:
+    loc: dict[str, Any] = {}
+    for b in boxes:
+        loc.setdefault(b.image_id, {"bboxes": []})["bboxes"].append([b.x1, b.y1, b.x2, b.y2])
+    return loc
+
+
+def qba_question(q: QA) -> dict[str, Any]:
+    answers = []
+    for i, p in enumerate(q.answer_parts):
+        mods = [["severity", p.severity]] if p.severity else []
+        pos = None
+        if p.certainty == "present":
+            pos = "pos"
+        elif p.certainty == "absent":
+            pos = "neg"
+        elif p.certainty == "uncertain":
+            pos = "uncertain"
+        answers.append({
+            "answer_id": i, "answer_type": _PART_NAMES.get(p.part_type, p.part_type), "level": p.level,
+            "text": p.text, "name_tag": p.tag, "regions": list(p.regions), "obs_entities": list(p.findings),
+            "laterality": p.laterality, "certainty": p.certainty, "positiveness": pos, "modifiers": mods,
+            "localization": _loc(p.boxes),
+        })
+    if not answers:
+        answers.append({"answer_id": 0, "answer_type": "main_answer", "level": 0, "text": q.answer, "name_tag": None,
+                        "regions": list(q.regions), "obs_entities": list(q.findings), "laterality": None, "certainty": None,
+                        "positiveness": {"positive": "pos", "negative": "neg"}.get(q.polarity or ""), "modifiers": [],
+                        "localization": _loc(q.boxes)})
+    return {
+        "question_id": q.qa_id, "question_type": q.question_type, "question_strategy": q.strategy,
+        "template_id": q.template_id, "template_version": q.template_version, "question": q.question,
+        "obs_ids": [s for s in q.provenance if re.fullmatch(r"O\d+", s)],
+        "answers": answers, "answer_short": q.answer_short, "choices": q.choices,
+        "question_quality": {"overall": q.grade, "reasons": list(q.grade_reasons)},
+        "split": q.split, "image_ids": list(q.image_ids),
+    }
+
+
+def _by_study(qas: Iterator[QA]) -> Iterator[tuple[str, str, list[QA]]]:
+    cur: list[QA] = []
+    for q in qas:
+        if cur and q.study_id != cur[0].study_id:
+            yield cur[0].patient_id, cur[0].study_id, cur
+            cur = []
+        cur.append(q)
+    if cur:
+        yield cur[0].patient_id, cur[0].study_id, cur
+
+
+def export(out: Path | str, fmt: str, dest: Path | str | None = None, box_format: str = "norm1000",
+           image_root: str | None = None, include_regions: bool = False) -> dict[str, Any]:
+    """Write the export; returns {"path": ..., "records": n, ...}."""
+    out = Path(out)
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
+    if box_format not in BOX_FORMATS:
+        raise ValueError(f"unknown box format {box_format!r} (one of {', '.join(BOX_FORMATS)})")
+    if not (out / "qa").is_dir():
+        raise FileNotFoundError(f"{out}/qa not found: is {out} a radvqa build output?")
+    default = {"llava": "export/llava.jsonl", "jsonl": "export/qa.jsonl", "qba-json": "export/qba", "coco": "export/coco"}
+    dest = Path(dest) if dest else out / default[fmt]
+    enc = msgspec.json.Encoder()
+    n = 0
+    if fmt == "jsonl":
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with open(dest, "wb") as f:
+            for q in iter_objects(out, "qa"):
+                f.write(enc.encode(q) + b"\n")
+                n += 1
+        return {"path": str(dest), "records": n}
+    if fmt == "llava":
+        sizes = _image_sizes(out) if box_format != "pixels" else None
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with open(dest, "wb") as f:
+            for q in iter_objects(out, "qa"):
+                f.write(enc.encode(llava_record(q, box_format, sizes, image_root)) + b"\n")
+                n += 1
+        info = {
+            "format": "llava", "records": n, "box_format": box_format,
+            "box_syntax": "<ref>LABEL</ref><box>[x1, y1, x2, y2]</box>, appended to the answer after 'Boxes: '",
+            "box_units": {"norm1000": "integers 0..999: coordinate / image size * 1000",
+                          "norm1": "0..1 with 3 decimals: coordinate / image size",
+                          "pixels": "pixels of the stored image file"}[box_format],
+            "multi_image": "with several images each box is followed by (image K), K = position in 'images' (1-based)",
+        }
+        (dest.parent / "export_info.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+        return {"path": str(dest), "records": n, "box_format": box_format}
+    if fmt == "qba-json":
+        studies = 0
+        for pid, sid, qs in _by_study(iter_objects(out, "qa")):
+            d = dest / "qa" / _bucket(pid) / _safe(pid)
+            d.mkdir(parents=True, exist_ok=True)
+            doc = {"patient_id": pid, "study_id": sid, "questions": [qba_question(q) for q in qs]}
+            (d / f"{_safe(sid)}.qa.json").write_bytes(enc.encode(doc))
+            studies += 1
+            n += len(qs)
+        n_sg = 0
+        for sg in iter_objects(out, "scene_graphs"):
+            d = dest / "scene_data" / _bucket(sg.patient_id) / _safe(sg.patient_id)
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"{_safe(sg.study_id)}.scene_graph.json").write_bytes(enc.encode(sg))
+            n_sg += 1
+        return {"path": str(dest), "records": n, "studies": studies, "scene_graphs": n_sg}
+    # coco
+    return _coco(out, dest, include_regions)
+
+
+def _coco(out: Path, dest: Path, include_regions: bool) -> dict[str, Any]:
+    images: list[dict[str, Any]] = []
+    anns: list[tuple[str, dict[str, Any]]] = []
+    cat_kind: dict[str, str] = {}
+    for sg in iter_objects(out, "scene_graphs"):
+        assert isinstance(sg, SceneGraph)
+        ids: dict[str, int] = {}
+        for im in sg.images:
+            ids[im.id] = len(images) + 1
+            images.append({"id": len(images) + 1, "file_name": im.path or "", "width": im.width, "height": im.height,
+                           "radvqa_image_id": im.id, "study_id": sg.study_id, "patient_id": sg.patient_id,
+                           "split": sg.split, "view": im.view})
+        seen: set[tuple[Any, ...]] = set()
+        cand = [(b, "finding", o.finding if not b.label else b.label, o.certainty) for o in sg.observations for b in o.boxes]
+        if include_regions:
+            cand += [(b, "region", b.label or "region", None) for b in sg.region_boxes]
+        for b, kind, label, certainty in cand:
+            if b.image_id not in ids:
+                continue
+            if kind == "finding" and certainty not in (None, "present", "uncertain"):
+                continue
+            key = (b.image_id, b.x1, b.y1, b.x2, b.y2, label, b.reader, b.source)
+            if key in seen:
+                continue
+            seen.add(key)
+            cat_kind.setdefault(label, kind)
+            w, h = b.x2 - b.x1, b.y2 - b.y1
+            anns.append((label, {"image_id": ids[b.image_id], "bbox": [b.x1, b.y1, w, h], "area": w * h, "iscrowd": 0,
+                                 "source": b.source, "reader": b.reader, "study_id": sg.study_id}))
+    cats = sorted(cat_kind)
+    cat_id = {c: i + 1 for i, c in enumerate(cats)}
+    annotations = []
+    for i, (label, a) in enumerate(anns):
+        annotations.append({"id": i + 1, "category_id": cat_id[label], **a})
+    doc = {
+        "info": {"description": f"radvqa boxes from {out.name}", "version": "1"},
+        "images": images,
+        "categories": [{"id": cat_id[c], "name": c, "supercategory": cat_kind[c]} for c in cats],
+        "annotations": annotations,
+    }
+    dest.mkdir(parents=True, exist_ok=True)
+    p = dest / "instances.json"
+    p.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    return {"path": str(p), "records": len(annotations), "images": len(images), "categories": len(cats)}

@@ -1,0 +1,250 @@
+"""Build one SceneGraph per study: report observations + label observations + boxes.
+
+Rules (contract for the generators):
+
+1. **Report observations** come from the extraction unchanged (``source="report"``).
+2. **Label observations** (``source="label"``, ``from_report=False``), one per ontology finding the
+   study's labels map to (per finding and region set for region-level labels, ``Label.regions``),
+   sorted by finding id. Label values: 1 present, 0 absent, -1 uncertain.
+   - Readers: per image, the majority over readers decides (more than half present -> present, more
+     than half absent -> absent, otherwise uncertain: a tie or an uncertain majority stays uncertain;
+     VinDr's 3 readers give the 2-of-3 rule). Labels without reader count as one reader.
+   - Images: present if present on any image, else uncertain if uncertain on any, else absent.
+   - Several labels mapping to the same finding (a scheme's label and its alias) merge with the same
+     precedence present > uncertain > absent.
+   - A "no finding" label (maps to no finding id) makes no observation; it is recorded as
+     ``meta["no_finding_label"] = scheme`` when positive.
+3. **Boxes** (``study.boxes``; ``label`` = finding id) are checked against their image's size
+   (``boxes.check_box``: clipped and noted in ``meta["box_notes"]``, or a Reject with
+   ``stage="localize"``). Expert boxes are kept per reader and fused across readers
+   (``boxes.fuse_boxes``). All of a finding's boxes are attached to every non-absent observation of
+   that finding (report and label). When all its observations are absent (a minority reader's box
+   outvoted by the label majority) the boxes go to the absent label observation and the finding is
+   listed in ``meta["boxes_on_absent_findings"]``: consumers must read boxes of present/uncertain
+   observations only. A box whose finding has no observation at all gets one of its own
+   (``source="box"``, certainty present). No box is dropped.
+4. **Region boxes** (``label`` = region id) are checked the same way, kept in
+   ``SceneGraph.region_boxes`` and attached to each observation whose regions include that region,
+   else its nearest boxed ancestor region.
+5. ``prior_study_id`` is set by the runner (it sees the patient's studies), not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from radvqa.localize.boxes import LocalizeParams, check_box, fuse_boxes, load_params
+from radvqa.model import Box, Extraction, Label, Observation, Reject, Report, SceneGraph, Study
+
+_VALUE_CERTAINTY = {1: "present", 0: "absent", -1: "uncertain"}
+_RANK = {"present": 2, "uncertain": 1, "absent": 0}
+
+
+def build_scene_graph(
+    study: Study,
+    extraction: Extraction | None,
+    *,
+    ontology: Any = None,
+    params: LocalizeParams | None = None,
+) -> tuple[SceneGraph, list[Reject]]:
+    p = params or load_params()
+    rejects: list[Reject] = []
+    meta = dict(study.meta)
+    sizes = {im.id: (im.width, im.height) for im in study.images}
+
+    # -- report part
+    if extraction is not None:
+        report: Report | None = extraction.report
+        # shallow copies: boxes are attached below without touching the caller's extraction
+        observations = [msgspec.structs.replace(o) for o in extraction.observations]
+        indication = extraction.indication
+        extractor: str | None = extraction.extractor
+        if extraction.error:
+            meta["extract_error"] = extraction.error
+    else:
+        report = Report(text=study.report_text) if study.report_text else None
+        observations, indication, extractor = [], None, None
+    used_ids = {o.id for o in observations}
+    counter = [len(observations)]
+
+    def next_id() -> str:
+        while True:
+            counter[0] += 1
+            oid = f"O{counter[0]:02d}"
+            if oid not in used_ids:
+                used_ids.add(oid)
+                return oid
+
+    # -- label part
+    label_obs, no_finding, bad_values = _label_observations(study.labels)
+    for lab in bad_values:
+        rejects.append(_rej(study, f"label {lab.scheme}:{lab.name}", f"label value {lab.value!r} is not 1, 0 or -1"))
+    for scheme in no_finding:
+        meta["no_finding_label"] = scheme
+    for fid, regions in sorted(label_obs):
+        observations.append(
+            Observation(
+                id=next_id(),
+                finding=fid,
+                certainty=label_obs[(fid, regions)],
+                regions=list(regions),
+                from_report=False,
+                source="label",
+            )
+        )
+
+    # -- boxes
+    notes: list[str] = []
+    kept: list[Box] = []
+    for i, b in enumerate(study.boxes):
+        checked = _check(study, b, i, sizes, p, rejects, notes, "box")
+        if checked is not None:
+            if checked.label is None:
+                rejects.append(_rej(study, f"box {i}", "box has no finding label"))
+                continue
+            kept.append(checked)
+    all_boxes = kept + fuse_boxes(kept, p)
+    by_finding: dict[str, list[Box]] = {}
+    for b in all_boxes:
+        by_finding.setdefault(b.label or "", []).append(b)
+    disputed: list[str] = []
+    for fid in sorted(by_finding):
+        same = [o for o in observations if o.finding == fid]
+        targets = [o for o in same if o.certainty != "absent"]
+        if not targets and same:
+            # every observation says absent (e.g. 1 of 3 readers drew it): the boxes stay with the
+            # absent observations, so they are not lost, and the dispute is noted
+            targets = [o for o in same if o.source == "label"] or same
+            disputed.append(f"{fid} x{len(by_finding[fid])}")
+        if not targets:
+            o = Observation(id=next_id(), finding=fid, certainty="present", from_report=False, source="box")
+            observations.append(o)
+            targets = [o]
+        for o in targets:
+            o.boxes = list(o.boxes) + by_finding[fid]
+
+    # -- region boxes
+    region_boxes: list[Box] = []
+    for i, b in enumerate(study.region_boxes):
+        checked = _check(study, b, i, sizes, p, rejects, notes, "region box")
+        if checked is not None:
+            region_boxes.append(checked)
+    if region_boxes:
+        _attach_regions(observations, region_boxes, ontology)
+    if notes:
+        meta["box_notes"] = "; ".join(notes)
+    if disputed:
+        meta["boxes_on_absent_findings"] = "; ".join(disputed)
+
+    modality = study.images[0].modality if study.images else "CR"
+    sg = SceneGraph(
+        study_id=study.id,
+        patient_id=study.patient_id,
+        source=study.source,
+        images=list(study.images),
+        report=report,
+        indication=indication,
+        observations=observations,
+        region_boxes=region_boxes,
+        split=study.split,
+        study_time=study.study_time,
+        anatomy=study.anatomy,
+        modality=modality,
+        extractor=extractor,
+        meta=meta,
+    )
+    return sg, rejects
+
+
+def _label_observations(
+    labels: list[Label],
+) -> tuple[dict[tuple[str, tuple[str, ...]], str], list[str], list[Label]]:
+    # (finding, regions, image) -> reader -> best value of that reader (a reader's labels merge by
+    # precedence); region-level labels (Label.regions) make one observation per region set.
+    votes: dict[tuple[str, tuple[str, ...], str], dict[str, str]] = {}
+    no_finding: list[str] = []
+    bad: list[Label] = []
+    for lab in labels:
+        cert = _VALUE_CERTAINTY.get(lab.value)
+        if cert is None:
+            bad.append(lab)
+            continue
+        if not lab.findings:
+            if cert == "present" and lab.scheme not in no_finding:
+                no_finding.append(lab.scheme)
+            continue
+        reader = lab.reader or ""
+        regions = tuple(sorted(set(lab.regions)))
+        for fid in lab.findings:
+            per = votes.setdefault((fid, regions, lab.image_id or ""), {})
+            old = per.get(reader)
+            if old is None or _RANK[cert] > _RANK[old]:
+                per[reader] = cert
+    out: dict[tuple[str, tuple[str, ...]], str] = {}
+    for (fid, regions, _img), per in votes.items():
+        vals = list(per.values())
+        n = len(vals)
+        if vals.count("present") * 2 > n:
+            c = "present"
+        elif vals.count("absent") * 2 > n:
+            c = "absent"
+        else:
+            c = "uncertain"
+        old = out.get((fid, regions))
+        if old is None or _RANK[c] > _RANK[old]:
+            out[(fid, regions)] = c
+    return out, no_finding, bad
+
+
+def _check(
+    study: Study,
+    b: Box,
+    i: int,
+    sizes: dict[str, tuple[int | None, int | None]],
+    p: LocalizeParams,
+    rejects: list[Reject],
+    notes: list[str],
+    what: str,
+) -> Box | None:
+    if b.image_id not in sizes:
+        rejects.append(_rej(study, f"{what} {i}", f"{what} on unknown image {b.image_id!r}"))
+        return None
+    w, h = sizes[b.image_id]
+    kept, msg = check_box(b, w, h, p)
+    if kept is None:
+        rejects.append(_rej(study, f"{what} {i} ({b.label})", msg or "bad box"))
+        return None
+    if msg:
+        notes.append(f"{what} {i} ({b.label}) {msg}")
+    return kept
+
+
+def _rej(study: Study, what: str, reason: str) -> Reject:
+    return Reject(source=study.source, ref=f"{study.id} {what}", reason=reason, stage="localize")
+
+
+def _attach_regions(observations: list[Observation], region_boxes: list[Box], ontology: Any) -> None:
+    by_region: dict[str, list[Box]] = {}
+    for b in region_boxes:
+        if b.label:
+            by_region.setdefault(b.label, []).append(b)
+    for o in observations:
+        extra: list[Box] = []
+        for r in o.regions:
+            chain = [r]
+            if ontology is not None and hasattr(ontology, "region_ancestors"):
+                try:
+                    chain += list(ontology.region_ancestors(r))
+                except KeyError:
+                    pass  # region unknown to the ontology: only an exact region box can match
+            for rid in chain:
+                if rid in by_region:
+                    extra += [b for b in by_region[rid] if b not in extra]
+                    break
+        if extra:
+            o.boxes = list(o.boxes) + extra
+
+
+__all__ = ["build_scene_graph"]

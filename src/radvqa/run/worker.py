@@ -1,0 +1,197 @@
+"""One shard, start to finish: load its studies from the spill, run the pipeline in (patient, time)
+order, write ``scene_graphs/part-K.parquet`` and ``qa/part-K.parquet`` (temp name + rename), the
+shard's reject lines, and last of all the completion marker with the shard's statistics.
+
+A shard is complete iff its marker exists and the files it lists have the recorded sizes; anything
+else is redone by ``--resume``. The function is a plain top-level function of plain data so the
+process pool and Ray can ship it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from collections.abc import Callable
+from typing import Any
+
+from radvqa.io.parquet import ShardWriter, WriteError, shard_name, tmp_name
+from radvqa.model import Reject, SceneGraph
+from radvqa.run.pipeline import make_pipeline
+from radvqa.run.shards import load_shard_studies
+
+STATE_DIR = ".radvqa"
+
+
+def state_dir(out: Path) -> Path:
+    return out / STATE_DIR
+
+
+def marker_path(out: Path, shard: int) -> Path:
+    return state_dir(out) / "shards" / f"part-{shard:05d}.done.json"
+
+
+def rejects_path(out: Path, shard: int) -> Path:
+    return state_dir(out) / "shards" / f"part-{shard:05d}.rejected.jsonl"
+
+
+def write_text_atomic(path: Path, text: str | bytes) -> None:
+    tmp = tmp_name(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = "wb" if isinstance(text, bytes) else "w"
+        with open(tmp, mode, **({} if isinstance(text, bytes) else {"encoding": "utf-8"})) as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        from radvqa.io.parquet import _explain
+
+        raise WriteError(exc.errno, _explain(exc, path)) from exc
+
+
+def shard_is_complete(out: Path, shard: int) -> dict[str, Any] | None:
+    """The shard's stats if it finished (marker present, files whole), else None."""
+    mp = marker_path(out, shard)
+    if not mp.exists():
+        return None
+    try:
+        stats = json.loads(mp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for rel, size in stats.get("files", {}).items():
+        p = out / rel
+        if not p.exists() or p.stat().st_size != size:
+            return None
+    return stats
+
+
+def clear_shard(out: Path, shard: int) -> None:
+    """Remove every trace of an unfinished shard before redoing it."""
+    name = shard_name(shard)
+    for p in (
+        out / "qa" / name, out / "scene_graphs" / name,
+        tmp_name(out / "qa" / name), tmp_name(out / "scene_graphs" / name),
+        marker_path(out, shard), rejects_path(out, shard),
+    ):
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def run_shard(task: dict[str, Any], on_studies: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Process one shard. ``task``: out, spill, shard, n_shards, options (plain data).
+    ``on_studies(shard, n)``: called every 100 studies (in-process runs draw progress with it)."""
+    out = Path(task["out"])
+    shard = int(task["shard"])
+    n_shards = int(task["n_shards"])
+    options = task["options"]
+    t_start = time.perf_counter()
+    clear_shard(out, shard)
+
+    t0 = time.perf_counter()
+    studies = load_shard_studies(Path(task["spill"]), shard, n_shards)
+    t_load = time.perf_counter() - t0
+
+    pipe = make_pipeline(options)
+    name = shard_name(shard)
+    sg_writer = ShardWriter(out / "scene_graphs" / name, "scene_graphs", options.get("sg_row_group_rows"))
+    qa_writer = ShardWriter(out / "qa" / name, "qa", options.get("qa_row_group_rows"))
+    rejects: list[Reject] = []
+    by_strategy: Counter[str] = Counter()
+    by_type: Counter[str] = Counter()
+    by_grade: Counter[str] = Counter()
+    by_split: Counter[str] = Counter()
+    sg_by_split: Counter[str] = Counter()
+    studies_out = studies_rejected = 0
+    t_write = 0.0
+    patients: set[str] = set()
+    try:
+        prior: SceneGraph | None = None
+        prev_id: str | None = None
+        for i, study in enumerate(studies):
+            if on_studies is not None and i and i % 100 == 0:
+                on_studies(shard, 100)
+            if prior is not None and prior.patient_id != study.patient_id:
+                prior = None
+            if study.id == prev_id:
+                rejects.append(Reject(source=study.source, ref=study.id, reason="duplicate study id (an earlier record with this id was used)", stage="source"))
+                studies_rejected += 1
+                continue
+            prev_id = study.id
+            try:
+                res = pipe.process(study, prior)
+            except Exception as exc:  # noqa: BLE001 - one bad study must not sink the shard
+                from radvqa.run.pipeline import StudyResult, _reason
+
+                res = StudyResult(None, [], [Reject(source=study.source, ref=study.id,
+                                                    reason=f"pipeline failed: {_reason(exc)}", stage="pipeline")])
+            rejects.extend(res.rejects)
+            if res.scene_graph is None:
+                studies_rejected += 1
+                continue
+            studies_out += 1
+            patients.add(study.patient_id)
+            sg = res.scene_graph
+            sg_by_split[sg.split or "none"] += 1
+            for q in res.qa:
+                by_strategy[q.strategy] += 1
+                by_type[q.question_type] += 1
+                by_grade[q.grade or "ungraded"] += 1
+                by_split[q.split] += 1
+            tw = time.perf_counter()
+            sg_writer.add(sg)
+            qa_writer.extend(res.qa)
+            t_write += time.perf_counter() - tw
+            prior = sg
+        tw = time.perf_counter()
+        sg_writer.close()
+        qa_writer.close()
+        t_write += time.perf_counter() - tw
+    except BaseException:
+        sg_writer.abort()
+        qa_writer.abort()
+        raise
+
+    rej_lines = "".join(
+        json.dumps({"source": r.source, "ref": r.ref, "reason": r.reason, "stage": r.stage}, ensure_ascii=False) + "\n"
+        for r in rejects
+    )
+    write_text_atomic(rejects_path(out, shard), rej_lines)
+    files = {
+        f"scene_graphs/{name}": (out / "scene_graphs" / name).stat().st_size,
+        f"qa/{name}": (out / "qa" / name).stat().st_size,
+    }
+    timings = {"load": t_load, **pipe.timings, "write": t_write}
+    timings["total"] = time.perf_counter() - t_start
+    stats = {
+        "shard": shard,
+        "n_shards": n_shards,
+        "studies_in": len(studies),
+        "studies_out": studies_out,
+        "studies_rejected": studies_rejected,
+        "patients": len(patients),
+        "qa_rows": qa_writer.rows,
+        "scene_graph_rows": sg_writer.rows,
+        "qa_by_strategy": dict(sorted(by_strategy.items())),
+        "qa_by_question_type": dict(sorted(by_type.items())),
+        "grades": dict(sorted(by_grade.items())),
+        "qa_by_split": dict(sorted(by_split.items())),
+        "studies_by_split": dict(sorted(sg_by_split.items())),
+        "rejects_by_stage": dict(sorted(Counter(r.stage for r in rejects).items())),
+        "reject_lines": len(rejects),
+        "files": files,
+        "timings": timings,
+        "pid": os.getpid(),
+    }
+    write_text_atomic(marker_path(out, shard), json.dumps(stats, indent=1, sort_keys=True))
+    return stats
+

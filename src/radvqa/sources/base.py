@@ -1,0 +1,371 @@
+"""Shared plumbing for source adapters: the adapter base class, file discovery, streaming table
+readers (plain or gzip), label mapping through the ontology, and image header reads.
+
+Every adapter yields ``model.Study`` or ``model.Reject``; nothing is dropped without a Reject
+saying why (contract: studies in = studies out + studies rejected).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from radvqa.model import Reject, Study
+
+Record = Study | Reject
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".dcm", ".dicom")
+
+
+class SourceError(ValueError):
+    """Inputs that cannot be used at all (no table found, unreadable header): raised, not a Reject,
+    because there is no record to attach the reason to."""
+
+
+class UnknownLabel(KeyError):
+    def __init__(self, scheme: str, label: str) -> None:
+        super().__init__(f"unknown {scheme} label {label!r}")
+        self.scheme = scheme
+        self.label = label
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want the plain message
+        return str(self.args[0])
+
+
+class Source:
+    """Base class: subclasses set ``name`` and implement ``_records``."""
+
+    name: str = ""
+    description: str = ""
+
+    def iter_records(
+        self, inputs: Iterable[Path | str], *, ontology: Any = None, limit: int | None = None
+    ) -> Iterator[Record]:
+        """Yield at most ``limit`` records (studies and study-level rejects both count)."""
+        paths = [Path(p) for p in inputs]
+        for p in paths:
+            if not p.exists():
+                raise SourceError(f"{self.name}: input not found: {p}")
+        onto = ontology if ontology is not None else _default_ontology()
+        n = 0
+        for rec in self._records(paths, onto, limit):
+            if limit is not None and n >= limit:
+                return
+            yield rec
+            n += 1
+
+    def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
+        raise NotImplementedError
+
+    def reject(self, ref: str | Path, reason: str) -> Reject:
+        return Reject(source=self.name, ref=str(ref), reason=reason, stage="source")
+
+
+def _default_ontology() -> Any:
+    from radvqa.ontology import load_ontology  # type: ignore[attr-defined]
+
+    return load_ontology()
+
+
+# --------------------------------------------------------------------------- labels
+
+
+class LabelMapper:
+    """Maps a scheme's label names to ontology finding ids, cached.
+
+    Tries the exact name first, then a loose form (case, ``_``/``-``/space), because datasets spell
+    the same label differently across files (NIH ``Pleural_Thickening``; CheXpert ``Pleural Other``).
+    Raises ``UnknownLabel`` when nothing matches: the adapter turns that into a Reject line.
+    """
+
+    def __init__(self, ontology: Any, scheme: str) -> None:
+        self.onto = ontology
+        self.scheme = scheme
+        self._cache: dict[str, list[str]] = {}
+        self._loose: dict[str, str] | None = None
+
+    def labels(self) -> list[str]:
+        """The scheme's label names as the ontology lists them ([] when the scheme is missing)."""
+        try:
+            return list(self.onto.schemes[self.scheme].labels)
+        except (KeyError, AttributeError):
+            return []
+
+    def __call__(self, name: str) -> list[str]:
+        hit = self._cache.get(name)
+        if hit is not None:
+            return hit
+        try:
+            fids = list(self.onto.map_label(self.scheme, name))
+        except KeyError:
+            if self._loose is None:
+                self._loose = {_loose(k): k for k in self.labels()}
+            key = self._loose.get(_loose(name))
+            if key is None:
+                raise UnknownLabel(self.scheme, name) from None
+            fids = list(self.onto.map_label(self.scheme, key))
+        self._cache[name] = fids
+        return fids
+
+
+def _loose(s: str) -> str:
+    return "".join(ch for ch in s.lower() if ch.isalnum())
+
+
+# --------------------------------------------------------------------------- files and tables
+
+
+def walk_files(paths: Iterable[Path]) -> Iterator[Path]:
+    """Files under the given paths (a file is itself), sorted for a deterministic order."""
+    for p in paths:
+        if p.is_dir():
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                for f in sorted(files):
+                    yield Path(root) / f
+        else:
+            yield p
+
+
+def open_text(path: Path, encoding: str = "utf-8") -> io.TextIOBase:
+    """Text stream of a plain or ``.gz`` file. ``errors="strict"`` so non-UTF-8 bytes surface as
+    UnicodeDecodeError where the caller can turn them into a Reject."""
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding=encoding, newline="")  # type: ignore[return-value]
+    return open(path, encoding=encoding, newline="")  # type: ignore[return-value]
+
+
+def read_csv_rows(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
+    """Stream a CSV: yields (line number, cells, None) or (line number, None, error) for a line that
+    cannot be decoded. The header is the first yielded row (line 1)."""
+    with open_text_bytes_tolerant(path) as lines:
+        reader = csv.reader(lines)
+        lineno = 0
+        while True:
+            lineno += 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except UnicodeDecodeError as e:
+                yield lineno, None, f"not UTF-8 text ({e.reason} at byte {e.start})"
+                continue
+            except csv.Error as e:
+                yield lineno, None, f"malformed CSV line: {e}"
+                continue
+            yield reader.line_num, row, None
+
+
+class _TolerantLines:
+    """Iterates lines of a binary stream, decoding each as UTF-8 on its own, so one bad line
+    becomes one Reject instead of aborting the whole table."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def __iter__(self) -> "_TolerantLines":
+        return self
+
+    def __next__(self) -> str:
+        line = self.raw.readline()
+        if not line:
+            raise StopIteration
+        return line.decode("utf-8")
+
+    def __enter__(self) -> "_TolerantLines":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.raw.close()
+
+
+def open_text_bytes_tolerant(path: Path) -> _TolerantLines:
+    raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    return _TolerantLines(io.BufferedReader(raw, 1 << 20) if path.suffix == ".gz" else raw)
+
+
+def header_index(header: list[str], wanted: dict[str, tuple[str, ...]], ref: str) -> dict[str, int]:
+    """Column positions by canonical name, accepting several spellings per column. Raises
+    SourceError naming the file and the missing columns."""
+    norm = [_loose(h) for h in header]
+    out: dict[str, int] = {}
+    missing = []
+    for key, names in wanted.items():
+        for n in names:
+            ln = _loose(n)
+            if ln in norm:
+                out[key] = norm.index(ln)
+                break
+        else:
+            missing.append(key)
+    if missing:
+        raise SourceError(f"{ref}: missing column(s) {', '.join(missing)} (header: {header})")
+    return out
+
+
+# --------------------------------------------------------------------------- images
+
+
+def image_size(path: Path) -> tuple[int, int]:
+    """(width, height) from the file header only (no pixel decode). DICOM via pydicom headers.
+    Raises ValueError with a readable reason when the file is not a readable image."""
+    suffix = path.suffix.lower()
+    if suffix in (".dcm", ".dicom"):
+        return dicom_size(path)
+    from PIL import Image as PILImage, UnidentifiedImageError
+
+    try:
+        with PILImage.open(path) as im:
+            w, h = im.size
+            # A truncated file still has a header; verify() catches broken structure cheaply.
+            im.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+        raise ValueError(f"unreadable image {path.name}: {e}") from None
+    return int(w), int(h)
+
+
+def dicom_size(path: Path) -> tuple[int, int]:
+    import pydicom
+
+    try:
+        ds = pydicom.dcmread(path, stop_before_pixels=True)
+        return int(ds.Columns), int(ds.Rows)
+    except Exception as e:  # pydicom raises many types for broken files
+        raise ValueError(f"unreadable DICOM {path.name}: {type(e).__name__}: {e}") from None
+
+
+def index_images(paths: Iterable[Path], suffixes: tuple[str, ...] = IMAGE_SUFFIXES) -> dict[str, Path]:
+    """Image files under the given folders, keyed by file name and by stem (first one wins in
+    sorted order, so the result is deterministic)."""
+    out: dict[str, Path] = {}
+    for f in walk_files(p for p in paths if p.is_dir()):
+        if f.suffix.lower() in suffixes:
+            out.setdefault(f.name, f)
+            out.setdefault(f.stem, f)
+    return out
+
+
+def fnum(s: str) -> float:
+    """float() that rejects NaN/inf (a box coordinate must be a finite number)."""
+    v = float(s)
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ValueError(f"not a finite number: {s!r}")
+    return v
+
+
+# --------------------------------------------------------------------------- label values and terms
+
+# How label tables write their values. Blank = not mentioned (no Label is made for it).
+_VALUES = {"1": 1, "1.0": 1, "0": 0, "0.0": 0, "-1": -1, "-1.0": -1, "": None}
+
+
+def parse_label_value(s: str) -> int | None:
+    """1 / 0 / -1 (CheXpert-style tables also write 1.0 / 0.0 / -1.0); blank -> None (unmentioned).
+    Raises ValueError for anything else."""
+    try:
+        return _VALUES[s.strip()]
+    except KeyError:
+        raise ValueError(f"label value {s!r} is not 1, 0, -1 or blank") from None
+
+
+def finding_for_term(onto: Any, term: str) -> list[str]:
+    """Finding ids named by a free term (ontology id, name or synonym); [] when unknown/ambiguous."""
+    t = term.strip()
+    findings = getattr(onto, "findings", {})
+    if t in findings:
+        return [t]
+    by_syn = getattr(onto, "finding_by_synonym", None)
+    if by_syn is not None:
+        f = by_syn(t)
+        if f is not None:
+            return [f.id]
+    return []
+
+
+_IMAGENOME_REGIONS: dict[int, dict[str, str]] = {}
+
+
+def region_for_term(onto: Any, term: str) -> str | None:
+    """Region id named by a term: ontology id, Chest ImaGenome bbox_name, name or synonym."""
+    t = term.strip()
+    regions = getattr(onto, "regions", {})
+    if t in regions:
+        return t
+    idx = _IMAGENOME_REGIONS.get(id(onto))
+    if idx is None:
+        idx = {r.imagenome_name: r.id for r in regions.values() if getattr(r, "imagenome_name", None)}
+        _IMAGENOME_REGIONS[id(onto)] = idx
+    if t in idx:
+        return idx[t]
+    by_syn = getattr(onto, "region_by_synonym", None)
+    if by_syn is not None:
+        r = by_syn(t)
+        if r is not None:
+            return r.id
+    return None
+
+
+def find_inputs(inputs: Iterable[Path], match: Any) -> list[Path]:
+    """Files among the inputs (folders walked to depth 2 only: tables sit at a dataset's top) for
+    which ``match(lowercase file name)`` is true, in sorted order."""
+    out: list[Path] = []
+    for p in inputs:
+        if p.is_file():
+            if match(p.name.lower()):
+                out.append(p)
+            continue
+        for f in sorted(p.iterdir()):
+            if f.is_file() and match(f.name.lower()):
+                out.append(f)
+            elif f.is_dir():
+                out += [g for g in sorted(f.iterdir()) if g.is_file() and match(g.name.lower())]
+    return out
+
+
+def closed_label_list(scheme: str) -> list[str]:
+    """The full label list of a closed multi-label scheme (``data/label_lists.yaml``)."""
+    from importlib import resources
+
+    import yaml
+
+    data = yaml.safe_load(resources.files("radvqa.sources").joinpath("data/label_lists.yaml").read_text("utf-8"))
+    return list(data[scheme])
+
+
+class DirCache:
+    """Existence checks through cached directory listings (one ``os.listdir`` per folder instead of
+    one ``stat`` per file; missing folders are cached too). Keeps at most ``max_dirs`` listings, so
+    memory stays bounded on trees of any size."""
+
+    def __init__(self, max_dirs: int = 4096) -> None:
+        from collections import OrderedDict
+
+        self.max_dirs = max_dirs
+        self._c: OrderedDict[str, frozenset[str] | None] = OrderedDict()
+
+    def listing(self, d: str) -> frozenset[str] | None:
+        hit = self._c.get(d, 0)
+        if hit != 0:
+            self._c.move_to_end(d)
+            return hit  # type: ignore[return-value]
+        try:
+            val: frozenset[str] | None = frozenset(os.listdir(d))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            val = None
+        self._c[d] = val
+        if len(self._c) > self.max_dirs:
+            self._c.popitem(last=False)
+        return val
+
+    def exists(self, path: str) -> bool:
+        d, name = os.path.split(path)
+        names = self.listing(d)
+        return names is not None and name in names
+
+    def is_dir(self, d: str) -> bool:
+        return self.listing(d.rstrip("/")) is not None

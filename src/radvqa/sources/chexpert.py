@@ -1,0 +1,164 @@
+"""CheXpert (Irvin et al., AAAI 2019): ``train.csv`` / ``valid.csv`` (and CheXpert-v1.0-small).
+
+Columns: Path, Sex, Age, Frontal/Lateral, AP/PA, then the 14 labels (No Finding, Enlarged
+Cardiomediastinum, Cardiomegaly, Lung Opacity, Lung Lesion, Edema, Consolidation, Pneumonia,
+Atelectasis, Pneumothorax, Pleural Effusion, Pleural Other, Fracture, Support Devices) with
+1.0 / 0.0 / -1.0 / blank. Path: ``CheXpert-v1.0-small/train/patient00001/study1/view1_frontal.jpg``.
+
+Study = patient + study folder: ``chexpert:patient00001/study1`` (the images of a study are
+consecutive rows in the released tables; a study whose rows reappear later is rejected as a
+duplicate). ``study_time`` = the study number zero-padded (``"0001"``): CheXpert numbers a patient's
+studies in time order. Split = ``train`` / ``valid`` from the table name.
+
+Labels (scheme ``chexpert14``): 1 positive, 0 negative, -1 uncertain (kept uncertain), blank =
+unmentioned (no Label). The labeler runs on the study's report, so the labels of a study's rows are
+the same; if they differ, each image keeps its own (``image_id`` set).
+
+Images: resolved against the folder that holds ``CheXpert-v1.0*/`` (the table's parent's parent by
+default, or a given folder); a listed image missing from a given image folder, or unreadable,
+rejects the study. Without images on disk sizes stay unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from radvqa.model import Image, Label, Study
+from radvqa.sources.base import (
+    DirCache,
+    LabelMapper,
+    Record,
+    Source,
+    SourceError,
+    UnknownLabel,
+    find_inputs,
+    header_index,
+    image_size,
+    parse_label_value,
+    read_csv_rows,
+)
+
+_META = {"path": ("Path",), "sex": ("Sex",), "age": ("Age",), "fl": ("Frontal/Lateral",), "view": ("AP/PA",)}
+_PATH_RE = re.compile(r"(?:^|/)(patient\d+)/study(\d+)/([^/]+)$")
+
+
+class CheXpertSource(Source):
+    name = "chexpert"
+    description = "CheXpert: train.csv / valid.csv (+ image folder)"
+
+    def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
+        tables = find_inputs(inputs, lambda n: n in ("train.csv", "valid.csv", "test.csv"))
+        if not tables:
+            raise SourceError("chexpert: no train.csv / valid.csv among the inputs")
+        image_roots = [p for p in inputs if p.is_dir()]
+        mapper = LabelMapper(onto, "chexpert14")
+        self._dirs = DirCache()
+        seen: set[str] = set()
+        for t in tables:
+            roots = image_roots or [t.parent.parent]
+            check_images = bool(image_roots)
+            rows = read_csv_rows(t)
+            first = next(rows, None)
+            if first is None or first[1] is None:
+                raise SourceError(f"chexpert: {t}: empty or unreadable header")
+            header = first[1]
+            c = header_index(header, _META, str(t))
+            label_cols = [(i, h.strip()) for i, h in enumerate(header) if i not in c.values()]
+            for _i, name in label_cols:
+                try:
+                    mapper(name)
+                except UnknownLabel as e:
+                    raise SourceError(f"chexpert: {t}: {e} (column header)") from None
+            split = t.stem.lower()
+            group: list[tuple[str, list[str]]] = []
+            key = None
+            for lineno, row, err in rows:
+                ref = f"{t}:{lineno}"
+                if row is None:
+                    yield self.reject(ref, err or "unreadable line")
+                    continue
+                if not any(x.strip() for x in row):
+                    continue
+                if len(row) != len(header):
+                    yield self.reject(ref, f"{len(row)} cells, header has {len(header)}")
+                    continue
+                m = _PATH_RE.search(row[c["path"]].strip().replace("\\", "/"))
+                if m is None:
+                    yield self.reject(ref, f"Path {row[c['path']]!r} is not .../patientN/studyM/file")
+                    continue
+                k = f"{m.group(1)}/study{m.group(2)}"
+                if k != key and group:
+                    yield self._study(key, group, c, label_cols, mapper, split, roots, check_images, seen)  # type: ignore[arg-type]
+                    group = []
+                key = k
+                group.append((ref, row))
+            if group:
+                yield self._study(key, group, c, label_cols, mapper, split, roots, check_images, seen)  # type: ignore[arg-type]
+
+    def _study(
+        self,
+        key: str,
+        group: list[tuple[str, list[str]]],
+        c: dict[str, int],
+        label_cols: list[tuple[int, str]],
+        mapper: LabelMapper,
+        split: str,
+        roots: list[Path],
+        check_images: bool,
+        seen: set[str],
+    ) -> Record:
+        ref = group[0][0]
+        if key in seen:
+            return self.reject(ref, f"{key}: duplicate study (its rows appear twice or are not contiguous)")
+        seen.add(key)
+        patient, study = key.split("/")
+        per_image: list[list[tuple[str, int]]] = []
+        images: list[Image] = []
+        for rref, row in group:
+            vals: list[tuple[str, int]] = []
+            for i, name in label_cols:
+                try:
+                    v = parse_label_value(row[i])
+                except ValueError as e:
+                    return self.reject(rref, f"{key}: {name}: {e}")
+                if v is not None:
+                    vals.append((name, v))
+            per_image.append(vals)
+            rel = row[c["path"]].strip().replace("\\", "/")
+            iid = "/".join(rel.split("/")[-3:])
+            path = None
+            w = h = None
+            f = next((f"{r}/{rel}" for r in roots if self._dirs.exists(f"{r}/{rel}")), None)
+            if f is not None:
+                try:
+                    w, h = image_size(Path(f))
+                except ValueError as e:
+                    return self.reject(rref, f"{key}: {e}")
+                path = f
+            elif check_images:
+                return self.reject(rref, f"{key}: image {rel} not found")
+            fl = row[c["fl"]].strip().lower()
+            view = "LATERAL" if fl == "lateral" else (row[c["view"]].strip().upper() or None)
+            images.append(Image(id=iid, path=path, width=w, height=h, view=view, modality="CR"))
+        labels: list[Label] = []
+        same = all(v == per_image[0] for v in per_image)
+        for img, vals in zip(images, per_image[:1] if same else per_image):
+            for name, v in vals:
+                labels.append(
+                    Label(scheme="chexpert14", name=name, value=v, findings=mapper(name), image_id=None if same else img.id)
+                )
+        row0 = group[0][1]
+        meta = {k: row0[c[k]].strip() for k in ("sex", "age") if row0[c[k]].strip()}
+        return Study(
+            id=f"chexpert:{key}",
+            patient_id=f"chexpert:{patient}",
+            source=self.name,
+            images=images,
+            labels=labels,
+            split=split,
+            study_time=f"{int(study[5:]):04d}",
+            meta=meta,
+        )

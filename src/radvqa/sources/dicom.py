@@ -1,0 +1,100 @@
+"""A folder of DICOM files (any layout): studies, patients, views and sizes from the headers.
+
+Each file is read with ``pydicom.dcmread(stop_before_pixels=True)`` (headers only). Files are
+grouped into studies by StudyInstanceUID: ``dicom:<StudyInstanceUID>``, patient
+``dicom:<PatientID>``; ``study_time`` = StudyDate + StudyTime (ISO 8601). Per image
+(SOPInstanceUID): Columns x Rows, ViewPosition, Modality. Study meta records PixelSpacing (or
+ImagerPixelSpacing), PhotometricInterpretation (MONOCHROME1 — inverted grey scale — is noted, since
+a viewer or model must invert it), and the StudyDescription.
+
+Files considered: ``.dcm``, ``.dicom`` and files without a suffix (common in PACS exports);
+``DICOMDIR`` is skipped (it is an index, not an image). A file that is not readable DICOM, or lacks
+StudyInstanceUID / SOPInstanceUID / Rows / Columns, is a Reject naming the file; a duplicate
+SOPInstanceUID is a Reject. Headers are kept per study in memory until the walk ends (small: a few
+hundred bytes per image).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from radvqa.model import Image, Study
+from radvqa.sources.base import Record, Source, SourceError, walk_files
+
+
+class DicomSource(Source):
+    name = "dicom"
+    description = "a folder of DICOM files (headers: study, patient, view, size, modality, spacing)"
+
+    def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
+        import pydicom
+
+        studies: dict[str, dict[str, Any]] = {}
+        seen: set[str] = set()
+        nfiles = 0
+        for f in walk_files(inputs):
+            if f.name.upper() == "DICOMDIR" or f.suffix.lower() not in (".dcm", ".dicom", ""):
+                continue
+            nfiles += 1
+            try:
+                ds = pydicom.dcmread(f, stop_before_pixels=True)
+            except Exception as e:  # pydicom raises many kinds for a broken file
+                yield self.reject(f, f"unreadable DICOM: {type(e).__name__}: {e}")
+                continue
+            uid = str(ds.get("StudyInstanceUID", "") or "")
+            sop = str(ds.get("SOPInstanceUID", "") or "")
+            rows, cols = ds.get("Rows"), ds.get("Columns")
+            missing = [n for n, v in (("StudyInstanceUID", uid), ("SOPInstanceUID", sop), ("Rows", rows), ("Columns", cols)) if not v]
+            if missing:
+                yield self.reject(f, f"DICOM header lacks {', '.join(missing)}")
+                continue
+            if sop in seen:
+                yield self.reject(f, f"duplicate SOPInstanceUID {sop}")
+                continue
+            seen.add(sop)
+            st = studies.setdefault(uid, {"images": [], "ref": str(f), "patient": str(ds.get("PatientID", "") or ""),
+                                          "date": str(ds.get("StudyDate", "") or ""), "time": str(ds.get("StudyTime", "") or ""),
+                                          "meta": {}})
+            view = str(ds.get("ViewPosition", "") or "").upper() or None
+            st["images"].append(Image(id=sop, path=str(f), width=int(cols), height=int(rows), view=view,
+                                      modality=str(ds.get("Modality", "") or "CR")))
+            meta = st["meta"]
+            pi = str(ds.get("PhotometricInterpretation", "") or "")
+            if pi:
+                meta.setdefault("photometric", pi)
+                if pi == "MONOCHROME1":
+                    meta["photometric_note"] = "MONOCHROME1: inverted grey scale (white = low values)"
+            sp = ds.get("PixelSpacing") or ds.get("ImagerPixelSpacing")
+            if sp:
+                meta.setdefault("pixel_spacing_mm", ",".join(f"{float(x):g}" for x in sp))
+            desc = str(ds.get("StudyDescription", "") or "")
+            if desc:
+                meta.setdefault("study_description", desc)
+        if nfiles == 0:
+            raise SourceError("dicom: no .dcm/.dicom (or suffix-less) files under the inputs")
+        for uid in sorted(studies, key=lambda u: (studies[u]["patient"], studies[u]["date"], studies[u]["time"], u)):
+            st = studies.pop(uid)
+            pid = st["patient"] or uid
+            if not st["patient"]:
+                st["meta"]["patient_note"] = "no PatientID: the study stands for its patient"
+            st["images"].sort(key=lambda im: im.id)
+            yield Study(
+                id=f"dicom:{uid}",
+                patient_id=f"dicom:{pid}",
+                source=self.name,
+                images=st["images"],
+                study_time=_iso(st["date"], st["time"]),
+                meta=st["meta"],
+            )
+
+
+def _iso(date: str, time: str) -> str | None:
+    if len(date) != 8 or not date.isdigit():
+        return None
+    out = f"{date[:4]}-{date[4:6]}-{date[6:]}"
+    t = time.split(".")[0]
+    if len(t) == 6 and t.isdigit():
+        out += f"T{t[:2]}:{t[2:4]}:{t[4:]}"
+    return out

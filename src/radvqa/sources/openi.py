@@ -1,0 +1,182 @@
+"""OpenI / Indiana University chest X-ray reports (IU X-ray).
+
+Input: the ``NLMCXR_reports.tgz`` archive, a folder of its XML files (``ecgen-radiology/*.xml``) or
+single XML files; optionally a folder of the PNG/JPG images (``NLMCXR_png``) and the R2Gen split
+table (``r2gen_split.csv``: report_id, study_image_prefix, split).
+
+One XML = one report = one study = one patient (OpenI has no patient ids, so the report id stands
+in for the patient). Study id ``openi:CXR123``.
+
+Report text: the ``AbstractText`` sections in file order, each as ``LABEL: text`` on its own line
+(COMPARISON, INDICATION, FINDINGS, IMPRESSION), so the extractor's section splitter sees the headers.
+Empty sections are left out. A report with neither FINDINGS nor IMPRESSION text is rejected (there
+is nothing to ask questions about). The ``XXXX`` de-identification marks are kept as shipped.
+
+Images: ``parentImage`` ids (``CXR1_1_IM-0001-3001``). When an image folder is given, each id must
+resolve to a file there (the OpenI image set is complete, so a miss is an error: Reject); without an
+image folder the images are listed with ``path=None`` and unknown size.
+
+MeSH: ``major`` and ``automatic`` codes kept in ``meta`` (``mesh_major``, ``mesh_automatic``;
+``"; "``-joined, as shipped). They are not turned into labels here: they are coarse and often
+compound (``Opacity/lung/base/left/mild``); the report extractor is the source of observations.
+"""
+
+from __future__ import annotations
+
+import re
+import tarfile
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from radvqa.model import Image, Study
+from radvqa.sources.base import Record, Source, SourceError, image_size, index_images, read_csv_rows, walk_files
+
+_SECTION_ORDER = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
+
+
+class OpenISource(Source):
+    name = "openi"
+    description = "OpenI / IU X-ray report XMLs (folder or NLMCXR_reports.tgz), optional image folder"
+
+    def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
+        xml_inputs: list[Path] = []
+        image_dirs: list[Path] = []
+        split_tables: list[Path] = []
+        for p in inputs:
+            if p.is_dir():
+                if _has_xml(p):
+                    xml_inputs.append(p)
+                else:
+                    image_dirs.append(p)
+            elif p.name.endswith((".tgz", ".tar.gz", ".tar")) or p.suffix.lower() == ".xml":
+                xml_inputs.append(p)
+            elif p.suffix.lower() == ".csv":
+                split_tables.append(p)
+            else:
+                raise SourceError(f"openi: cannot use input {p} (expected XML folder/file, .tgz, image folder or r2gen split .csv)")
+        if not xml_inputs:
+            raise SourceError("openi: no XML reports found in the inputs")
+        images = index_images(image_dirs) if image_dirs else None
+        splits = _read_splits(split_tables)
+        seen: set[str] = set()
+        for ref, data in _iter_xml_blobs(xml_inputs):
+            yield self._parse(ref, data, images, splits, seen)
+
+    def _parse(
+        self,
+        ref: str,
+        data: bytes,
+        images: dict[str, Path] | None,
+        splits: dict[str, str],
+        seen: set[str],
+    ) -> Record:
+        try:
+            root = ET.fromstring(data)
+        except ET.ParseError as e:
+            return self.reject(ref, f"malformed XML: {e}")
+        uid_el = root.find("uId")
+        uid = uid_el.get("id") if uid_el is not None else None
+        if not uid:
+            return self.reject(ref, "missing uId")
+        if uid in seen:
+            return self.reject(ref, f"duplicate report id {uid}")
+        seen.add(uid)
+
+        parts: list[str] = []
+        have: set[str] = set()
+        for el in root.iter("AbstractText"):
+            label = (el.get("Label") or "").strip().upper()
+            text = " ".join((el.text or "").split())
+            if not label or not text:
+                continue
+            have.add(label)
+            parts.append(f"{label}: {text}")
+        if not ({"FINDINGS", "IMPRESSION"} & have):
+            return self.reject(ref, f"{uid}: empty report (no FINDINGS or IMPRESSION text)")
+
+        imgs: list[Image] = []
+        for pi in root.iter("parentImage"):
+            iid = pi.get("id")
+            if not iid:
+                continue
+            path: str | None = None
+            w = h = None
+            if images is not None:
+                f = images.get(iid)
+                if f is None:
+                    return self.reject(ref, f"{uid}: image file not found for parentImage {iid}")
+                try:
+                    w, h = image_size(f)
+                except ValueError as e:
+                    return self.reject(ref, f"{uid}: {e}")
+                path = str(f)
+            imgs.append(Image(id=iid, path=path, width=w, height=h, view=None, modality="CR"))
+
+        meta: dict[str, str] = {"file": ref.rsplit("/", 1)[-1].split("!")[-1]}
+        major = [(" ".join((m.text or "").split())) for m in root.iterfind("MeSH/major")]
+        auto = [(" ".join((m.text or "").split())) for m in root.iterfind("MeSH/automatic")]
+        if major:
+            meta["mesh_major"] = "; ".join(m for m in major if m)
+        if auto:
+            meta["mesh_automatic"] = "; ".join(m for m in auto if m)
+        date = root.findtext("articleDate")
+        if uid in splits:
+            meta["r2gen_split"] = splits[uid]
+        return Study(
+            id=f"openi:{uid}",
+            patient_id=f"openi:{uid}",
+            source=self.name,
+            images=imgs,
+            report_text="\n".join(parts),
+            # articleDate is the collection's publication date, the same for every report: not a
+            # study time, so it is kept in meta only.
+            meta=meta | ({"article_date": date} if date else {}),
+        )
+
+
+def _has_xml(d: Path) -> bool:
+    for f in walk_files([d]):
+        if f.suffix.lower() == ".xml":
+            return True
+    return False
+
+
+def _natural_key(p: Path) -> tuple[Any, ...]:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.as_posix()))
+
+
+def _iter_xml_blobs(inputs: list[Path]) -> Iterator[tuple[str, bytes]]:
+    for p in inputs:
+        if p.is_dir():
+            for f in sorted((f for f in walk_files([p]) if f.suffix.lower() == ".xml"), key=_natural_key):
+                yield str(f), f.read_bytes()
+        elif p.suffix.lower() == ".xml":
+            yield str(p), p.read_bytes()
+        else:
+            # Streamed in archive order (no full listing first), so a large archive costs no memory.
+            with tarfile.open(p, "r:*") as tf:
+                for m in tf:
+                    if m.isfile() and m.name.lower().endswith(".xml"):
+                        fh = tf.extractfile(m)
+                        if fh is not None:
+                            yield f"{p}!{m.name}", fh.read()
+
+
+def _read_splits(tables: list[Path]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for t in tables:
+        rows = read_csv_rows(t)
+        first = next(rows, None)
+        if first is None or first[1] is None:
+            raise SourceError(f"openi: {t}: empty or unreadable split table")
+        header = [h.strip().lower() for h in first[1]]
+        if "report_id" not in header or "split" not in header:
+            raise SourceError(f"openi: {t}: split table needs columns report_id, split (has {first[1]})")
+        ri, si = header.index("report_id"), header.index("split")
+        for _line, row, err in rows:
+            if row is None or err or len(row) <= max(ri, si):
+                continue  # a split hint only; the report itself is not affected
+            out[row[ri]] = row[si]
+    return out

@@ -1,0 +1,182 @@
+"""PadChest (Bustos et al., Medical Image Analysis 2020).
+
+Input: ``PADCHEST_chest_x_ray_images_labels_160K_01.02.19.csv`` (or ``.csv.gz``; an unnamed index
+column first in some copies) — one row per image: ImageID, ImageDir, StudyDate_DICOM, StudyID,
+PatientID, PatientBirth, PatientSex_DICOM, ViewPosition_DICOM, Projection, Modality_DICOM,
+PhotometricInterpretation_DICOM, Rows_DICOM, Columns_DICOM, ..., ReportID, Report, MethodLabel,
+Labels, Localizations, LabelsLocalizationsBySentence, labelCUIS, LocalizationsCUIS. List cells are
+Python literals (``['pleural effusion', 'cardiomegaly']``). Optional image folder: ``<ImageDir>/<ImageID>``
+(or a flat folder of the PNGs).
+
+Study = StudyID (``padchest:<StudyID>``), its images together; patient ``padchest:<PatientID>``;
+``study_time`` = StudyDate_DICOM as ISO date. Sizes from Columns_DICOM x Rows_DICOM (the PNGs keep
+the DICOM size), replaced by the PNG header when the file is on disk.
+
+Report: the Spanish, stemmed report is kept as text in ``meta["report_es"]`` and NOT given as
+``report_text`` (the English extractor must not read it). Labels (scheme ``padchest``, value 1,
+per study): PadChest has ~190 labels and the ontology maps the frequent ones, so an unmapped label
+is kept in ``meta["unmapped_labels"]`` (a warning the manifest can count) instead of rejecting the
+study; ``normal`` maps to no finding. Localizations and the per-sentence label/localization pairs
+are kept in ``meta`` as shipped.
+
+Rows are grouped by StudyID in memory (compact tuples; the 160,868 rows take ~40 MB).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from radvqa.model import Image, Label, Study
+from radvqa.sources.base import (
+    LabelMapper,
+    Record,
+    Source,
+    SourceError,
+    UnknownLabel,
+    find_inputs,
+    header_index,
+    image_size,
+    index_images,
+    read_csv_rows,
+)
+
+_COLS = {
+    "image": ("ImageID",),
+    "dir": ("ImageDir",),
+    "date": ("StudyDate_DICOM",),
+    "study": ("StudyID",),
+    "patient": ("PatientID",),
+    "sex": ("PatientSex_DICOM",),
+    "birth": ("PatientBirth",),
+    "view": ("Projection",),
+    "modality": ("Modality_DICOM",),
+    "photometric": ("PhotometricInterpretation_DICOM",),
+    "rows": ("Rows_DICOM",),
+    "cols": ("Columns_DICOM",),
+    "report": ("Report",),
+    "labels": ("Labels",),
+    "locs": ("Localizations",),
+    "by_sentence": ("LabelsLocalizationsBySentence",),
+}
+
+
+class PadChestSource(Source):
+    name = "padchest"
+    description = "PadChest: PADCHEST_chest_x_ray_images_labels_160K*.csv(.gz) (+ image folders)"
+
+    def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
+        tables = find_inputs(inputs, lambda n: n.startswith("padchest") and (n.endswith(".csv") or n.endswith(".csv.gz")))
+        if not tables:
+            raise SourceError("padchest: no PADCHEST_*.csv(.gz) among the inputs")
+        image_dirs = [p for p in inputs if p.is_dir()]
+        images = index_images(image_dirs, (".png",)) if image_dirs else None
+        mapper = LabelMapper(onto, "padchest")
+        groups: dict[str, list[tuple[str, dict[str, str]]]] = {}
+        for t in tables:
+            rows = read_csv_rows(t)
+            first = next(rows, None)
+            if first is None or first[1] is None:
+                raise SourceError(f"padchest: {t}: empty or unreadable header")
+            header = first[1]
+            c = header_index(header, _COLS, str(t))
+            for lineno, row, err in rows:
+                ref = f"{t}:{lineno}"
+                if row is None:
+                    yield self.reject(ref, err or "unreadable line")
+                    continue
+                if not any(x.strip() for x in row):
+                    continue
+                if len(row) != len(header):
+                    yield self.reject(ref, f"{len(row)} cells, header has {len(header)}")
+                    continue
+                r = {k: row[i].strip() for k, i in c.items()}
+                if not r["study"]:
+                    yield self.reject(ref, "empty StudyID")
+                    continue
+                groups.setdefault(r["study"], []).append((ref, r))
+        for sid in list(groups):
+            yield self._study(sid, groups.pop(sid), mapper, images)
+
+    def _study(
+        self, sid: str, rows: list[tuple[str, dict[str, str]]], mapper: LabelMapper, images: dict[str, Path] | None
+    ) -> Record:
+        ref, r0 = rows[0]
+        if len({r["patient"] for _, r in rows}) > 1:
+            return self.reject(ref, f"study {sid}: rows disagree on PatientID")
+        seen: set[str] = set()
+        imgs: list[Image] = []
+        for rref, r in rows:
+            iid = r["image"]
+            if iid in seen:
+                return self.reject(rref, f"study {sid}: duplicate ImageID {iid}")
+            seen.add(iid)
+            try:
+                w = int(float(r["cols"])) if r["cols"] else None
+                h = int(float(r["rows"])) if r["rows"] else None
+            except ValueError:
+                return self.reject(rref, f"study {sid}: non-numeric Rows_DICOM/Columns_DICOM")
+            path = None
+            if images is not None:
+                f = images.get(iid)
+                if f is None:
+                    return self.reject(rref, f"study {sid}: image {r['dir']}/{iid} not found")
+                try:
+                    w, h = image_size(f)
+                except ValueError as e:
+                    return self.reject(rref, f"study {sid}: {e}")
+                path = str(f)
+            view = r["view"].upper() or None
+            view = {"L": "LATERAL"}.get(view or "", view)
+            imgs.append(Image(id=iid, path=path, width=w, height=h, view=view, modality=r["modality"] or "CR"))
+        try:
+            names = _pylist(r0["labels"])
+            locs = _pylist(r0["locs"])
+        except ValueError as e:
+            return self.reject(ref, f"study {sid}: {e}")
+        labels: list[Label] = []
+        unmapped: list[str] = []
+        for name in dict.fromkeys(n.strip() for n in names if isinstance(n, str) and n.strip()):
+            try:
+                labels.append(Label(scheme="padchest", name=name, value=1, findings=mapper(name)))
+            except UnknownLabel:
+                unmapped.append(name)
+        meta = {"report_es": r0["report"], "report_language": "es (stemmed)"}
+        if unmapped:
+            meta["unmapped_labels"] = "; ".join(unmapped)
+        if locs:
+            meta["localizations"] = "; ".join(x.strip() for x in locs if isinstance(x, str))
+        if r0["by_sentence"]:
+            meta["labels_by_sentence"] = r0["by_sentence"]
+        for k in ("sex", "birth", "photometric"):
+            if r0[k]:
+                meta[k] = r0[k]
+        if r0["photometric"] == "MONOCHROME1":
+            meta["photometric_note"] = "MONOCHROME1: inverted grey scale (white = low values)"
+        d = r0["date"]
+        return Study(
+            id=f"padchest:{sid}",
+            patient_id=f"padchest:{r0['patient']}",
+            source=self.name,
+            images=imgs,
+            report_text=None,
+            labels=labels,
+            study_time=f"{d[:4]}-{d[4:6]}-{d[6:8]}" if len(d) == 8 and d.isdigit() else None,
+            meta=meta,
+        )
+
+
+def _pylist(cell: str) -> list[Any]:
+    """PadChest list cells are Python literals; blank/'nan' = empty."""
+    s = cell.strip()
+    if not s or s.lower() == "nan":
+        return []
+    try:
+        v = ast.literal_eval(s)
+    except (ValueError, SyntaxError):
+        raise ValueError(f"malformed list cell {s[:60]!r}") from None
+    if not isinstance(v, list):
+        raise ValueError(f"list cell is not a list: {s[:60]!r}")
+    return v

@@ -1,0 +1,176 @@
+"""qba strategy on hand-made chest X-ray report scene graphs: answers agree with the graph, parts,
+tags, boxes (negatives too), provenance, balance, determinism."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import msgspec
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "data" / "generate"))
+from helpers import cxr_report_sg, mini_ontology, normal_report_sg  # noqa: E402
+
+from radvqa.generate import GenerateOptions, Generator  # noqa: E402
+from radvqa.model import QA, to_json  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def gen() -> Generator:
+    return Generator(mini_ontology(), GenerateOptions(strategies=("qba",)))
+
+
+@pytest.fixture(scope="module")
+def rows(gen) -> list[QA]:
+    return gen.generate(cxr_report_sg())
+
+
+def by(rows, qtype, finding=None, region=None):
+    out = [r for r in rows if r.question_type == qtype]
+    if finding:
+        out = [r for r in out if finding in r.findings or finding.replace("_", " ") in r.question]
+    if region:
+        out = [r for r in out if r.regions == [region]]
+    return out
+
+
+def test_all_27_types_on_a_report_study(rows):
+    types = {r.question_type for r in rows}
+    assert len(types) == 27, sorted(types)
+    assert all(r.strategy == "qba" and r.template_id == f"qba.{r.question_type}" for r in rows)
+    assert len({r.qa_id for r in rows}) == len(rows)
+
+
+def test_yes_no_answers_match_the_graph(rows):
+    [eff] = by(rows, "D02_has_finding", "pleural_effusion")
+    assert eff.answer_short == "yes" and eff.polarity == "positive"
+    assert "small left pleural effusion" in eff.answer
+    [ptx] = by(rows, "D02_has_finding", "pneumothorax")
+    assert ptx.answer_short == "no" and ptx.polarity == "negative"
+    assert "pneumothorax" in ptx.answer and "S04" in ptx.provenance[0]
+    [abn] = by(rows, "B03_is_abnormal")
+    assert abn.answer_short == "yes"
+    [nrm] = by(rows, "B04_is_normal")
+    assert nrm.answer_short == "no"
+    [dev] = by(rows, "B13_has_devices")
+    assert dev.answer_short == "yes" and "endotracheal tube" in dev.answer
+    [sev] = by(rows, "D04_how_severe_is_finding", "pleural_effusion")
+    assert sev.answer_short == "small"
+    [where] = by(rows, "D03_where_is_finding", "pleural_effusion")
+    assert where.answer_short == "the left costophrenic angle"
+    assert "costophrenic" not in where.question  # the question does not give its answer away
+
+
+def test_answer_parts_tags_and_boxes(rows):
+    [eff] = by(rows, "D02_has_finding", "pleural_effusion")
+    kinds = [p.part_type for p in eff.answer_parts]
+    assert kinds[0] == "main" and "details" in kinds
+    main = eff.answer_parts[0]
+    assert main.tag == "pleural effusion, left" and main.laterality == "left" and main.severity == "small"
+    assert main.boxes and main.boxes[0].label == "left_costophrenic_angle"
+    # every part carries a tag; boxes of the row are the union of the parts' boxes
+    for r in rows:
+        assert all(p.tag for p in r.answer_parts), r.template_id
+        part_boxes = {id(b) for p in r.answer_parts for b in p.boxes}
+        assert {id(b) for b in r.boxes} == part_boxes
+        for b in r.boxes:  # inside the image they belong to
+            assert b.image_id in r.image_ids and 0 <= b.x1 < b.x2 <= 1000 and 0 <= b.y1 < b.y2 <= 1000
+    # related information: atelectasis shares no explicit region with the effusion -> none;
+    # describe-all lists every positive as its own main part plus negatives as related parts
+    [allr] = by(rows, "B01_describe_all")
+    mains = [p for p in allr.answer_parts if p.part_type == "main"]
+    assert {f for p in mains for f in p.findings} == {"pleural_effusion", "atelectasis", "endotracheal_tube"}
+    assert any(p.part_type == "related" and p.certainty == "absent" for p in allr.answer_parts)
+
+
+def test_negatives_carry_boxes_of_default_regions(rows):
+    neg = [r for r in by(rows, "D02_has_finding") if r.polarity == "negative"]
+    assert neg
+    # consolidation's default region (lungs) has a region box in this study
+    cons = [r for r in neg if "consolidation" in r.findings]
+    if cons:
+        assert cons[0].answer_parts[0].boxes and cons[0].answer_parts[0].boxes[0].label == "lungs"
+    # a normal-region question gets the region's own box
+    for r in by(rows, "C04_is_normal_region"):
+        if r.answer_short == "yes" and r.regions == ["right_lung"]:
+            assert r.boxes and r.boxes[0].label == "right_lung"
+
+
+def test_grades_and_reasons(gen, rows):
+    [eff] = by(rows, "D02_has_finding", "pleural_effusion")
+    assert eff.grade == "A++" and eff.grade_reasons == []
+    # a report that negates nothing: every "no" about a finding is implied by silence -> B
+    sg = cxr_report_sg()
+    sg = msgspec.structs.replace(sg, observations=[o for o in sg.observations if o.certainty == "present"])
+    implied = [r for r in by(gen.generate(sg), "D02_has_finding") if r.polarity == "negative"]
+    assert implied and all(r.grade == "B" and "negative:implied->B" in r.grade_reasons for r in implied)
+    assert all(r.provenance == ["report:not_mentioned"] for r in implied)
+
+
+def test_region_default_only_lowers_grade(gen):
+    sg = cxr_report_sg(region_boxes=False)
+    obs = [msgspec.structs.replace(o, regions=[], boxes=[]) for o in sg.observations]
+    rows = gen.generate(msgspec.structs.replace(sg, observations=obs))
+    [eff] = by(rows, "D02_has_finding", "pleural_effusion")
+    assert eff.grade == "B"
+    assert "regions:default_only->B" in eff.grade_reasons and "localization:none->B" in eff.grade_reasons
+
+
+def test_normal_study(gen):
+    rows = gen.generate(normal_report_sg())
+    [abn] = by(rows, "B03_is_abnormal")
+    assert abn.answer_short == "no" and abn.polarity == "negative"
+    [desc] = by(rows, "B02_describe_abnormal")
+    assert desc.answer in ("There are no abnormal findings.", "No abnormality is seen.")
+    assert not by(rows, "D03_where_is_finding") and not by(rows, "D04_how_severe_is_finding")
+
+
+def test_multi_part_share(rows):
+    multi = sum(1 for r in rows if len(r.answer_parts) > 1)
+    assert multi / len(rows) >= 0.2
+
+
+def test_deterministic_and_independent_of_order(gen):
+    a, b = cxr_report_sg(), normal_report_sg()
+    first = [to_json(r) for r in gen.generate(a)] + [to_json(r) for r in gen.generate(b)]
+    other = Generator(mini_ontology(), GenerateOptions(strategies=("qba",)))
+    rb = [to_json(r) for r in other.generate(b)]
+    ra = [to_json(r) for r in other.generate(a)]
+    assert ra + rb == first
+    # another seed changes sampling but never the facts
+    seeded = Generator(mini_ontology(), GenerateOptions(strategies=("qba",), seed=7)).generate(a)
+    assert {r.question_type for r in seeded} == {r.question_type for r in gen.generate(a)}
+
+
+def test_yes_no_balance_over_many_studies(gen):
+    c: Counter[str] = Counter()
+    for i in range(60):
+        sg = msgspec.structs.replace(cxr_report_sg(), study_id=f"openi:S{i}", patient_id=f"openi:P{i}")
+        for r in gen.generate(sg):
+            if r.question_type in ("D02_has_finding", "C03_is_abnormal_region", "C04_is_normal_region"):
+                c[r.answer_short] += 1
+    share = c["yes"] / (c["yes"] + c["no"])
+    assert 0.3 <= share <= 0.7, c
+
+
+def test_caps_and_max_per_study():
+    g = Generator(mini_ontology(), GenerateOptions(strategies=("qba",), max_per_study=10))
+    assert len(g.generate(cxr_report_sg())) == 10
+    g2 = Generator(mini_ontology(), GenerateOptions(strategies=("qba",), cap_scale=0.5))
+    rows = g2.generate(cxr_report_sg())
+    assert max(Counter(r.question_type for r in rows).values()) <= 4
+
+
+def test_min_grade_filter():
+    g = Generator(mini_ontology(), GenerateOptions(strategies=("qba",), min_grade="A"))
+    rows = g.generate(cxr_report_sg())
+    assert rows and all(r.grade in ("A++", "A+", "A") for r in rows)
+    with pytest.raises(ValueError, match="min_grade"):
+        Generator(mini_ontology(), GenerateOptions(min_grade="Z"))
+
+
+def test_rows_roundtrip_through_json(rows):
+    for r in rows[:20]:
+        assert msgspec.json.decode(to_json(r), type=QA) == r

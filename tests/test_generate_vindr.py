@@ -1,0 +1,98 @@
+"""vindr strategy on box-labelled images (NIH / VinDr style)."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "data" / "generate"))
+from helpers import box_sg, mini_ontology  # noqa: E402
+
+from radvqa.generate import GenerateOptions, Generator  # noqa: E402
+
+TYPES = {"where", "what", "is_there", "how_many", "which", "yes_no"}
+
+
+def _gen(**kw) -> Generator:
+    return Generator(mini_ontology(), GenerateOptions(strategies=("vindr",), **kw))
+
+
+def _many(n=300, **kw):
+    g = _gen(**kw)
+    rows = []
+    for i in range(n):
+        rows += g.generate(box_sg(study_id=f"vindr-cxr:img{i}", patient=f"vindr-cxr:img{i}", readers=3,
+                                  source="vindr-cxr"))
+    return rows
+
+
+def test_six_types_and_positive_share_near_target():
+    rows = _many()
+    assert {r.question_type for r in rows} == TYPES
+    pos = sum(r.polarity == "positive" for r in rows) / len(rows)
+    assert abs(pos - 0.417) <= 0.05, pos
+    c = Counter(r.question_type for r in rows)
+    # "what" has no negative item on an image with findings on both sides, so it is rarer here
+    assert min(c.values()) / len(rows) > 0.05, c
+
+
+def test_positive_share_is_configurable():
+    rows = _many(200, vindr_positive_share=0.7)
+    pos = sum(r.polarity == "positive" for r in rows) / len(rows)
+    assert abs(pos - 0.7) <= 0.05, pos
+    with pytest.raises(ValueError):
+        _gen(vindr_positive_share=1.5)
+
+
+def test_answers_boxes_and_reasoning_from_facts():
+    rows = _many(60)
+    for r in rows:
+        assert r.reasoning and r.answer.endswith(".")
+        if r.polarity == "positive":
+            assert r.boxes and all(b.source == "expert_fused" for b in r.boxes)  # fused preferred
+            assert "3 of 3 readers" in r.reasoning
+        assert len({r.qa_id for r in rows}) == len(rows)
+    where = [r for r in rows if r.question_type == "where" and r.polarity == "positive"]
+    # nodule box (60..110, 80..130 of 448) lies left of the image mid-line: the patient's right, upper
+    nod = [r for r in where if r.findings == ["nodule"]]
+    assert nod and nod[0].answer_short == "the right upper zone"
+    eff = [r for r in where if r.findings == ["pleural_effusion"]]
+    assert eff and eff[0].answer_short == "the left lower zone"
+    hm = [r for r in rows if r.question_type == "how_many" and r.polarity == "positive"]
+    assert hm and all(r.answer_short == "1" for r in hm)
+    which = [r for r in rows if r.question_type == "which" and r.polarity == "positive" and r.findings == ["nodule"]]
+    assert which and which[0].answer_short == "right"
+    yn = [r for r in rows if r.question_type == "yes_no"]
+    for r in yn:  # side questions: yes only for the side the box is on
+        side = "right" if "right" in r.question else "left"
+        expected = (r.findings == ["nodule"] and side == "right") or (r.findings == ["pleural_effusion"] and side == "left")
+        assert (r.answer_short == "yes") == expected, (r.question, r.answer)
+
+
+def test_negatives_come_from_absent_classes():
+    rows = _many(60)
+    for r in rows:
+        if r.polarity == "negative" and r.question_type != "what":
+            assert r.findings and r.findings[0] not in ("nodule", "pleural_effusion") or r.question_type == "yes_no"
+            assert r.findings[0] in {"aortic_enlargement", "atelectasis", "cardiomegaly", "consolidation",
+                                     "nodule", "pleural_effusion", "pneumothorax", "lung_opacity",
+                                     "fracture", "pneumonia"}
+
+
+def test_no_finding_image_gives_only_negatives():
+    g = _gen()
+    rows = []
+    for i in range(40):
+        rows += g.generate(box_sg(study_id=f"vindr-cxr:n{i}", patient=f"vindr-cxr:n{i}", findings=[],
+                                  source="vindr-cxr"))
+    assert rows and all(r.polarity == "negative" for r in rows)
+    what = [r for r in rows if r.question_type == "what"]
+    assert what and all(r.answer_short == "no finding" for r in what)
+
+
+def test_report_only_study_is_not_vindr():
+    from helpers import cxr_report_sg
+    assert _gen().generate(cxr_report_sg()) == []

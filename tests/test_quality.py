@@ -1,0 +1,78 @@
+"""Quality criteria and grades (A++..D) with named reasons; judge hook failures are counted."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "data" / "generate"))
+from helpers import cxr_report_sg, mini_ontology  # noqa: E402
+
+from radvqa.generate import GenerateOptions, Generator  # noqa: E402
+from radvqa.model import Box, Observation  # noqa: E402
+from radvqa.quality import box_valid, grade_at_least, obs_grade, regrade  # noqa: E402
+from radvqa.quality.criteria import A, A_PP, B  # noqa: E402
+from radvqa.quality.judge import judge_pass, parse_grade  # noqa: E402
+
+F = {"pleural_effusion": 1}
+R = {"left_lung": 1}
+
+
+def test_obs_criteria():
+    o = Observation(id="O1", finding="pleural_effusion", regions=["left_lung"])
+    assert obs_grade(o, F, R, "box", 1, 1) == (A_PP, ())
+    g, rs = obs_grade(o, F, R, "box", 1, 2)
+    assert g == A and rs == ("localization:incomplete->A",)
+    g, rs = obs_grade(Observation(id="O1", finding="pleural_effusion"), F, R, "fallback", 1, 1)
+    assert g == B and "regions:default_only->B" in rs and "localization:fallback->B" in rs
+    g, rs = obs_grade(Observation(id="O1", finding="made_up", regions=["nowhere"]), F, R, "none", 0, 1)
+    assert g == B and "entities:unresolved->A" in rs and "regions:unresolved->A" in rs
+    # negatives are not penalised for having no location
+    assert obs_grade(Observation(id="O1", finding="pleural_effusion", certainty="absent"), F, R, "none", 0, 1)[0] == A_PP
+
+
+def test_box_validity():
+    sizes = {"i": (100, 100)}
+    assert box_valid(Box(image_id="i", x1=0, y1=0, x2=100, y2=100), sizes)
+    assert not box_valid(Box(image_id="i", x1=10, y1=0, x2=5, y2=10), sizes)
+    assert not box_valid(Box(image_id="i", x1=0, y1=0, x2=101, y2=10), sizes)
+    assert not box_valid(Box(image_id="other", x1=0, y1=0, x2=1, y2=1), sizes)
+
+
+def test_regrade_catches_bad_box_and_leaked_answer():
+    g = Generator(mini_ontology(), GenerateOptions(strategies=("qba",)))
+    rows = g.generate(cxr_report_sg())
+    sizes = {"openi:CXR1/i1": (1000, 1000), "openi:CXR1/i2": (1000, 1000)}
+    for r in rows:  # generated rows pass the row checks unchanged
+        assert regrade(r, sizes) == (r.grade, r.grade_reasons)
+    r = next(r for r in rows if r.boxes)
+    grade, reasons = regrade(r, {k: (10, 10) for k in sizes})
+    assert grade == "D" and "boxes:invalid->D" in reasons
+    where = next(r for r in rows if r.question_type == "D03_where_is_finding")
+    where.question = f"Is it in {where.answer_short}?"
+    assert regrade(where, sizes)[0] == "D"
+
+
+def test_grade_at_least():
+    assert grade_at_least("A++", "A") and grade_at_least("A", "A") and not grade_at_least("B", "A")
+    assert not grade_at_least(None, "D")
+
+
+def test_judge_pass_counts_failures_never_silently_ungraded():
+    g = Generator(mini_ontology(), GenerateOptions(strategies=("qba",)))
+    rows = g.generate(cxr_report_sg())[:6]
+    before = [r.grade for r in rows]
+    calls = iter(["A++", "C", "garbage", RuntimeError("timeout"), "B", "A"])
+
+    def judge(qa, report):
+        x = next(calls)
+        if isinstance(x, Exception):
+            raise x
+        return parse_grade(x) if x != "garbage" else "garbage"
+
+    st = judge_pass(rows, judge, {})
+    assert st.judged == 4 and st.failed == 2 and len(st.errors) == 2
+    assert rows[1].grade == "C" and "judge:C" in rows[1].grade_reasons
+    assert rows[2].grade == before[2] and "judge:failed" in rows[2].grade_reasons
+    assert all(r.grade is not None for r in rows)
+    assert parse_grade("Grade: A+") == "A+" and parse_grade("B") == "B"

@@ -1,0 +1,243 @@
+"""The build runner: sharding by patient, executors (1 vs 2 workers), resume after a killed worker
+or a full disk, rejects and counts. Uses the minimal stage chain (radvqa.run.minimal) over synthetic
+studies so it tests the runner alone; the real chain is tested in test_build_e2e.py."""
+
+from __future__ import annotations
+
+import errno
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from radvqa.io.parquet import read_scene_graphs, shard_files, tmp_name
+from radvqa.io.validate import validate
+from radvqa.model import Image, Reject, Study
+from radvqa.run.builder import BuildError, BuildOptions, build, resume_state
+from radvqa.run.shards import bucket_of, patient_hash, plan_shards
+from radvqa.run.worker import marker_path
+from radvqa.sources.synthetic import SyntheticSource
+
+MINIMAL = "radvqa.run.minimal:MinimalPipeline"
+N = 400
+
+
+def records(n: int = N, extra: bool = True) -> list:
+    recs: list = list(SyntheticSource(studies=n, seed=3).iter_records())
+    if extra:
+        recs.insert(5, Reject(source="synthetic", ref="row 6", reason="unreadable record"))
+        recs.append(Study(id="synthetic:noimg", patient_id="synthetic:pX", source="synthetic", report_text="x"))
+    return recs
+
+
+def opts(out: Path, **kw) -> BuildOptions:  # noqa: ANN003
+    base = dict(source="synthetic", out=str(out), pipeline=MINIMAL, shard_studies=60, seed=7)
+    base.update(kw)
+    return BuildOptions(**base)
+
+
+def files_bytes(out: Path) -> dict[str, bytes]:
+    return {f"{k}/{p.name}": p.read_bytes() for k in ("qa", "scene_graphs") for p in shard_files(out, k)}
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("clean") / "out"
+    build(opts(out, workers=1), records=records())
+    return out
+
+
+def test_stable_patient_hash_and_plan() -> None:
+    # blake2b, not Python's salted hash(): fixed values across processes and runs
+    assert patient_hash("synthetic:p0000001") == patient_hash("synthetic:p0000001")
+    assert patient_hash("a") == 0x40F89E395B66422F
+    assert 0 <= bucket_of("x") < 256
+    assert plan_shards(0) == 1 and plan_shards(1) == 1 and plan_shards(2000, 2000) == 1
+    assert plan_shards(2001, 2000) == 2 and plan_shards(10**9, 10) == 256
+
+
+def test_counts_rejects_and_manifest(clean_run: Path) -> None:
+    m = json.loads((clean_run / "manifest.json").read_text())
+    c = m["counts"]
+    assert c["studies_in"] == N + 2
+    assert c["studies_in"] == c["studies_out"] + c["studies_rejected"]
+    assert c["studies_rejected"] == 2 and c["studies_out"] == N
+    lines = [json.loads(x) for x in (clean_run / "rejected.jsonl").read_text().splitlines()]
+    assert {(r["ref"], r["stage"]) for r in lines} == {("row 6", "source"), ("synthetic:noimg", "localize")}
+    assert all(r["reason"] for r in lines)
+    assert c["qa_rows"] == sum(c["qa_by_strategy"].values()) == sum(c["qa_by_question_type"].values())
+    assert m["shards"]["count"] == 8 and len(shard_files(clean_run, "qa")) == 8
+    assert set(m["timings"]) >= {"read_sources", "load", "write", "wall"}
+    assert m["seed"] == 7 and m["source"] == "synthetic"
+    rep = validate(clean_run)
+    assert rep.ok, rep.errors()
+    card = (clean_run / "README.md").read_text()
+    assert card.startswith("---\n") and "config_name: qa" in card and "qa/part-*.parquet" in card
+    assert (clean_run / "qa_stats.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (clean_run / ".radvqa" / "spill").exists()  # spill removed after success
+
+
+def test_patients_in_one_shard_in_time_order_with_prior(clean_run: Path) -> None:
+    where: dict[str, set[str]] = {}
+    for f in shard_files(clean_run, "scene_graphs"):
+        for pid in pq.read_table(f, columns=["patient_id"]).column("patient_id").to_pylist():
+            where.setdefault(pid, set()).add(f.name)
+    assert all(len(v) == 1 for v in where.values())
+    sgs = read_scene_graphs(clean_run)
+    by_patient: dict[str, list] = {}
+    for sg in sgs:
+        by_patient.setdefault(sg.patient_id, []).append(sg)
+    followups = 0
+    for studies in by_patient.values():
+        times = [s.study_time for s in studies]
+        assert times == sorted(times)
+        assert studies[0].prior_study_id is None
+        for prev, cur in zip(studies, studies[1:]):
+            assert cur.prior_study_id == prev.study_id
+            followups += 1
+    assert followups > 50  # the synthetic source makes follow-ups
+    diff = [q for q in pq.read_table(clean_run / "qa").to_pylist() if q["strategy"] == "diff"]
+    assert diff and all(q["reference_study_id"] for q in diff)
+
+
+def test_one_and_two_workers_identical(clean_run: Path, tmp_path: Path) -> None:
+    out2 = tmp_path / "w2"
+    build(opts(out2, workers=2), records=records())
+    assert files_bytes(out2) == files_bytes(clean_run)
+    assert (out2 / "rejected.jsonl").read_bytes() == (clean_run / "rejected.jsonl").read_bytes()
+
+
+def test_resume_after_worker_killed(clean_run: Path, tmp_path: Path, monkeypatch) -> None:
+    out = tmp_path / "killed"
+    recs = records()
+    victim = recs[250].id  # a study somewhere in the middle
+    monkeypatch.setenv("RADVQA_MINIMAL_KILL_ON", victim)
+    with pytest.raises(BuildError, match="worker process died.*--resume"):
+        build(opts(out, workers=2), records=recs)
+    st = resume_state(out)
+    assert st["read_done"] and len(st["complete"]) < st["n_shards"]
+    assert not (out / "manifest.json").exists()
+    # no shard file is taken as complete without its marker
+    for k in range(st["n_shards"]):
+        if k not in st["complete"]:
+            assert not marker_path(out, k).exists()
+    before = {k: marker_path(out, k).stat().st_mtime_ns for k in st["complete"]}
+    monkeypatch.delenv("RADVQA_MINIMAL_KILL_ON")
+    build(opts(out, workers=2, resume=True), records=None)  # sources are not read again
+    for k, t in before.items():  # finished shards were not redone
+        assert marker_path(out, k).stat().st_mtime_ns == t
+    assert files_bytes(out) == files_bytes(clean_run)
+    assert (out / "rejected.jsonl").read_bytes() == (clean_run / "rejected.jsonl").read_bytes()
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["options"]["resumed"] is True
+    assert validate(out).ok
+
+
+def test_disk_full_then_resume(clean_run: Path, tmp_path: Path, monkeypatch) -> None:
+    out = tmp_path / "full"
+    real = pq.ParquetWriter.write_table
+    calls = {"n": 0}
+
+    def flaky(self, *a, **k):  # noqa: ANN001, ANN002, ANN003
+        calls["n"] += 1
+        if calls["n"] > 5:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", flaky)
+    with pytest.raises(BuildError, match="disk full"):
+        build(opts(out, workers=1), records=records())
+    for kind in ("qa", "scene_graphs"):
+        leftovers = list((out / kind).glob(".*.tmp")) if (out / kind).exists() else []
+        assert leftovers == []
+    done = resume_state(out)["complete"]
+    assert 0 < len(done) < 8
+    for k in range(8):
+        if k not in done:
+            assert not (out / "qa" / f"part-{k:05d}.parquet").exists()
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", real)
+    build(opts(out, workers=1, resume=True))
+    assert files_bytes(out) == files_bytes(clean_run)
+
+
+def test_resume_redoes_only_unfinished_shard(clean_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    out = tmp_path / "partial"
+    build(opts(out, workers=1, keep_spill=True), records=records())
+    # simulate a crash in shard 3: marker gone, half-written temp file left behind
+    marker_path(out, 3).unlink()
+    (out / "qa" / "part-00003.parquet").unlink()
+    tmp_name(out / "qa" / "part-00003.parquet").write_bytes(b"PAR1 half")
+    rep = validate(out)
+    assert not rep.ok and any("unfinished temporary shard" in e for e in rep.errors())
+    mt = {k: marker_path(out, k).stat().st_mtime_ns for k in range(8) if k != 3}
+    build(opts(out, workers=1, resume=True))
+    assert all(marker_path(out, k).stat().st_mtime_ns == t for k, t in mt.items())
+    assert files_bytes(out) == files_bytes(clean_run)
+    assert not tmp_name(out / "qa" / "part-00003.parquet").exists()
+    shutil.rmtree(out)
+
+
+def test_resume_refuses_other_options(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    build(opts(out), records=records(50, extra=False))
+    with pytest.raises(BuildError, match="seed"):
+        build(opts(out, seed=8, resume=True), records=records(50, extra=False))
+
+
+def test_refuses_foreign_output_folder(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("keep me")
+    with pytest.raises(BuildError, match="not a radvqa output"):
+        build(opts(tmp_path), records=records(10, extra=False))
+    assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_worker_exception_is_reported(tmp_path: Path, monkeypatch) -> None:
+    recs = records(60, extra=False)
+    monkeypatch.setenv("RADVQA_MINIMAL_FAIL_ON", recs[10].id)
+    # a study whose processing raises is a reject line naming the error; the shard goes on
+    m = build(opts(tmp_path / "f"), records=recs)
+    assert m["counts"]["studies_rejected"] == 1 and m["counts"]["studies_out"] == 59
+    lines = [json.loads(x) for x in (tmp_path / "f" / "rejected.jsonl").read_text().splitlines()]
+    assert lines == [{"source": "synthetic", "ref": recs[10].id, "reason": f"pipeline failed: RuntimeError: injected failure on {recs[10].id}", "stage": "pipeline"}]
+
+
+def test_synthetic_source_is_deterministic_and_realistic() -> None:
+    a = list(SyntheticSource(studies=300, seed=1).iter_records())
+    b = list(SyntheticSource(studies=300, seed=1).iter_records())
+    assert a == b and len(a) == 300
+    assert list(SyntheticSource(studies=300, seed=2).iter_records()) != a
+    patients = {s.patient_id for s in a}
+    assert 40 < len(patients) < 200  # several studies per patient
+    assert sum(len(s.images) > 1 for s in a) > 60  # laterals
+    boxed = [s for s in a if s.boxes]
+    assert boxed
+    for s in boxed:
+        im = {i.id: i for i in s.images}
+        for bx in s.boxes:
+            w, h = im[bx.image_id].width, im[bx.image_id].height
+            assert 0 <= bx.x1 < bx.x2 <= w and 0 <= bx.y1 < bx.y2 <= h
+            assert bx.label and any(bx.label in lab.findings for lab in s.labels)
+    abnormal = sum(any(lab.findings for lab in s.labels) for s in a) / len(a)
+    assert 0.3 < abnormal < 0.7  # NIH: 46% of images have a finding
+    assert all(s.report_text and "FINDINGS:" in s.report_text for s in a)
+    assert any("Unchanged" in s.report_text or "resolved" in s.report_text for s in a)
+
+
+def test_spill_round_trip_with_few_open_files(tmp_path: Path) -> None:
+    from radvqa.run.shards import SpillWriter, load_shard_studies
+
+    recs = [r for r in records(300, extra=False)]
+    w = SpillWriter(tmp_path / "spill", max_open=2)  # forces closing and reopening for append
+    for r in recs:
+        w.add(r)
+    w.close()
+    assert sum(w.counts) == 300
+    got = []
+    for k in range(4):
+        part = load_shard_studies(tmp_path / "spill", k, 4)
+        assert [s.patient_id for s in part] == sorted(s.patient_id for s in part)
+        got.extend(part)
+    assert sorted(got, key=lambda s: s.id) == sorted(recs, key=lambda s: s.id)
