@@ -24,12 +24,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def build(workdir: Path, n: int, seed: int = 0) -> tuple[Path, Path]:
+def build(workdir: Path, n: int, seed: int = 0, unique: float = 0.5) -> tuple[Path, Path]:
     from radvqa.io.schema import qa_schema
 
     rng = random.Random(seed)
-    ds = workdir / f"ds-{n}"
-    preds = workdir / f"preds-{n}.jsonl"
+    ds = workdir / f"ds-{n}-u{unique}"
+    preds = workdir / f"preds-{n}-u{unique}.jsonl"
     if (ds / "qa").is_dir() and preds.is_file():
         return ds, preds
     (ds / "qa").mkdir(parents=True, exist_ok=True)
@@ -87,6 +87,10 @@ def build(workdir: Path, n: int, seed: int = 0) -> tuple[Path, Path]:
                     p["image_size"] = [1024, 1024]
             for c in cols:
                 cols[c].append(row[c])
+            if "prediction" in p and rng.random() < unique:
+                # a distinct string per question, so parsing cannot be served from the
+                # parse cache (real model outputs repeat, but not all of them)
+                p["prediction"] = p["prediction"] + f" (seen on image {i}, series {i % 97})"
             if rng.random() >= 0.01:  # 1% of questions get no prediction (scored wrong)
                 fh.write(json.dumps(p) + "\n")
         pq.write_table(pa.Table.from_pydict(cols, schema=schema), ds / "qa" / f"part-{part:05d}.parquet")
@@ -100,11 +104,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--workdir", default=os.environ.get("TMPDIR", "/tmp") + "/radvqa-eval-scale")
     ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--unique", type=float, default=0.5, help="share of predictions made distinct strings")
     a = ap.parse_args()
     wd = Path(a.workdir)
     wd.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
-    ds, preds = build(wd, a.n)
+    ds, preds = build(wd, a.n, unique=a.unique)
     print(f"fixture: {ds} ({time.perf_counter() - t:.1f} s to build or reuse)")
     from radvqa.eval.evaluate import evaluate
 
@@ -116,7 +121,7 @@ def main() -> None:
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
     o = rep["overall"]
-    print(f"questions: {o['n']:,}  (missing predictions {rep['predictions']['missing']:,})")
+    print(f"questions: {o['n']:,}  (missing predictions {rep['predictions']['missing']:,}; {100 * a.unique:.0f}% distinct answer strings)")
     print(f"closed: n={o['closed']['n']:,} acc={o['closed']['accuracy']:.4f}  open: n={o['open']['n']:,} F1={o['open']['token_f1']:.4f}")
     g = rep["grounding"]["positive_questions"]
     print(f"grounding positives: n={g['n']:,} mean IoU={g['mean_iou']:.4f}")

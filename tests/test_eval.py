@@ -256,7 +256,8 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         _qa("q11", strategy="vindr", question_type="where", template_id="vindr.where", question="Where is the nodule?", answer="Upper left.", boxes=[_box(10, 10, 50, 50)]),
         _qa("q12", strategy="vindr", question_type="where", template_id="vindr.where", question="Where are the nodules?", answer="Two places.", boxes=[_box(10, 10, 50, 50), _box(60, 60, 90, 90)]),
         _qa("q13", strategy="vindr", question_type="where", template_id="vindr.where", question="Where is the mass?", answer="Lower right.", boxes=[_box(60, 60, 90, 90)]),
-        _qa("q14", strategy="vindr", question_type="where", template_id="vindr.where", question="Where is the effusion?", answer="There is none."),
+        _qa("q14", strategy="vindr", question_type="where", template_id="vindr.where", question="Where is the effusion?", answer="There is none.", polarity="negative"),
+        _qa("q15", strategy="vindr", question_type="where", template_id="vindr.where", question="Where is the opacity?", answer="Left base (no box in the source).", polarity="positive"),
     ]
     write_dataset(root, qas, "synthetic", [], {})
     preds = [
@@ -273,6 +274,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         {"qa_id": "q12", "prediction": "Here: <box>(100,100),(500,500)</box>"},
         {"qa_id": "q13", "prediction": "Lower right."},
         {"qa_id": "q14", "prediction": "There is none."},
+        {"qa_id": "q15", "prediction": "Left base."},
         {"qa_id": "zzz", "prediction": "yes"},
     ]
     pf = root / "preds.jsonl"
@@ -284,7 +286,7 @@ def test_small_dataset_numbers(small: tuple[Path, Path]) -> None:
     root, pf = small
     rep = evaluate(root, pf, bootstrap=200)
     p = rep["predictions"]
-    assert (p["matched"], p["missing"], p["missing_ids"], p["unmatched_ids"]) == (13, 1, ["q04"], ["zzz"])
+    assert (p["matched"], p["missing"], p["missing_ids"], p["unmatched_ids"]) == (14, 1, ["q04"], ["zzz"])
     c = rep["overall"]["closed"]
     # q01 q02 q05 q07 q08 q09 right; q03 unparsed, q04 missing, q06 wrong
     assert (c["correct"], c["n"], c["unparsed"], c["missing"]) == (6, 9, 1, 1)
@@ -305,6 +307,7 @@ def test_small_dataset_numbers(small: tuple[Path, Path]) -> None:
     assert g["positive_questions"]["iou_ge_0.3"] == pytest.approx(2 / 3)
     assert g["parsed_answers"]["n"] == 2 and g["parsed_answers"]["mean_iou"] == pytest.approx(0.75)
     assert g["parsed_answers"]["iou_ge_0.5"] == 1.0
+    assert g["ungroundable"]["n"] == 1 and g["negatives"] == {"n": 1, "no_box_predicted": 1}  # q15: positive, no gold box
     assert rep["parse_failures"]["yes_no"]["unparsed"] == 1 and rep["parse_failures"]["yes_no"]["missing"] == 1
     by_strategy = rep["breakdowns"]["strategy"]
     assert by_strategy["rin"]["closed"]["correct"] == 3 and by_strategy["vindr"]["closed"]["n"] == 1
@@ -329,7 +332,7 @@ def test_report_files(small: tuple[Path, Path], tmp_path: Path) -> None:
     md = paths["report.md"].read_text()
     assert "| closed accuracy | 66.7 |" in md and "1 missing (scored wrong)" in md
     lines = paths["per_question.jsonl"].read_text().splitlines()
-    assert len(lines) == 14 and json.loads(lines[3])["status"] == "missing"
+    assert len(lines) == 15 and json.loads(lines[3])["status"] == "missing"
     # same input and seed: byte-identical report files (timings live in timings.json)
     write_report(evaluate(root, pf, bootstrap=50), tmp_path / "r2")
     for name in ("report.json", "metrics.json", "report.md", "report.html", "per_question.jsonl"):
@@ -519,3 +522,36 @@ def test_tag_f1_and_vindr_f1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     v = rep["tags"]["vindr_f1"]
     # v1 tp nodule; v2 fp pneumothorax; v3 tp nodule + fp effusion -> P 2/4, R 2/2, F1 2/3
     assert (v["tp"], v["fp"], v["fn"]) == (2, 2, 0) and v["f1"] == pytest.approx(2 / 3)
+
+
+SHORT = [
+    # (gold answer_short, question, prediction, correct, status)
+    ("left", "Is the lesion on the left or right?", "The lesion is on the left side.", 1.0, "parsed"),
+    ("left", "Is the lesion on the left or right?", "Left and right.", 0.0, "unparsed"),
+    ("left", "Is the lesion on the left or right?", "Right.", 0.0, "parsed"),
+    ("nodule, pleural effusion", "What is seen?", "A pleural effusion and a nodule.", 1.0, "parsed"),
+    ("nodule, pleural effusion", "What is seen?", "A nodule.", 0.0, "parsed"),
+    ("none", "Where is the nodule?", "There is no nodule.", 1.0, "parsed"),
+    ("none", "Where is the nodule?", "Left upper zone.", 0.0, "parsed"),
+    ("mri", "What modality?", "This is an MRI scan.", 1.0, "parsed"),
+]
+
+
+@pytest.mark.parametrize("gold,question,pred,correct,status", SHORT)
+def test_short_label_scoring(gold: str, question: str, pred: str, correct: float, status: str) -> None:
+    from radvqa.eval.predictions import Prediction
+    from radvqa.eval.scoring import Scorer
+
+    rows = {"qa_id": ["x"], "answer_short": [gold], "choices": [None], "question_type": ["what"], "question": [question],
+            "answer": [gold], "boxes": [[]], "image_ids": [["i"]], "image_paths": [[]]}
+    s = Scorer().score(rows, [Prediction(pred)])
+    assert (s.kind[0], s.correct[0], s.status[0]) == ("short", correct, status)
+
+
+def test_null_prediction_keeps_tool_error(tmp_path: Path) -> None:
+    write_dataset(tmp_path / "d", [_qa("a", answer_short="yes", answer="Yes.")], "s", [], {})
+    (tmp_path / "p.jsonl").write_text('{"qa_id": "a", "prediction": null, "error": "HTTP 500 after 5 retries"}\n')
+    rep = evaluate(tmp_path / "d", tmp_path / "p.jsonl", bootstrap=0)
+    pf = rep["parse_failures"]["yes_no"]
+    assert pf["missing"] == 1 and rep["overall"]["closed"]["correct"] == 0
+    assert rep["_per_question"]["scores"].reason[0] == "prediction is null (HTTP 500 after 5 retries)"

@@ -318,21 +318,34 @@ def test_chexpert_studies_uncertain_and_rejects(onto, tmp_path):
     ]
     t = write(root / "train.csv", CHEXPERT_HEADER + "\n".join(rows) + "\n")
     PILImage.new("L", (320, 390)).save(write(root / "train/patient00002/study2/view1_frontal.jpg", b""))
-    recs = list(get_source("chexpert").iter_records([t], ontology=onto))
-    studies, rejects = split(recs)
-    assert [s.id for s in studies] == ["chexpert:patient00001/study1", "chexpert:patient00002/study2", "chexpert:patient00002/study1"]
-    s = studies[1]
-    assert s.study_time == "0002" and s.split == "train" and s.patient_id == "chexpert:patient00002"
-    assert [im.view for im in s.images] == ["AP", "LATERAL"]
-    assert s.images[0].width == 320 and s.images[1].path is None
-    vals = {lab.name: lab.value for lab in s.labels}
-    assert vals["Cardiomegaly"] == -1 and vals["Lung Opacity"] == 1 and "Pneumonia" not in vals
-    assert all(lab.image_id is None for lab in s.labels)  # same labels on both rows: study level
+    PILImage.new("L", (390, 320)).save(write(root / "train/patient00002/study2/view2_lateral.jpg", b""))
+    (root / "train/patient00002/study1").mkdir()  # downloaded study folder without its image
+    for inputs in ([t], [root]):  # the table alone, or the dataset folder as distributed
+        recs = list(get_source("chexpert").iter_records(inputs, ontology=onto))
+        studies, rejects = split(recs)
+        assert len(recs) == 6  # 6 studies in (patient00001/study1 twice)
+        assert [s.id for s in studies] == ["chexpert:patient00001/study1", "chexpert:patient00002/study2"]
+        s = studies[1]
+        assert s.study_time == "0002" and s.split == "train" and s.patient_id == "chexpert:patient00002"
+        assert [im.view for im in s.images] == ["AP", "LATERAL"]
+        assert [(im.width, im.height) for im in s.images] == [(320, 390), (390, 320)]
+        assert studies[0].images[0].path is None and studies[0].images[0].width is None  # not downloaded
+        vals = {lab.name: lab.value for lab in s.labels}
+        assert vals["Cardiomegaly"] == -1 and vals["Lung Opacity"] == 1 and "Pneumonia" not in vals
+        assert all(lab.image_id is None for lab in s.labels)  # same labels on both rows: study level
+        reasons = " | ".join(r.reason for r in rejects)
+        for needle in ("not 1, 0, -1 or blank", "is not .../patientN/studyM/file", "duplicate study",
+                       "patient00002/study1: image CheXpert-v1.0-small/train/patient00002/study1/view1_frontal.jpg not found"):
+            assert needle in reasons, needle
     sg, _ = build_scene_graph(s, None, ontology=onto)
     assert {o.finding: o.certainty for o in sg.observations}[onto.map_label("chexpert14", "Cardiomegaly")[0]] == "uncertain"
-    reasons = " | ".join(r.reason for r in rejects)
-    assert "not 1, 0, -1 or blank" in reasons and "is not .../patientN/studyM/file" in reasons and "duplicate study" in reasons
-    assert len(recs) == 6  # 6 studies in (patient00001/study1 twice)
+
+
+def test_chexpert_test_labels_without_demographics(onto, tmp_path):
+    cols = CHEXPERT_HEADER.split(",", 5)[5]
+    t = write(tmp_path / "test_labels.csv", "Path," + cols + "test/patient64741/study1/view1_frontal.jpg" + ",0" * 14 + "\n")
+    (s,) = list(get_source("chexpert").iter_records([t], ontology=onto))
+    assert s.split == "test" and len(s.labels) == 14 and s.images[0].view is None and s.meta == {}
 
 
 # ------------------------------------------------------------------------- PadChest

@@ -265,3 +265,26 @@ def test_nih_gz_and_tables_only_without_images(onto, tmp_path):
 def test_nih_requires_one_data_entry(onto, tmp_path):
     with pytest.raises(SourceError, match="Data_Entry"):
         list(get_source("nih-cxr14").iter_records([NIH / "BBox_List_2017.csv"], ontology=onto))
+
+
+def test_csv_line_numbers_are_physical_lines(tmp_path):
+    from radvqa.sources.base import read_csv_rows
+
+    p = tmp_path / "t.csv"
+    p.write_bytes(b'a,b\n1,2\nbad \xff,3\n4,"multi\nline"\n5,6\n')
+    got = [(n, row, err is not None) for n, row, err in read_csv_rows(p)]
+    assert got == [
+        (1, ["a", "b"], False),
+        (2, ["1", "2"], False),
+        (3, None, True),
+        (5, ["4", "multi\nline"], False),
+        (6, ["5", "6"], False),
+    ]
+
+
+def test_sample_records_are_deterministic(onto):
+    from radvqa.model import to_json
+
+    a = [to_json(r) for r in get_source("sample").iter_records(None, ontology=onto)]
+    b = [to_json(r) for r in get_source("sample").iter_records(sample_inputs(), ontology=onto)]
+    assert a == b

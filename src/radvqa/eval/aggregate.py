@@ -233,12 +233,16 @@ class Aggregator:
         g = np.array(self.s.grounding, dtype=bool)
         if not g.any():
             return None
+        if not (np.array(self.s.gold_boxes) > 0).any() and np.isnan(self.iou[g]).all():
+            return {"note": "grounding questions present but none has a gold box or is negative: no IoU", "ungroundable": {"n": int(g.sum())}}
         gold = np.array(self.s.gold_boxes)
         predn = np.array([-1 if x is None else x for x in self.s.pred_boxes])
         iou = self.iou
         pos = g & (gold > 0)
-        neg = g & (gold == 0)
+        neg = g & (gold == 0) & ~np.isnan(iou)
+        ungroundable = g & (gold == 0) & np.isnan(iou)
         parsed = pos & (predn > 0)
+        g = pos | neg
 
         def stats(mask: np.ndarray, what: str) -> dict[str, Any]:
             v = iou[mask]
@@ -264,6 +268,7 @@ class Aggregator:
             "positive_questions": stats(pos, "questions with >= 1 gold box; no predicted box scores 0"),
             "parsed_answers": stats(parsed, "questions with >= 1 gold box and >= 1 predicted box"),
             "negatives": {"n": int(neg.sum()), "no_box_predicted": int((neg & (predn <= 0)).sum())},
+            "ungroundable": {"n": int(ungroundable.sum()), "note": "positive grounding questions without a gold box (no image or region box in the source): no IoU"},
             "positives_without_predicted_box": int((pos & (predn <= 0)).sum()),
             "box_read_errors": dict(errors.most_common()),
             "iou_histogram_positive": {"edges": [float(x) for x in edges], "counts": [int(x) for x in hist]},

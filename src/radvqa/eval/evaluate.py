@@ -26,9 +26,9 @@ def _subset(rows: dict[str, Any], idx: list[int]) -> dict[str, Any]:
 
 
 def choose_split(rows: dict[str, list[Any]], pred_ids: set[str], split: str) -> tuple[list[int], str]:
-    """Rows to evaluate. ``auto``: when every matched prediction lies in one split and other
-    splits exist, that split (VQA-RAD answer files cover the test split only); else all
-    rows. ``all``: every row. Otherwise the named split."""
+    """Rows to evaluate. ``auto``: the splits that hold matched predictions, when that is not
+    every split (VQA-RAD answer files cover the test split only: the 1,797 train questions
+    are not "missing"); else all rows. ``all``: every row. Otherwise the named split."""
     splits = rows["split"]
     n = len(splits)
     if split == "all":
@@ -44,9 +44,9 @@ def choose_split(rows: dict[str, list[Any]], pred_ids: set[str], split: str) -> 
         native = [q.split(":", 1)[1] if ":" in q else q for q in ids]
         hit = [i for i in range(n) if ids[i] in pred_ids or native[i] in pred_ids]
     hit_splits = {splits[i] for i in hit}
-    if len(hit_splits) == 1 and len(set(splits)) > 1:
-        s = next(iter(hit_splits))
-        return [i for i in range(n) if splits[i] == s], f"split {s} (auto: every matched prediction is a {s} row)"
+    if hit_splits and hit_splits != set(splits):
+        names = ", ".join(sorted(hit_splits))
+        return [i for i in range(n) if splits[i] in hit_splits], f"split {names} (auto: the splits holding the matched predictions)"
     return list(range(n)), "all rows (auto)"
 
 
@@ -283,6 +283,14 @@ def _evaluate(
             report["shortcut_audit"] = shortcut_audit(rows, agg, Aggregator(rows, bscores, B=0), name or "baseline")
         else:
             report["shortcut_audit"] = {"note": "no --baseline given and no train split outside the evaluated rows"}
+    meta = Path(str(predictions) + ".meta.json")
+    if meta.is_file():  # run metadata written by `radvqa predict` / `radvqa baseline`
+        try:
+            import json
+
+            report["predictions"]["meta"] = json.loads(meta.read_text("utf-8"))
+        except ValueError as e:
+            report["predictions"]["meta"] = {"error": f"unreadable {meta.name}: {e}"}
     report["timings_s"] = {
         "load_and_join": round(t_load - t0, 3),
         "score": round(t_score - t_load, 3),

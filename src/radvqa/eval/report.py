@@ -45,7 +45,7 @@ def headline(rep: dict[str, Any]) -> dict[str, Any]:
         for k in ("closed_accuracy", "closed_n", "closed_accuracy_v1_script", "closed_n_v1_script", "open_recall", "open_n"):
             h[f"llava_med_{k}"] = lm[k]
     g = rep.get("grounding")
-    if g:
+    if g and "all_questions" in g:
         for key in ("all_questions", "positive_questions", "parsed_answers"):
             b = g[key]
             h[f"iou_{key}_n"] = b["n"]
@@ -90,7 +90,7 @@ def _plots(rep: dict[str, Any]) -> dict[str, bytes]:
         ax.set_xlabel("closed accuracy (%) with 95% CI")
         save("accuracy_by_question_type.png", fig)
     g = rep.get("grounding")
-    if g:
+    if g and "iou_histogram_positive" in g:
         h = g["iou_histogram_positive"]
         fig, ax = plt.subplots(figsize=(6, 3))
         ax.bar([(a + b) / 2 for a, b in zip(h["edges"][:-1], h["edges"][1:])], h["counts"], width=0.09, color="#59a14f")
@@ -170,7 +170,9 @@ def markdown(rep: dict[str, Any], plots: list[str]) -> str:
              b.get("closed", b.get("open", {})).get("unparsed", 0), b.get("closed", b.get("open", {})).get("missing", 0)]
             for k, b in o["by_kind"].items()
         ]))
-    if "grounding" in rep:
+    if "grounding" in rep and "all_questions" not in rep["grounding"]:
+        md += ["", "## Grounding (IoU)", "", rep["grounding"]["note"]]
+    elif "grounding" in rep:
         g = rep["grounding"]
         md += ["", "## Grounding (IoU)", "", f"Matching: {g['matching']}.", ""]
         md.append(_table(["denominator", "n", "mean IoU", "95% CI", "IoU ≥ 0.3", "IoU ≥ 0.5"], [
@@ -178,6 +180,7 @@ def markdown(rep: dict[str, Any], plots: list[str]) -> str:
             for k in ("all_questions", "positive_questions", "parsed_answers")
         ]))
         md.append(f"\nNegative grounding questions: {g['negatives']['n']} ({g['negatives']['no_box_predicted']} with no box predicted). "
+                  f"Positive questions without any gold box (no IoU): {g['ungroundable']['n']}. "
                   f"Positive questions without a predicted box: {g['positives_without_predicted_box']}. Box read errors: {g['box_read_errors'] or 'none'}.")
     if "multiple_choice" in rep:
         mc = rep["multiple_choice"]

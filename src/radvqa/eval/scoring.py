@@ -19,7 +19,7 @@ from radvqa.eval.text import Normalizer, llava_normalize, llava_token_prf, token
 from radvqa.eval.vocab import load_vocab
 
 PROTOCOLS = ("radvqa", "llava-med")
-_ROW_COLUMNS = ("answer_short", "choices", "question_type", "question", "answer", "boxes", "image_ids", "image_paths")
+_ROW_COLUMNS = ("answer_short", "choices", "question_type", "question", "answer", "boxes", "image_ids", "image_paths", "polarity")
 PROTOCOL_VERSIONS = {"radvqa": 1, "llava-med": 1}
 CLOSED_KINDS = ("yes_no", "choice", "count", "short")
 
@@ -49,6 +49,8 @@ class Scores:
     script_score: list[float | None] = field(default_factory=list)
 
 
+_LIST_SPLIT = re.compile(r",|;|\band\b")
+_NONE_GOLD = frozenset(("none", "no finding", "nothing", "no findings"))
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -177,7 +179,7 @@ class Scorer:
         elif kind == "short":
             g = self.norm(gold_short)
             if res.parsed:
-                res, ok = self._short(res, g, row.get("question") or "")
+                res, ok = self._short(res, gold_short, row.get("question") or "")
             else:
                 ok = 0.0
             prf = token_prf(res.value.split(), g.split()) if res.parsed else (0.0, 0.0, 0.0)
@@ -191,13 +193,20 @@ class Scorer:
                 prf, ex = (0.0, 0.0, 0.0), 0.0
             self._append(out, kind, res, None, ex, prf)
 
-    def _short(self, res: Any, gold: str, question: str) -> tuple[Any, float]:
-        """A closed label answer ("left", "mri"): right when the gold occurs as whole words in
-        the answer ("The lesion is on the left side"), but an answer that also names the
-        question's alternative ("left or right?" -> "left and right") is ambiguous:
-        unparsed, not right."""
+    def _short(self, res: Any, gold_raw: str, question: str) -> tuple[Any, float]:
+        """A closed label answer ("left", "mri", "nodule, pleural effusion"): right when every
+        gold item occurs as whole words in the answer ("The lesion is on the left side"), in
+        any order. An answer that also names the question's alternative ("left or right?" ->
+        "left and right") is ambiguous: unparsed, not right. A "none" / "no finding" gold
+        also accepts an answer the yes/no parser reads as "no" ("There is no nodule")."""
         pred = " " + res.value + " "
-        if (" " + gold + " ") not in pred:
+        gold = self.norm(gold_raw)
+        items = [self.norm(x) for x in _LIST_SPLIT.split(gold_raw) if self.norm(x)] or [gold]
+        if " ".join(gold_raw.lower().split()) in _NONE_GOLD:  # raw: the normaliser maps "none" to "0"
+            if (" " + gold + " ") in pred or self._parse("yes_no", res.value, None).value == "no":
+                return res, 1.0
+            return res, 0.0
+        if not all((" " + it + " ") in pred for it in items):
             return res, 0.0
         q = self.norm(question).split()
         alts = {q[k - 1] for k in range(1, len(q)) if q[k] == "or"} | {q[k + 1] for k in range(len(q) - 1) if q[k] == "or"}
@@ -253,9 +262,19 @@ class Scorer:
         out.pred_boxes.append(None if pboxes is None else len(pboxes))
         if gold:
             out.iou.append(matched_iou(gold, pboxes or [])[0])
-        else:
+        elif self._is_negative(row):
             # negative grounding question: right when the model draws nothing
             out.iou.append(1.0 if not pboxes else 0.0)
+        else:
+            # a positive "where" question whose finding has no box (no image / no region box
+            # in the source): nothing to compare, so no IoU; counted as "ungroundable"
+            out.iou.append(None)
+
+    def _is_negative(self, row: dict[str, Any]) -> bool:
+        if row.get("polarity") == "negative":
+            return True
+        short = (row.get("answer_short") or "").strip().lower()
+        return short in _NONE_GOLD or short == "no"
 
     def _pred_boxes(self, row: dict[str, Any], pred: Prediction | None, image_id: str | None) -> tuple[list[list[float]] | None, str | None]:
         if pred is None:

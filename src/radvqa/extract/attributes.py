@@ -77,8 +77,14 @@ class AttributeMatcher:
         out: list[Attr] = []
         get = self.table.get
         for m in self.pattern.finditer(lower, start, end):
-            for kind, value in get(" ".join(m.group().split()), ()):
+            g = m.group()
+            vals = get(g)
+            if vals is None:
+                vals = get(" ".join(g.split()), ())
+            for kind, value in vals:
                 out.append(Attr(kind, value, m.start(), m.end()))
+        if lower.find("mm", start, end) < 0 and lower.find("cm", start, end) < 0 and lower.find("met", start, end) < 0:
+            return out  # no unit word, no size: skip the size regex
         for m in SIZE_RE.finditer(lower, start, end):
             unit = m.group(2)
             factor = 10.0 if unit.startswith("c") else 1.0

@@ -70,7 +70,10 @@ class ContextRules:
         get = self.roles.get
         out = []
         for m in self.pattern.finditer(lower, start, end):
-            r = get(" ".join(m.group().split()), 0)
+            g = m.group()
+            r = get(g)
+            if r is None:
+                r = get(" ".join(g.split()), 0)
             if r and r != PSEUDO:
                 out.append(Cue(m.start(), m.end(), r))
         return out

@@ -90,7 +90,10 @@ class MentionMatcher:
             a, b = m.start(), m.end()
             if taken and any(a < tb and ta < b for ta, tb in taken):
                 continue
-            ids = lex.get(" ".join(m.group().split()))
+            g = m.group()
+            ids = lex.get(g)
+            if ids is None:  # matched across a line break or double space
+                ids = lex.get(" ".join(g.split()))
             if ids:
                 out.append(Mention(a, b, ids))
         if taken:

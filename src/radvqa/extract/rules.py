@@ -20,6 +20,10 @@ from radvqa.model import Extraction, Indication, Report, Sentence, Span
 VERSION = "rules:1"
 
 
+def _start(x: Any) -> int:
+    return x.start
+
+
 class RulesExtractor:
     """Build once (compiles the ontology and rule data), then call ``extract`` per report."""
 
@@ -83,13 +87,36 @@ class RulesExtractor:
                 continue
             cues = ctx.cues(lower, a, b)
             attrs = self.attributes.find(lower, a, b) if role != "indication" else []
+            attrs.sort(key=_start)
+            # Deal the (sorted) matches to sentences with moving pointers: linear in the
+            # section size, so a huge one-section text stays linear too.
+            mi = ci = ai = 0
             for s in sents:
                 if role == "indication":
                     ind_texts.append(s.text)
-                s_mentions = [m for m in mentions if s.start <= m.start < s.end]
+                while mi < len(mentions) and mentions[mi].start < s.start:
+                    mi += 1
+                mj = mi
+                while mj < len(mentions) and mentions[mj].start < s.end:
+                    mj += 1
+                s_mentions = mentions[mi:mj]
+                mi = mj
+                while ci < len(cues) and cues[ci].start < s.start:
+                    ci += 1
+                cj = ci
+                while cj < len(cues) and cues[cj].start < s.end:
+                    cj += 1
+                s_cues = cues[ci:cj]
+                ci = cj
+                while ai < len(attrs) and attrs[ai].start < s.start:
+                    ai += 1
+                aj = ai
+                while aj < len(attrs) and attrs[aj].start < s.end:
+                    aj += 1
+                s_attrs = attrs[ai:aj]
+                ai = aj
                 if not s_mentions:
                     continue
-                s_cues = [c for c in cues if s.start <= c.start < s.end]
                 if role == "indication":
                     for m in s_mentions:
                         cert, _ = ctx.certainty(lower, s_cues, m.start, m.end)
@@ -100,7 +127,6 @@ class RulesExtractor:
                                 ind_findings.append(f)
                         ind_spans.append(Span(start=m.start, end=m.end, text=text[m.start:m.end], sentence_id=s.id))
                     continue
-                s_attrs = [x for x in attrs if s.start <= x.start < s.end]
                 vals = attach(s_attrs, [(m.start, m.end) for m in s_mentions], lower) if s_attrs else None
                 for i, m in enumerate(s_mentions):
                     if m.certainty is not None:

@@ -17,7 +17,7 @@ _ABBREV_SOFT = frozenset("a.m p.m etc min max hx sx dx tx fx rt lt vol pts pt".s
 # Candidate boundaries: terminal punctuation followed by white space or end; a blank line;
 # a line break before a list item or bullet; a list number after a sentence ("... 2. Next").
 _BOUNDARY = re.compile(
-    r"(?P<word>\b[A-Za-z][A-Za-z.]{0,4})?(?P<punct>[.!?]+)(?=\s|$)"
+    r"(?P<punct>[.!?]+)(?=\s|$)"
     r"|(?P<blank>\n[ \t]*\n)"
     r"|(?P<item>\n(?=[ \t]*(?:\d{1,2}[.)]|[-*\u2022])[ \t]))"
 )
@@ -47,10 +47,12 @@ def split_sentences(text: str, start: int = 0, end: int | None = None, section: 
     seg = start
     for m in _BOUNDARY.finditer(text, start, end):
         if m.group("punct") is not None:
-            dot = m.start("punct")
-            word = m.group("word")
-            if word is not None and m.group("punct") == "." and _is_abbrev_word(word, text, dot):
-                continue
+            dot = m.start()
+            if m.group("punct") == "." and dot > seg and text[dot - 1].isalpha():
+                # the word before the dot (abbreviations are short: look back 6 characters)
+                word = text[max(seg, dot - 6):dot].rsplit(None, 1)[-1]
+                if len(word) <= 5 and _is_abbrev_word(word, text, dot):
+                    continue
             # "1." as a list number opening a sentence is not a sentence of its own.
             if m.group("punct") == "." and _LIST_NUMBER.search(text, seg, dot) and not text[seg:dot].strip(" \t\n0123456789"):
                 continue

@@ -300,7 +300,7 @@ class Strategy:
             if tpl is None:
                 continue
             chosen = self._balance([s for s in subs if s in by_pos], [s for s in subs if s not in by_pos],
-                                   self.gen.cap(tpl))
+                                   self.gen.cap(tpl), tpl)
             for s in chosen:
                 slots = {"subcategory": self.sub_name(s)}
                 pos, neg = by_pos.get(s, []), by_neg.get(s, [])
@@ -313,23 +313,19 @@ class Strategy:
                 else:
                     self._yn(ctx, tpl, slots, s, not pos, pos, neg)
 
-    def _balance(self, pos: list[Any], neg: list[Any], cap_n: int | None) -> list[Any]:
-        """Yes/no balance within a cap: about ``yes_share`` positives, the rest negatives, topping
-        up from the other side when one runs short. The lists come in priority order (what the
-        report mentions, then the default set, then sampled negatives), so the first ones are kept."""
-        if cap_n is None:
-            return pos + neg
-        n_pos = min(len(pos), max(1, int(round(cap_n * self.yes_share))) if pos else 0)
-        n_neg = min(len(neg), cap_n - n_pos, self._neg_quota(n_pos))
+    def _balance(self, pos: list[Any], neg: list[Any], cap_n: int | None, tpl: Template) -> list[Any]:
+        """Yes/no balance within a cap: about ``yes_share`` positives, negatives following the
+        positives (at least ``min_negatives``), topping up positives when negatives run short. The
+        lists come in priority order (what the report mentions, then the default set, then sampled
+        negatives), so the first ones are kept. Template ``balance`` overrides the family config."""
+        ys = float(tpl.balance.get("yes_share", self.yes_share))
+        mn = int(tpl.balance.get("min_negatives", self.min_neg))
+        cap_n = cap_n if cap_n is not None else len(pos) + len(neg)
+        n_pos = min(len(pos), max(1, int(round(cap_n * ys))) if pos else 0)
+        quota = (1 << 30) if ys <= 0 else max(mn, int(round(n_pos * (1 - ys) / ys)))
+        n_neg = min(len(neg), cap_n - n_pos, quota)
         n_pos = min(len(pos), cap_n - n_neg)
         return pos[:n_pos] + neg[:n_neg]
-
-    def _neg_quota(self, n_pos: int) -> int:
-        # negatives per study follow the positives (yes_share), with a floor so that normal
-        # studies still get asked: without it most studies would answer "no" to nearly everything
-        if self.yes_share <= 0:
-            return 1 << 30
-        return max(self.min_neg, int(round(n_pos * (1 - self.yes_share) / self.yes_share)))
 
     def devices_study(self, ctx: StudyCtx, devs: list[Fact]) -> None:
         t = self.t
@@ -425,7 +421,7 @@ class Strategy:
                 continue
             index = dev_at if qt in ("C07_describe_device_region", "C08_has_device_region") else pos_at
             rs = self._balance([r for r in regions if r in index], [r for r in regions if r not in index],
-                               self.gen.cap(tpl))
+                               self.gen.cap(tpl), tpl)
             for r in rs:
                 rname = v.region_name(r)
                 slots = {"region": rname}
@@ -477,7 +473,7 @@ class Strategy:
             if tpl is None:
                 continue
             chosen = self._balance([x for x in fids if x in pos_by], [x for x in fids if x not in pos_by],
-                                   self.gen.cap(tpl))
+                                   self.gen.cap(tpl), tpl)
             for fid in chosen:
                 name = v.finding_name(fid)
                 slots = {"finding": name}
@@ -499,9 +495,9 @@ class Strategy:
                              polarity="negative", regions=list(nf.regions))
         tpl = t.get("D03_where_is_finding")
         if tpl is not None:
-            located = [f for f in ab_pos if f.explicit_regions or f.lat]
+            located = [f for f in ab_pos if self._informative(f) or f.lat]
             for f in sample_capped(self.rng, located, self.gen.cap(tpl)):
-                if f.location:
+                if self._informative(f):
                     loc = f.location
                 elif f.lat == "bilateral":
                     loc = "both sides"
@@ -517,6 +513,17 @@ class Strategy:
                 self.out(ctx, tpl, {"finding": f.name}, f.obs.id, "severity",
                          {"phrase": f.phrase, "severity": f.severity or ""}, self.parts_of(f), [f],
                          short=f.severity, polarity="positive", regions=list(f.regions))
+
+    def _informative(self, f: Fact) -> bool:
+        """A location says more than the finding's name: explicit regions that are not just the
+        finding's default regions or their parents ("pleural effusion" -> "the pleura" is not)."""
+        if not f.explicit_regions:
+            return False
+        v = self.gen.vocab
+        dflt = set(v.fdefault_regions.get(f.fid, ()))
+        for r in tuple(dflt):
+            dflt.update(v.rancestors.get(r, ()))
+        return any(r not in dflt for r in f.explicit_regions)
 
     def _related(self, fs: list[Fact]) -> list[AnswerPart]:
         """Other positive findings sharing a region with these (related information)."""
@@ -566,7 +573,7 @@ class Strategy:
             if tpl is None:
                 continue
             chosen = self._balance([d for d in dids if d in by], [d for d in dids if d not in by],
-                                   self.gen.cap(tpl))
+                                   self.gen.cap(tpl), tpl)
             for d in chosen:
                 slots = {"device": v.finding_name(d)}
                 fs = by.get(d)
@@ -583,7 +590,7 @@ class Strategy:
                              polarity="negative", regions=list(nf.regions))
         tpl = t.get("D07_where_is_device")
         if tpl is not None:
-            located = [f for f in devs if f.explicit_regions]
+            located = [f for f in devs if self._informative(f)]
             for f in sample_capped(self.rng, located, self.gen.cap(tpl)):
                 self.out(ctx, tpl, {"device": f.name}, f.obs.id, "located",
                          {"phrase": f.phrase, "location": f.location}, self.parts_of(f), [f],

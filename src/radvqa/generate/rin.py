@@ -96,8 +96,11 @@ class Strategy:
                  "yes" if path else "no", "positive" if path else "negative")
         # anatomy ---------------------------------------------------------------------------------
         others = [a for a in sorted(v.aname) if a != anat]
+        # distractor anatomies: the same modality first (a CT question offering an MR-only
+        # anatomy is easier to eliminate without the image), then the others
         same_mod = [a for a in others if mod in v.amodalities.get(a, ())]
-        pool = same_mod if len(same_mod) >= 3 else others
+        other_mod = [a for a in others if a not in same_mod]
+        pool = same_mod or others
         if "anatomy_open" in t:
             emit(t["anatomy_open"], base, "", "answer", {"anatomy": aname}, aname, None)
         if "anatomy_closed_pos" in t:
@@ -106,8 +109,10 @@ class Strategy:
             wrong = pool[int(rng.random() * len(pool))]
             emit(t["anatomy_closed_neg"], {**base, "anatomy": v.anatomy_name(wrong)}, wrong, "no",
                  {"true_anatomy": aname}, "no", "negative")
-        if "anatomy_mc" in t and len(pool) >= 3:
-            distract = [v.anatomy_name(a) for a in rng.sample(pool, 3)]
+        if "anatomy_mc" in t and len(others) >= 3:
+            k = min(3, len(same_mod))
+            chosen = rng.sample(same_mod, k) + rng.sample(other_mod, 3 - k)
+            distract = [v.anatomy_name(a) for a in chosen]
             self._mc(ctx, emit, t["anatomy_mc"], base, aname, distract)
         # pathology -------------------------------------------------------------------------------
         same = [p for p in v.anatomy_pathologies.get(anat, ()) if path is None or p != path.fid]

@@ -40,7 +40,7 @@ PART_NAMES = frozenset({"main", "details", "related"})
 CONSTRAINTS = frozenset({"answer_not_in_question", "non_degenerate", "distinct_options"})
 _TEMPLATE_KEYS = frozenset(
     {"id", "version", "slots", "questions", "answers", "parts", "constraints", "cap", "answer_short",
-     "description"}
+     "description", "balance"}
 )
 _FILE_KEYS = frozenset({"family", "version", "config", "phrases", "templates", "description"})
 
@@ -70,6 +70,7 @@ class Template:
     constraints: frozenset[str]
     cap: int | None
     answer_short: str | None
+    balance: dict[str, float] = field(default_factory=dict)  # yes_share / min_negatives overrides
 
 
 @dataclass(slots=True)
@@ -213,9 +214,12 @@ def _parse_template(t: Any, where: str, fam: str, specs: dict[str, Spec]) -> Tem
     cap = t.get("cap")
     if cap is not None and (not isinstance(cap, int) or cap < 1):
         raise TemplateError(f"{where}: 'cap' must be a positive integer")
+    balance = t.get("balance") or {}
+    if not isinstance(balance, dict) or not set(balance) <= {"yes_share", "min_negatives"}:
+        raise TemplateError(f"{where}: 'balance' takes only yes_share and min_negatives")
     return Template(id=tid, family=fam, question_type=qtype, version=version, slots=dict(slots),
                     questions=questions, answers=answers, parts=parts, constraints=constraints,
-                    cap=cap, answer_short=t.get("answer_short"))
+                    cap=cap, answer_short=t.get("answer_short"), balance=dict(balance))
 
 
 def load_family(source: str | Path, specs: dict[str, Spec], phrase_specs: dict[str, frozenset[str]]) -> Family:

@@ -164,8 +164,10 @@ class Strategy:
                 # whole image, and each side of the chest where box geometry is known
                 on_side = {sd: [f for f in P if sd in info[f]["sides"]] for sd in ("right", "left")}
                 known = bool(w and h)
-                cands[(ty, True)] = (["*"] if P else []) + [sd for sd in ("right", "left") if on_side[sd]]
-                cands[(ty, False)] = (["*"] if not P else []) + (
+                # on a "No finding" image the whole-image question is positive: its answer is the
+                # dataset's "No finding" label (VinDr counts it as a class)
+                cands[(ty, True)] = ["*"] + [sd for sd in ("right", "left") if on_side[sd]]
+                cands[(ty, False)] = (
                     [sd for sd in ("right", "left") if not on_side[sd]] if known else [])
                 continue
             if ty in ("where",):
@@ -185,17 +187,29 @@ class Strategy:
                 # wrong-side questions about a present finding are negatives too
                 negs = negs + [f"{f}@wrong" for f in cands[(ty, True)] if len(info[f]["sides"]) == 1]
             cands[(ty, False)] = negs
-        used: set[tuple[str, str]] = set()
-        for _ in range(self.n_q):
-            want_pos = rng.random() < self.p
-            types = [ty for ty in TYPES if any(x for x in cands.get((ty, want_pos), ())
-                                               if (ty, x) not in used)]
-            if not types:
-                continue
-            ty = types[int(rng.random() * len(types))]
-            items = [x for x in cands[(ty, want_pos)] if (ty, x) not in used]
-            item = items[int(rng.random() * len(items))]
-            used.add((ty, item))
+        # per image: positives = round(N * p) (as available), negatives = positives * (1 - p) / p,
+        # both with random rounding, so every image -- normal ones included -- has share p in
+        # expectation and the dataset's share does not depend on how many images are normal
+        p = self.p
+        if p <= 0:
+            n_pos, n_neg = 0, self.n_q
+        else:
+            n_pos = min(_sround(rng, self.n_q * p), sum(len(cands.get((ty, True), ())) for ty in TYPES))
+            n_neg = _sround(rng, n_pos * (1 - p) / p)
+        picks: list[tuple[str, bool, str]] = []
+        for want_pos, n in ((True, n_pos), (False, n_neg)):
+            used: set[tuple[str, str]] = set()
+            for _ in range(n):
+                types = [ty for ty in TYPES if any((ty, x) not in used for x in cands.get((ty, want_pos), ()))]
+                if not types:
+                    break
+                ty = types[int(rng.random() * len(types))]
+                items = [x for x in cands[(ty, want_pos)] if (ty, x) not in used]
+                item = items[int(rng.random() * len(items))]
+                used.add((ty, item))
+                picks.append((ty, want_pos, item))
+        rng.shuffle(picks)
+        for ty, want_pos, item in picks:
             self.one(ctx, t[ty], ty, want_pos, item, info, ph, w)
 
     def _lung_area(self, ctx: StudyCtx, w: float, h: float) -> float | None:
@@ -242,7 +256,7 @@ class Strategy:
                 fids = sorted(info)
             else:
                 fids = sorted(f for f in info if item in info[f]["sides"])
-            if positive:
+            if fids:
                 parts = [self._part(f, cap(v.finding_name(f)) + (f" in {join_list(info[f]['locs'])}." if info[f]["locs"] else "."),
                                     info[f]["boxes"], "present") for f in fids]
                 facts = [x for f in fids for x in info[f]["facts"]]
@@ -250,7 +264,7 @@ class Strategy:
                     {"area": area, "list": join_list([v.finding_name(f) for f in fids]), "n": str(len(fids))})
                 reasoning = " ".join(self._reason(ctx, f, info[f], ph) for f in fids)
                 short = ", ".join(v.finding_name(f) for f in fids)
-            else:
+            else:  # a side without boxes, or a "No finding" image's whole-image question
                 fids, facts = [], []
                 lead = ctx.pick(tpl.answers["negative"]).format_map({"area": area, "list": "", "n": "0"})
                 parts = [AnswerPart(part_type="main", text=lead, tag="no finding")]
@@ -334,3 +348,9 @@ class Strategy:
         ctx.emit(tpl, slot_key, widx, question, answer, parts, grade, answer_short=short,
                  polarity="positive" if positive else "negative", findings=findings,
                  regions=[], provenance=prov, reasoning=reasoning)
+
+
+def _sround(rng: Any, x: float) -> int:
+    """x rounded up with probability equal to its fractional part (unbiased in expectation)."""
+    n = int(x)
+    return n + (1 if rng.random() < x - n else 0)

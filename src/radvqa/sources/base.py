@@ -3,6 +3,21 @@ readers (plain or gzip), label mapping through the ontology, and image header re
 
 Every adapter yields ``model.Study`` or ``model.Reject``; nothing is dropped without a Reject
 saying why (contract: studies in = studies out + studies rejected).
+
+Rules shared by the adapters:
+- Ids: ``Study.id = "<source>:<dataset study id>"``, ``patient_id = "<source>:<dataset patient>"``
+  (namespaced too, so patient-level splits never merge two datasets' patients).
+- Unknown labels: in a closed scheme (nih14, chexpert14, vindr, radimagenet, generic terms) an
+  unknown label rejects its record (a bad column *header* is an error at start, since it would
+  reject every row). In open, large vocabularies (PadChest's ~190 labels, Chest ImaGenome's NLP
+  attributes) an unmapped label is kept in ``meta`` (``unmapped_labels`` / ``imagenome_ignored``)
+  and the study is used.
+- Images are optional. A file counts as missing (Reject) only where the adapter knows it must exist:
+  it is listed in a size table (NIH ``images.csv``), referenced by an explicit path (generic CSV),
+  its study folder exists (MIMIC-CXR, CheXpert), or a flat image folder was given (OpenI, VinDr,
+  PadChest, RadImageNet listing). Otherwise ``path=None`` and the size stays unknown or comes from
+  the tables. An unreadable image is always a Reject. Sizes are read from file headers only.
+- Boxes are in the stored file's pixels, rescaled when the stored file is a resized copy (NIH).
 """
 
 from __future__ import annotations
@@ -141,32 +156,32 @@ def open_text(path: Path, encoding: str = "utf-8") -> io.TextIOBase:
 
 
 def read_csv_rows(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
-    """Stream a CSV: yields (line number, cells, None) or (line number, None, error) for a line that
-    cannot be decoded. The header is the first yielded row (line 1)."""
+    """Stream a CSV: yields (line number, cells, None), or (line number, None, reason) for a line
+    that cannot be decoded or parsed. Line numbers are physical lines of the file (1 = header; a
+    record spanning lines gets its last line). The header is the first yielded row."""
     with open_text_bytes_tolerant(path) as lines:
         reader = csv.reader(lines)
-        lineno = 0
         while True:
-            lineno += 1
             try:
                 row = next(reader)
             except StopIteration:
                 return
             except UnicodeDecodeError as e:
-                yield lineno, None, f"not UTF-8 text ({e.reason} at byte {e.start})"
+                yield lines.n, None, f"not UTF-8 text ({e.reason} at byte {e.start})"
                 continue
             except csv.Error as e:
-                yield lineno, None, f"malformed CSV line: {e}"
+                yield lines.n, None, f"malformed CSV line: {e}"
                 continue
-            yield reader.line_num, row, None
+            yield lines.n, row, None
 
 
 class _TolerantLines:
     """Iterates lines of a binary stream, decoding each as UTF-8 on its own, so one bad line
-    becomes one Reject instead of aborting the whole table."""
+    becomes one Reject instead of aborting the whole table. ``n`` counts the lines read."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
+        self.n = 0
 
     def __iter__(self) -> "_TolerantLines":
         return self
@@ -175,6 +190,7 @@ class _TolerantLines:
         line = self.raw.readline()
         if not line:
             raise StopIteration
+        self.n += 1
         return line.decode("utf-8")
 
     def __enter__(self) -> "_TolerantLines":
@@ -353,10 +369,15 @@ class DirCache:
         if hit != 0:
             self._c.move_to_end(d)
             return hit  # type: ignore[return-value]
-        try:
-            val: frozenset[str] | None = frozenset(os.listdir(d))
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            val = None
+        val: frozenset[str] | None = None
+        parent, name = os.path.split(d)
+        # a folder whose parent does not list it does not exist: no system call for it
+        up = self.listing(parent) if parent and parent != d else frozenset([name])
+        if up is not None and name in up:
+            try:
+                val = frozenset(os.listdir(d))
+            except (FileNotFoundError, NotADirectoryError, PermissionError):
+                val = None
         self._c[d] = val
         if len(self._c) > self.max_dirs:
             self._c.popitem(last=False)

@@ -14,9 +14,10 @@ Labels (scheme ``chexpert14``): 1 positive, 0 negative, -1 uncertain (kept uncer
 unmentioned (no Label). The labeler runs on the study's report, so the labels of a study's rows are
 the same; if they differ, each image keeps its own (``image_id`` set).
 
-Images: resolved against the folder that holds ``CheXpert-v1.0*/`` (the table's parent's parent by
-default, or a given folder); a listed image missing from a given image folder, or unreadable,
-rejects the study. Without images on disk sizes stay unknown.
+Images: the table's paths start with the dataset folder; they are resolved against the folder above
+the table's folder and against any given folder (and its parent). A listed image missing from its
+study folder (the folder is there, the file is not), or unreadable, rejects the study; a study whose
+folder is absent was not downloaded: ``path=None``, size unknown.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from radvqa.sources.base import (
     read_csv_rows,
 )
 
-_META = {"path": ("Path",), "sex": ("Sex",), "age": ("Age",), "fl": ("Frontal/Lateral",), "view": ("AP/PA",)}
+_META = {"path": ("Path",)}
+_OPTIONAL = {"sex": "Sex", "age": "Age", "fl": "Frontal/Lateral", "view": "AP/PA"}  # absent in test_labels.csv
 _PATH_RE = re.compile(r"(?:^|/)(patient\d+)/study(\d+)/([^/]+)$")
 
 
@@ -50,7 +52,7 @@ class CheXpertSource(Source):
     description = "CheXpert: train.csv / valid.csv (+ image folder)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
-        tables = find_inputs(inputs, lambda n: n in ("train.csv", "valid.csv", "test.csv"))
+        tables = find_inputs(inputs, lambda n: n in ("train.csv", "valid.csv", "test.csv", "test_labels.csv"))
         if not tables:
             raise SourceError("chexpert: no train.csv / valid.csv among the inputs")
         image_roots = [p for p in inputs if p.is_dir()]
@@ -58,21 +60,27 @@ class CheXpertSource(Source):
         self._dirs = DirCache()
         seen: set[str] = set()
         for t in tables:
-            roots = image_roots or [t.parent.parent]
-            check_images = bool(image_roots)
+            # Paths in the table start with the dataset folder (CheXpert-v1.0-small/...): resolve
+            # them against the folder above it and against the given folders.
+            roots = [str(r) for r in dict.fromkeys([t.parent.parent, *image_roots, *(r.parent for r in image_roots)])]
+            check_images = True
             rows = read_csv_rows(t)
             first = next(rows, None)
             if first is None or first[1] is None:
                 raise SourceError(f"chexpert: {t}: empty or unreadable header")
             header = first[1]
             c = header_index(header, _META, str(t))
+            low = [h.strip().lower() for h in header]
+            for k, name in _OPTIONAL.items():
+                if name.lower() in low:
+                    c[k] = low.index(name.lower())
             label_cols = [(i, h.strip()) for i, h in enumerate(header) if i not in c.values()]
             for _i, name in label_cols:
                 try:
                     mapper(name)
                 except UnknownLabel as e:
                     raise SourceError(f"chexpert: {t}: {e} (column header)") from None
-            split = t.stem.lower()
+            split = t.stem.lower().replace("_labels", "")
             group: list[tuple[str, list[str]]] = []
             key = None
             for lineno, row, err in rows:
@@ -106,7 +114,7 @@ class CheXpertSource(Source):
         label_cols: list[tuple[int, str]],
         mapper: LabelMapper,
         split: str,
-        roots: list[Path],
+        roots: list[str],
         check_images: bool,
         seen: set[str],
     ) -> Record:
@@ -132,16 +140,18 @@ class CheXpertSource(Source):
             path = None
             w = h = None
             f = next((f"{r}/{rel}" for r in roots if self._dirs.exists(f"{r}/{rel}")), None)
+            study_dir_there = f is None and any(self._dirs.is_dir(f"{r}/{rel.rsplit('/', 1)[0]}") for r in roots)
             if f is not None:
                 try:
                     w, h = image_size(Path(f))
                 except ValueError as e:
                     return self.reject(rref, f"{key}: {e}")
                 path = f
-            elif check_images:
+            elif check_images and study_dir_there:
+                # the study's folder was downloaded but this listed image is not in it
                 return self.reject(rref, f"{key}: image {rel} not found")
-            fl = row[c["fl"]].strip().lower()
-            view = "LATERAL" if fl == "lateral" else (row[c["view"]].strip().upper() or None)
+            fl = row[c["fl"]].strip().lower() if "fl" in c else ("lateral" if "lateral" in rel else "")
+            view = "LATERAL" if fl == "lateral" else ((row[c["view"]].strip().upper() if "view" in c else "") or None)
             images.append(Image(id=iid, path=path, width=w, height=h, view=view, modality="CR"))
         labels: list[Label] = []
         same = all(v == per_image[0] for v in per_image)
@@ -151,7 +161,7 @@ class CheXpertSource(Source):
                     Label(scheme="chexpert14", name=name, value=v, findings=mapper(name), image_id=None if same else img.id)
                 )
         row0 = group[0][1]
-        meta = {k: row0[c[k]].strip() for k in ("sex", "age") if row0[c[k]].strip()}
+        meta = {k: row0[c[k]].strip() for k in ("sex", "age") if k in c and row0[c[k]].strip()}
         return Study(
             id=f"chexpert:{key}",
             patient_id=f"chexpert:{patient}",

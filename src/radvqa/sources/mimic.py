@@ -32,6 +32,7 @@ Memory: the tables are joined by study in a dict of compact tuples (about 250 by
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,13 +57,16 @@ _REPORT_RE = re.compile(r"^s(\d+)\.txt$")
 _LABEL_READERS = (("chexpert", "chexpert"), ("negbio", "negbio"))
 
 
+_NO_ERRORS: list[str] = []
+
+
 class _S:
     """One study being assembled (slots: built for every study of a 227k-study release)."""
 
     __slots__ = ("subject", "split", "date", "time", "images", "labels", "errors", "report_path")
 
     def __init__(self, subject: str) -> None:
-        self.subject = subject
+        self.subject = sys.intern(subject)  # a patient has many studies: one string for all
         self.split: str | None = None
         self.date = ""
         self.time = ""
@@ -70,8 +74,13 @@ class _S:
         self.images: list[tuple[str, str | None, int | None, int | None]] = []
         # (reader, label values of the row encoded one byte per column: value + 1, 3 = blank)
         self.labels: list[tuple[str, bytes]] = []
-        self.errors: list[str] = []
+        self.errors: list[str] = _NO_ERRORS  # replaced by a real list on the first error
         self.report_path: str | None = None
+
+    def error(self, msg: str) -> None:
+        if self.errors is _NO_ERRORS:
+            self.errors = []
+        self.errors.append(msg)
 
     def set_image(self, did: str, view: str | None, w: int | None, h: int | None) -> None:
         for i, im in enumerate(self.images):
@@ -103,7 +112,7 @@ class MimicSource(Source):
             if s is None:
                 s = studies[study] = _S(subject)
             elif s.subject != subject:
-                s.errors.append(f"{ref}: subject_id {subject} disagrees with {s.subject}")
+                s.error(f"{ref}: subject_id {subject} disagrees with {s.subject}")
                 return None
             return s
 
@@ -124,10 +133,10 @@ class MimicSource(Source):
                     w = int(float(r["cols"])) if r["cols"] else None
                     h = int(float(r["rows"])) if r["rows"] else None
                 except ValueError:
-                    s.errors.append(f"{ref}: non-numeric Rows/Columns {r['rows']!r}/{r['cols']!r}")
+                    s.error(f"{ref}: non-numeric Rows/Columns {r['rows']!r}/{r['cols']!r}")
                     continue
-                s.set_image(r["dicom"], r["view"] or None, w, h)
-                s.date, s.time = r["date"], r["time"]
+                s.set_image(r["dicom"], sys.intern(r["view"]) if r["view"] else None, w, h)
+                s.date, s.time = sys.intern(r["date"]), r["time"]
         self._mapper = LabelMapper(onto, "chexpert14")
         self._label_names: dict[str, list[str]] = {}
         for kind, reader in _LABEL_READERS:
@@ -220,7 +229,7 @@ class MimicSource(Source):
                 try:
                     v = parse_label_value(row[i])
                 except ValueError as e:
-                    s.errors.append(f"{ref}: {name}: {e}")
+                    s.error(f"{ref}: {name}: {e}")
                     break
                 codes.append(3 if v is None else v + 1)
             else:
