@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import resource
 import sys
 import time
@@ -118,14 +119,17 @@ def main(argv: list[str] | None = None) -> int:
         pred[rid] = row
 
     # Speed: every report of the archive, extraction + labelling, texts in memory.
+    # Wall-clock rate, and CPU-time rate of this process (the honest figure on a shared machine
+    # where other jobs take the cores: it is what one process achieves when it has a core).
     all_texts = list(texts.items())
-    best = 0.0
+    best = best_cpu = 0.0
     for _ in range(max(1, args.speed_rounds)):
         t = time.perf_counter()
+        c = time.process_time()
         for rid, txt in all_texts:
             labeler.label(ex.extract(txt, rid))
-        rate = len(all_texts) / (time.perf_counter() - t)
-        best = max(best, rate)
+        best = max(best, len(all_texts) / (time.perf_counter() - t))
+        best_cpu = max(best_cpu, len(all_texts) / max(1e-9, time.process_time() - c))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     subsets = {
@@ -154,9 +158,14 @@ def main(argv: list[str] | None = None) -> int:
             p, r, f = d["prf"]
             cells.append(f"{p:.2f}/{r:.2f}/{f:.2f} ({d['support']})")
         print(f"{lab:<19}" + "".join(f"{c:>27}" for c in cells))
-    print(f"\nspeed: {best:,.0f} reports/s (one process, extract + label, best of {args.speed_rounds} passes "
-          f"over {len(all_texts)} reports); extractor build {build_s:.2f} s; peak memory (max RSS) {peak_mb:,.0f} MB")
-    results.update({"reports_per_s": best, "build_s": build_s, "peak_rss_mb": peak_mb})
+    try:
+        load = " (load average %.1f on %d cores)" % (os.getloadavg()[0], os.cpu_count() or 0)
+    except OSError:
+        load = ""
+    print(f"\nspeed: {best:,.0f} reports/s wall clock, {best_cpu:,.0f} reports/s of process CPU time "
+          f"(one process, extract + label, best of {args.speed_rounds} passes over {len(all_texts)} reports){load}; "
+          f"extractor build {build_s:.2f} s; peak memory (max RSS) {peak_mb:,.0f} MB")
+    results.update({"reports_per_s": best, "reports_per_cpu_s": best_cpu, "build_s": build_s, "peak_rss_mb": peak_mb})
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     if args.errors:

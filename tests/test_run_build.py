@@ -68,7 +68,8 @@ def test_counts_rejects_and_manifest(clean_run: Path) -> None:
     assert all(r["reason"] for r in lines)
     assert c["qa_rows"] == sum(c["qa_by_strategy"].values()) == sum(c["qa_by_question_type"].values())
     assert m["shards"]["count"] == 8 and len(shard_files(clean_run, "qa")) == 8
-    assert set(m["timings"]) >= {"read_sources", "load", "write", "wall"}
+    assert set(m["timings"]) >= {"read_sources", "shards", "finish", "wall"}
+    assert set(m["timings"]["stages_cpu"]) >= {"load", "extract", "localize", "generate", "write", "total"}
     assert m["seed"] == 7 and m["source"] == "synthetic"
     rep = validate(clean_run)
     assert rep.ok, rep.errors()

@@ -243,6 +243,7 @@ def _graph(did: str, study: str, subject: str) -> dict:
                                                                ["anatomicalfinding|yes|pleural effusion"]],
              "phrases": ["small left pleural effusion", "Small left pleural effusion."]},
             {"bbox_name": "left lung", "attributes": [["anatomicalfinding|no|pneumothorax", "disease|yes|zorblax"]]},
+            {"bbox_name": "right lung", "right lung": False, "attributes": [["anatomicalfinding|yes|pneumothorax"]]},
         ],
         "relationships": [{"relationship_id": "x"}],
     }
@@ -267,10 +268,12 @@ def test_imagenome_joined_to_mimic(onto, tmp_path):
     assert [(lab.name, lab.value, lab.regions) for lab in eff] == [
         ("pleural effusion", 1, [cpa]),
         ("pneumothorax", 0, [left_lung]),
+        ("pneumothorax", 1, []),  # entry not bound to its region: study level
     ]
     ign = s.meta["imagenome_ignored"]
     for needle in ("nlp normal/abnormal summary x1", "unknown finding 'zorblax' x1", "object without original_x1..y2 x1",
-                   "unknown region 'martian lobe' x1", "relationships (not used) x1"):
+                   "unknown region 'martian lobe' x1", "relationships (not used) x1",
+                   "attributes not bound to a known region ('right lung') x1"):
         assert needle in ign, needle
     reasons = " | ".join(r.reason for r in rejects)
     assert "malformed JSON" in reasons and "matches no MIMIC-CXR image" in reasons
@@ -279,6 +282,7 @@ def test_imagenome_joined_to_mimic(onto, tmp_path):
     assert lrej == []
     o = next(o for o in sg.observations if o.source == "label" and o.regions == [cpa])
     assert o.certainty == "present" and [b.label for b in o.boxes] == [cpa]
+    assert o.laterality == "left"
 
 
 def onto_region(onto, name: str) -> str:

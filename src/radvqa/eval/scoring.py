@@ -226,7 +226,10 @@ class Scorer:
         "left side"), and one containing "yes"/"no" but not the gold was not appended at
         all — it left the denominator (None here)."""
         text = None if pred is None else pred.text
-        gold = llava_normalize(str(row.get("answer") or "").lower())
+        # closed gold: the short answer (on VQA-RAD identical to the answer after
+        # normalisation; on generated data "yes" rather than the full sentence)
+        short = row.get("answer_short")
+        gold = llava_normalize(str(short if short is not None else (row.get("answer") or "")).lower())
         p = llava_normalize(text.lower()) if text is not None else ""
         res_status = "parsed" if text is not None else "missing"
         res = _Res(p if text is not None else None, res_status, None if text is not None else "no prediction for this question")

@@ -89,7 +89,10 @@ class Normalizer:
 
     def __init__(self) -> None:
         v = load_vocab()
-        self._repl = [(re.compile(r"\b" + re.escape(k) + r"\b"), str(val)) for k, val in v["replacements"].items()]
+        # one alternation for all replacements: a single pass over the text
+        self._repl_map = {str(k).lower(): str(val) for k, val in v["replacements"].items()}
+        alts = sorted((re.escape(k) for k in self._repl_map), key=len, reverse=True)
+        self._repl = re.compile(r"\b(?:" + "|".join(alts) + r")\b") if alts else None
         self._num = {k: str(n) for k, n in v["number_words"].items()}
         self._articles = frozenset(v["articles"])
         self._cache: dict[str, str] = {}
@@ -99,8 +102,8 @@ class Normalizer:
         if hit is not None:
             return hit
         s = text.lower()
-        for rx, val in self._repl:
-            s = rx.sub(val, s)
+        if self._repl is not None:
+            s = self._repl.sub(lambda m: self._repl_map[m.group()], s)
         s = _NON_WORD.sub(" ", s).replace("_", " ")
         toks = [self._num.get(t, t) for t in s.split() if t not in self._articles]
         out = " ".join(toks)

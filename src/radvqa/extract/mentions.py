@@ -46,10 +46,15 @@ class MentionMatcher:
         # themselves in report text, e.g. "density" alone); listed in patterns.yaml.
         for t in patterns.get("ignore_terms", []) or []:
             lex.pop(" ".join(str(t).lower().split()), None)
+        # A phrase listed under several findings names all of them ("interstitial infiltrates":
+        # an interstitial opacity and an infiltrate).
+        added: dict[str, list[str]] = {}
         for fid, phrases in (patterns.get("phrases") or {}).items():
             ids = check([fid], f"phrases.{fid}")
             for p in phrases:
-                lex[" ".join(str(p).lower().split())] = ids
+                added.setdefault(" ".join(str(p).lower().split()), []).extend(ids)
+        for p, ids in added.items():
+            lex[p] = tuple(dict.fromkeys(ids))
         for p in patterns.get("exclusions", []) or []:
             lex[" ".join(str(p).lower().split())] = ()
         self.lexicon = lex

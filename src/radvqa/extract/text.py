@@ -39,9 +39,6 @@ def check_text(raw: object, max_chars: int = MAX_CHARS) -> tuple[str, str | None
     return text, None
 
 
-_DEID = re.compile(r"x{4,}|_{3,}")
-
-
 def lower_same_length(text: str) -> str:
     """The matching copy of a report: lower case, same length (offsets into it are offsets into
     ``text``; ``"İ".lower()`` has two characters, such characters are kept as they are), and
@@ -50,6 +47,8 @@ def lower_same_length(text: str) -> str:
     low = text.lower()
     if len(low) != len(text):
         low = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
-    if "xxxx" in low or "___" in low:
-        low = _DEID.sub(lambda m: " " * len(m.group()), low)
+    if "xxxx" in low:
+        low = low.replace("xxxx", "    ")  # str.replace: C speed, same length
+    if "___" in low:
+        low = low.replace("___", "   ")
     return low

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from radvqa.generate.facts import Fact, Lexicon, build_fact, implied_negative, union_boxes
 from radvqa.generate.priors import Priors, load_priors
-from radvqa.generate.templates import Family, Spec, Template, TemplateError, check_unique, load_family
+from radvqa.generate.templates import Family, Spec, Template, check_unique, load_family
 from radvqa.generate.vocab import Vocab
 from radvqa.model import GRADES, QA, AnswerPart, Box, Observation, Reject, SceneGraph
 from radvqa.quality.criteria import CHANGE_TEXT_LEFT, EXTRACT_ERROR, GRADE_INDEX
@@ -31,9 +31,9 @@ COMMON_PHRASES: dict[str, frozenset[str]] = {
     "statement_present": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
     "statement_uncertain": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
     "statement_absent": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
-    "detail_location": frozenset({"name", "location"}),
-    "detail_size": frozenset({"name", "location", "size"}),
-    "detail_description": frozenset({"name", "location", "description"}),
+    "detail_location": frozenset({"name", "location", "be", "It", "It_be", "measures"}),
+    "detail_size": frozenset({"name", "location", "size", "be", "It", "It_be", "measures"}),
+    "detail_description": frozenset({"name", "location", "description", "be", "It", "It_be", "measures"}),
 }
 
 
@@ -202,7 +202,7 @@ class StudyCtx:
             boxes=union_boxes(parts),
             grade=GRADES[grade[0]],
             grade_reasons=list(grade[1]),
-            provenance=provenance if provenance is not None else [],
+            provenance=provenance or [f"scene_graph:{sid}"],
             modality=sg.modality,
             reference_study_id=reference,
             reasoning=reasoning,
@@ -276,9 +276,7 @@ class Generator:
                 strat.run(ctx, prior)
         rows = ctx.rows
         if self.min_grade is not None:
-            mg = GRADES[self.min_grade]
             rows = [r for r in rows if GRADE_INDEX[r.grade] <= self.min_grade]  # type: ignore[index]
-            del mg
         if opts.max_per_study is not None and len(rows) > opts.max_per_study:
             rng = ctx.stream("study-cap")
             keep = sorted(rng.sample(range(len(rows)), opts.max_per_study))
@@ -315,7 +313,8 @@ class WeightedPool:
 def weighted_sample(rng: random.Random, pool: WeightedPool, k: int, exclude: Callable[[str], bool]) -> list[str]:
     """k distinct items drawn one after another with probability proportional to weight
     (successive sampling without replacement; excluded and repeated draws are redrawn, at most
-    30 draws per wanted item so a pool of mostly excluded items cannot loop). Result in pool order."""
+    30 draws per wanted item so a pool of mostly excluded items cannot loop). Result in draw order,
+    so a caller keeping only the first few keeps the likelier ones."""
     if k <= 0 or pool.total <= 0:
         return []
     items, cum, total = pool.items, pool.cum, pool.total
@@ -328,7 +327,7 @@ def weighted_sample(rng: random.Random, pool: WeightedPool, k: int, exclude: Cal
         if i >= len(items) or i in chosen or exclude(items[i]):
             continue
         chosen[i] = None
-    return [items[i] for i in sorted(chosen)]
+    return [items[i] for i in chosen]
 
 
 def change_text_grade(text: str, words: tuple[str, ...]) -> tuple[int, tuple[str, ...]] | None:

@@ -153,7 +153,9 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f._related = None
     details: list[AnswerPart] = []
     if not f.absent:
-        dv = {"name": name, "location": f.location}
+        plural = f.be == "are"
+        dv = {"name": name, "location": f.location, "be": f.be, "It": "They" if plural else "It",
+              "It_be": "They are" if plural else "It is", "measures": "measure" if plural else "measures"}
         if explicit:
             details.append(_detail(ctx, ph["detail_location"], dv, f))
         if obs.size_mm:

@@ -112,7 +112,7 @@ class Strategy:
         self.rng = rng
         facts = list(ctx.facts.values())
         child_ids = {c for f in facts for c in f.obs.children}
-        top = [f for f in facts if f.obs.id not in child_ids]
+        top = _dedupe([f for f in facts if f.obs.id not in child_ids])
         self.child_parts: dict[str, list[AnswerPart]] = {}
         for f in facts:
             if f.obs.children:
@@ -201,6 +201,8 @@ class Strategy:
                 for f in facts:
                     if f.fid not in findings:
                         findings.append(f.fid)
+        if not prov:  # an answer that rests on no observation: the report mentions nothing of it
+            prov = ["report:no_matching_observation"]
         ctx.emit(tpl, slot_key, widx, question, answer, parts, grade, answer_short=short,
                  polarity=polarity, findings=findings, regions=regions or [], provenance=prov)
 
@@ -313,19 +315,27 @@ class Strategy:
                 else:
                     self._yn(ctx, tpl, slots, s, not pos, pos, neg)
 
-    def _balance(self, pos: list[Any], neg: list[Any], cap_n: int | None, tpl: Template) -> list[Any]:
+    def _balance(self, pos: list[Any], neg: list[Any], cap_n: int | None, tpl: Template,
+                 sampled: list[Any] | None = None) -> list[Any]:
         """Yes/no balance within a cap: about ``yes_share`` positives, negatives following the
-        positives (at least ``min_negatives``), topping up positives when negatives run short. The
-        lists come in priority order (what the report mentions, then the default set, then sampled
-        negatives), so the first ones are kept. Template ``balance`` overrides the family config."""
+        positives (at least ``min_negatives``), topping up positives when negatives run short.
+        ``neg`` comes in priority order (what the report negates, then the default set);
+        ``sampled`` negatives (drawn by corpus priors) get at least one of the negative slots, so
+        the anchor's prior-weighted negatives appear even when the report negates many things.
+        Template ``balance`` overrides the family config."""
+        sampled = sampled or []
         ys = float(tpl.balance.get("yes_share", self.yes_share))
         mn = int(tpl.balance.get("min_negatives", self.min_neg))
-        cap_n = cap_n if cap_n is not None else len(pos) + len(neg)
+        n_all_neg = len(neg) + len(sampled)
+        cap_n = cap_n if cap_n is not None else len(pos) + n_all_neg
         n_pos = min(len(pos), max(1, int(round(cap_n * ys))) if pos else 0)
         quota = (1 << 30) if ys <= 0 else max(mn, int(round(n_pos * (1 - ys) / ys)))
-        n_neg = min(len(neg), cap_n - n_pos, quota)
+        n_neg = min(n_all_neg, cap_n - n_pos, quota)
         n_pos = min(len(pos), cap_n - n_neg)
-        return pos[:n_pos] + neg[:n_neg]
+        n_s = min(len(sampled), max(1, n_neg // 2)) if n_neg else 0
+        n_e = min(len(neg), n_neg - n_s)
+        n_s = min(len(sampled), n_neg - n_e)
+        return pos[:n_pos] + neg[:n_e] + sampled[:n_s]
 
     def devices_study(self, ctx: StudyCtx, devs: list[Fact]) -> None:
         t = self.t
@@ -363,7 +373,9 @@ class Strategy:
         widx = int(self.rng.random() * len(qs))
         grade = combine([f.grade for f in tech]) if tech else _NONE
         ctx.emit(tpl, "", widx, qs[widx], " ".join(p.text for p in parts), parts, grade,
-                 findings=[f.fid for f in tech], provenance=[p for f in tech for p in f.prov])
+                 findings=[f.fid for f in tech],
+                 provenance=["images:" + ",".join(f"{im.id}={im.view or '?'}" for im in ims)]
+                 + [p for f in tech for p in f.prov])
 
     def artifacts(self, ctx: StudyCtx, arts: list[Fact]) -> None:
         t = self.t
@@ -415,13 +427,15 @@ class Strategy:
         chosen = set(base)
         sampled = weighted_sample(self.rng, self.pool_regions, self.k_regions, chosen.__contains__)
         regions = base + sampled
+        base_set = set(base)
         for qt in qts:
             tpl = t.get(qt)
             if tpl is None:
                 continue
             index = dev_at if qt in ("C07_describe_device_region", "C08_has_device_region") else pos_at
-            rs = self._balance([r for r in regions if r in index], [r for r in regions if r not in index],
-                               self.gen.cap(tpl), tpl)
+            rs = self._balance([r for r in regions if r in index],
+                               [r for r in base if r not in index], self.gen.cap(tpl), tpl,
+                               [r for r in sampled if r not in index and r not in base_set])
             for r in rs:
                 rname = v.region_name(r)
                 slots = {"region": rname}
@@ -455,15 +469,17 @@ class Strategy:
 
     # D -------------------------------------------------------------------------------------------
     def _finding_set(self, ctx: StudyCtx, mentioned: list[str], defaults: list[str], pool: WeightedPool,
-                     k: int) -> list[str]:
+                     k: int) -> tuple[list[str], list[str]]:
         base = list(dict.fromkeys([*mentioned, *defaults]))
         chosen = set(base)
-        return base + weighted_sample(self.rng, pool, k, chosen.__contains__)
+        return base, weighted_sample(self.rng, pool, k, chosen.__contains__)
 
     def findings(self, ctx: StudyCtx, top: list[Fact], ab_pos: list[Fact], ab_neg: list[Fact]) -> None:
         t = self.t
         mentioned = [f.fid for f in ab_pos] + [f.fid for f in ab_neg]
-        fids = self._finding_set(ctx, mentioned, self.default_findings, self.pool_findings, self.k_findings)
+        base, sampled = self._finding_set(ctx, mentioned, self.default_findings, self.pool_findings,
+                                          self.k_findings)
+        fids = base + sampled
         pos_by: dict[str, list[Fact]] = {}
         for f in ab_pos:
             pos_by.setdefault(f.fid, []).append(f)
@@ -472,8 +488,8 @@ class Strategy:
             tpl = t.get(qt)
             if tpl is None:
                 continue
-            chosen = self._balance([x for x in fids if x in pos_by], [x for x in fids if x not in pos_by],
-                                   self.gen.cap(tpl), tpl)
+            chosen = self._balance([x for x in fids if x in pos_by], [x for x in base if x not in pos_by],
+                                   self.gen.cap(tpl), tpl, [x for x in sampled if x not in pos_by])
             for fid in chosen:
                 name = v.finding_name(fid)
                 slots = {"finding": name}
@@ -562,8 +578,9 @@ class Strategy:
 
     def devices(self, ctx: StudyCtx, top: list[Fact], devs: list[Fact]) -> None:
         t = self.t
-        dids = self._finding_set(ctx, [f.fid for f in devs] + [f.fid for f in top if f.is_device and f.absent],
-                                 self.default_devices, self.pool_devices, self.k_devices)
+        dbase, dsampled = self._finding_set(ctx, [f.fid for f in devs] + [f.fid for f in top if f.is_device and f.absent],
+                                            self.default_devices, self.pool_devices, self.k_devices)
+        dids = dbase + dsampled
         by: dict[str, list[Fact]] = {}
         for f in devs:
             by.setdefault(f.fid, []).append(f)
@@ -572,8 +589,8 @@ class Strategy:
             tpl = t.get(qt)
             if tpl is None:
                 continue
-            chosen = self._balance([d for d in dids if d in by], [d for d in dids if d not in by],
-                                   self.gen.cap(tpl), tpl)
+            chosen = self._balance([d for d in dids if d in by], [d for d in dbase if d not in by],
+                                   self.gen.cap(tpl), tpl, [d for d in dsampled if d not in by])
             for d in chosen:
                 slots = {"device": v.finding_name(d)}
                 fs = by.get(d)
@@ -607,3 +624,26 @@ def _leaks(short: str, question: str) -> bool:
     # whole words only: "trachea" does not leak from "endotracheal tube"
     q = " " + question.lower().replace("?", " ").replace(",", " ").replace(".", " ") + " "
     return f" {s} " in q
+
+
+def _dedupe(facts: list[Fact]) -> list[Fact]:
+    """One fact per (finding, side, certainty): reports repeat findings (FINDINGS and IMPRESSION),
+    and an answer should state each once. The most specific copy (severity, explicit regions,
+    size) is kept, in the position of the first; the others' provenance is added to it."""
+    groups: dict[tuple[str, str | None, str], list[Fact]] = {}
+    for f in facts:
+        groups.setdefault((f.fid, f.lat, f.certainty), []).append(f)
+    if len(groups) == len(facts):
+        return facts
+    out: list[Fact] = []
+    for fs in groups.values():
+        if len(fs) == 1:
+            out.append(fs[0])
+            continue
+        best = max(fs, key=lambda f: (f.severity is not None, len(f.explicit_regions), f.obs.size_mm is not None,
+                                      -fs.index(f)))
+        for f in fs:
+            if f is not best:
+                best.prov.extend(p for p in f.prov if p not in best.prov)
+        out.append(best)
+    return out

@@ -5,7 +5,7 @@ Rules (contract for the generators):
 1. **Report observations** come from the extraction unchanged (``source="report"``).
 2. **Label observations** (``source="label"``, ``from_report=False``), one per ontology finding the
    study's labels map to (per finding and region set for region-level labels, ``Label.regions``),
-   sorted by finding id. Label values: 1 present, 0 absent, -1 uncertain.
+   sorted by finding id; their laterality is the regions' common side, when they have one. Label values: 1 present, 0 absent, -1 uncertain.
    - Readers: per image, the majority over readers decides (more than half present -> present, more
      than half absent -> absent, otherwise uncertain: a tie or an uncertain majority stays uncertain;
      VinDr's 3 readers give the 2-of-3 rule). Labels without reader count as one reader.
@@ -89,6 +89,7 @@ def build_scene_graph(
                 id=next_id(),
                 finding=fid,
                 certainty=label_obs[(fid, regions)],
+                laterality=_side(regions, ontology),
                 regions=list(regions),
                 from_report=False,
                 source="label",
@@ -196,6 +197,17 @@ def _label_observations(
         if old is None or _RANK[c] > _RANK[old]:
             out[(fid, regions)] = c
     return out, no_finding, bad
+
+
+def _side(regions: tuple[str, ...], ontology: Any) -> str | None:
+    """Laterality of a region-level label: the regions' common side (ontology ``Region.side``)."""
+    if not regions or ontology is None:
+        return None
+    sides = {getattr(ontology.regions.get(r), "side", None) for r in regions} if hasattr(ontology, "regions") else {None}
+    if len(sides) == 1:
+        side = sides.pop()
+        return side if side in ("left", "right") else None
+    return "bilateral" if sides == {"left", "right"} else None
 
 
 def _check(

@@ -7,8 +7,9 @@ Reports (``.csv`` with a header, or ``.jsonl`` with one object a line):
   (or ``study_time``; ISO 8601 or any sortable value), ``split``, ``view``, ``modality``,
   ``labels`` (``|``-separated terms, each ``term`` or ``term=1|0|-1``).
 Labels (``.csv``): ``id``, ``label``, ``value`` (1/0/-1), optional ``reader``, ``image``.
-Boxes (``.csv``): ``id``, ``image``, ``label``, ``x1``, ``y1``, ``x2``, ``y2`` (pixels of the image
-file as stored), optional ``reader``.
+Boxes (``.csv``): ``id``, ``image`` (as written in the reports table, or its bare file name when
+that is unambiguous), ``label``, ``x1``, ``y1``, ``x2``, ``y2`` (pixels of the image file as
+stored), optional ``reader``. ``Image.id`` = the image path as written in the reports table.
 A table's role is told by its columns. Label terms are ontology finding ids, names or synonyms
 (scheme ``custom``); an unknown term rejects its study.
 
@@ -136,7 +137,8 @@ class CsvSource(Source):
             except ValueError as e:
                 return self.reject(ref, f"{sid}: {e}")
             images.append(
-                Image(id=f.name, path=str(f), width=w, height=h, view=(_get(row, ("view",)) or None),
+                # the path as written is the id: file names alone repeat (view1_frontal.jpg)
+                Image(id=pstr, path=str(f), width=w, height=h, view=(_get(row, ("view",)) or None),
                       modality=_get(row, ("modality",)) or "CR")
             )
         # labels
@@ -169,6 +171,9 @@ class CsvSource(Source):
             labs.append(Label(scheme="custom", name=name, value=v, findings=fids,
                               reader=(r.get("reader") or None), image_id=(r.get("image") or None)))
         image_ids = {im.id for im in images}
+        by_name: dict[str, list[str]] = {}
+        for im in images:
+            by_name.setdefault(Path(im.id).name, []).append(im.id)
         bxs: list[Box] = []
         for bref, r in extra_boxes.get(sid, ()):
             name = (r.get("label") or "").strip()
@@ -181,9 +186,13 @@ class CsvSource(Source):
                 return self.reject(bref, f"{sid}: non-numeric box {[r.get(k) for k in ('x1', 'y1', 'x2', 'y2')]}")
             if x2 <= x1 or y2 <= y1:
                 return self.reject(bref, f"{sid}: inverted or empty box [{x1}, {y1}, {x2}, {y2}]")
-            iid = Path(r.get("image") or "").name
+            iid = (r.get("image") or "").strip()
             if iid not in image_ids:
-                return self.reject(bref, f"{sid}: box on image {iid!r} that the report row does not list")
+                # a bare file name is accepted when it names exactly one of the study's images
+                named = by_name.get(Path(iid).name, [])
+                if len(named) != 1:
+                    return self.reject(bref, f"{sid}: box on image {iid!r} that the report row does not list")
+                iid = named[0]
             bxs.append(Box(image_id=iid, x1=x1, y1=y1, x2=x2, y2=y2, reader=r.get("reader") or None, label=fids[0]))
         if text is None and not labs and not bxs:
             return self.reject(ref, f"{sid}: empty report and no labels or boxes")

@@ -13,7 +13,8 @@ Fields read (tolerant: a missing key is counted in ``meta["imagenome_ignored"]``
   used (they refer to a padded thumbnail).
 - ``attributes[]``: per bbox_name, ``attributes`` = lists (one per phrase) of
   ``"category|yes/no|name"`` strings -> ``Label(scheme="imagenome", name, value 1/0, findings,
-  regions=[region], image_id, reader="imagenome")``. Category ``nlp`` (normal/abnormal) is a
+  regions=[region], image_id, reader="imagenome")``; an entry not bound to a known region
+  (``<bbox_name>: false`` or an unknown name) gives study-level labels (``regions=[]``), counted. Category ``nlp`` (normal/abnormal) is a
   summary, not a finding: skipped and counted. Names map through the ontology findings'
   ``imagenome_name``, then names/synonyms; unknown names are counted, not rejected (an open, NLP-made
   vocabulary).
@@ -162,10 +163,13 @@ class ImaGenomeSource(Source):
                 ignored["attribute entry not a dict"] += 1
                 continue
             name = str(a.get("bbox_name", "") or "")
-            rid = region_for_term(onto, name) if name else None
+            # an entry is bound to its anatomy when it carries ``<bbox_name>: true``; when that key
+            # is absent we still trust bbox_name if the ontology knows it
+            bound = a.get(name, True) is True if name else False
+            rid = region_for_term(onto, name) if bound else None
             if rid is None:
-                ignored[f"attributes of unknown region {name!r}"] += 1
-                continue
+                # still used, as study-level labels (no region): counted so the loss of place shows
+                ignored[f"attributes not bound to a known region ({name or 'no bbox_name'!r})"] += 1
             seen: set[tuple[str, int]] = set()
             for phrase_attrs in a.get("attributes") or []:
                 for s in phrase_attrs if isinstance(phrase_attrs, list) else [phrase_attrs]:
@@ -187,7 +191,7 @@ class ImaGenomeSource(Source):
                     seen.add(key)
                     labels.append(
                         Label(scheme="imagenome", name=fname, value=key[1], findings=fids, reader="imagenome",
-                              image_id=did, regions=[rid])
+                              image_id=did, regions=[rid] if rid else [])
                     )
         rels = g.get("relationships")
         if rels:

@@ -245,8 +245,8 @@ class NIHSource(Source):
                     label=fids[0] if fids else None,
                 )
             )
-            # The box label always names a finding; keep the label row too when Data_Entry did not
-            # list it (it never happens in the release, but a box must not float without a label).
+            # In the release every box's finding is among the image's labels; if a copy disagrees,
+            # say so (localize keeps the box on the finding's absent observation, noting it).
             if _norm(label) not in pos_norm:
                 meta["box_label_not_in_labels"] = label
         if width is None and boxes:

@@ -12,7 +12,8 @@ Study = image (VinDr has no study or patient ids): ``vindr-cxr:<image_id>``, pat
 Split = train/test from the table's name (Kaggle train.csv: train).
 
 Labels (scheme ``vindr``), per reader (``reader`` = rad_id):
-- from ``image_labels``: every label column, value 0/1 as given;
+- from ``image_labels``: every label column, value 0/1 as given (blank: no Label; the test table
+  spells "Other disease" where train says "Other diseases": both are scheme labels);
 - else from the box table: the classes a reader drew are 1 and the scheme's other labels 0 for
   that reader ("No finding" rows say the reader saw nothing). Localize takes the 2-of-3 majority.
 Boxes: per reader, in the DICOM's pixels (no rescaling: VinDr boxes are in the original image's
@@ -152,6 +153,8 @@ class VinDrSource(Source):
                 e["readers"].append(reader)
                 for i, name in label_cols:
                     v = row[i].strip()
+                    if v == "":
+                        continue  # blank cells occur in image_labels_test.csv: not given, no Label
                     if v not in ("0", "1", "0.0", "1.0"):
                         e["errors"].append(f"{ref}: label {name!r} value {v!r} is not 0 or 1")
                         break
