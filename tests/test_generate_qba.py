@@ -88,10 +88,10 @@ def test_answer_parts_tags_and_boxes(rows):
 def test_negatives_carry_boxes_of_default_regions(rows):
     neg = [r for r in by(rows, "D02_has_finding") if r.polarity == "negative"]
     assert neg
-    # consolidation's default region (lungs) has a region box in this study
-    cons = [r for r in neg if "consolidation" in r.findings]
-    if cons:
-        assert cons[0].answer_parts[0].boxes and cons[0].answer_parts[0].boxes[0].label == "lungs"
+    # "no pneumothorax": the part carries the box of pneumothorax's default region
+    [ptx] = [r for r in neg if r.findings == ["pneumothorax"]]
+    assert ptx.answer_parts[0].certainty == "absent"
+    assert [b.label for b in ptx.answer_parts[0].boxes] == ["pleura"] and ptx.boxes
     # a normal-region question gets the region's own box
     for r in by(rows, "C04_is_normal_region"):
         if r.answer_short == "yes" and r.regions == ["right_lung"]:
@@ -243,3 +243,37 @@ def test_repeated_finding_is_stated_once(gen):
     mains = [p for p in allr.answer_parts if p.part_type == "main" and p.findings == ["pleural_effusion"]]
     assert len(mains) == 1 and mains[0].severity == "small"
     assert any(p.startswith("S02") for p in allr.provenance)
+
+
+def test_parts_are_the_ones_the_template_declares(gen):
+    from helpers import box_sg, rin_sg
+
+    g = Generator(mini_ontology(), GenerateOptions())
+    rows = g.generate(cxr_report_sg(time="2"), cxr_report_sg(study_id="openi:P0", time="1"))
+    rows += g.generate(box_sg(readers=3, source="vindr-cxr")) + g.generate(rin_sg())
+    for r in rows:
+        tpl = g.templates[r.template_id]
+        assert {p.part_type for p in r.answer_parts} <= set(tpl.parts), r.template_id
+        assert r.answer_parts[0].part_type == "main"
+
+
+def test_parent_of_a_present_finding_is_present(gen):
+    """Consolidation is a lung opacity: 'Is there any lung opacity?' is 'yes'; no implied 'no' about
+    a child of a present finding (silence does not rule it out)."""
+    sg = cxr_report_sg()
+    obs = [msgspec.structs.replace(o, finding="consolidation") if o.finding == "atelectasis" else o
+           for o in sg.observations]
+    rows = gen.generate(msgspec.structs.replace(sg, observations=obs))
+    [op] = [r for r in by(rows, "D02_has_finding") if r.question.endswith(("lung opacity?", "lung opacity present in this image?"))]
+    assert op.answer_short == "yes" and op.findings == ["consolidation"]
+    sg2 = msgspec.structs.replace(sg, observations=[
+        msgspec.structs.replace(o, finding="lung_opacity") if o.finding == "atelectasis" else o for o in sg.observations])
+    for r in by(Generator(mini_ontology(), GenerateOptions(strategies=("qba",), seed=3)).generate(sg2), "D02_has_finding"):
+        assert not ({"consolidation", "atelectasis"} & set(r.findings) and r.answer_short == "no"), r.question
+
+
+def test_bad_certainty_is_a_clear_error(gen):
+    sg = cxr_report_sg()
+    bad = msgspec.structs.replace(sg, observations=[msgspec.structs.replace(sg.observations[0], certainty="negative")])
+    with pytest.raises(ValueError, match="openi:CXR1: observation O01 has certainty 'negative'"):
+        gen.generate(bad)

@@ -102,3 +102,19 @@ def test_no_finding_images_keep_the_share():
 def test_report_only_study_is_not_vindr():
     from helpers import cxr_report_sg
     assert _gen().generate(cxr_report_sg()) == []
+
+
+def test_blank_labels_are_not_negatives():
+    """CheXpert-style sources leave classes blank (not mentioned): only a stated 0 is a negative."""
+    import msgspec
+
+    from radvqa.model import Observation
+
+    sg = box_sg(study_id="chexpert:p1/s1", patient="chexpert:p1", source="chexpert", findings=[("nodule", None)])
+    sg = msgspec.structs.replace(sg, observations=[*sg.observations, Observation(
+        id="O9", finding="pneumothorax", certainty="absent", source="label", from_report=False)])
+    rows = []
+    for seed in range(30):
+        rows += Generator(mini_ontology(), GenerateOptions(strategies=("vindr",), seed=seed)).generate(sg)
+    negs = {r.findings[0] for r in rows if r.polarity == "negative" and r.findings}
+    assert negs == {"pneumothorax"}

@@ -76,3 +76,56 @@ def test_judge_pass_counts_failures_never_silently_ungraded():
     assert rows[2].grade == before[2] and "judge:failed" in rows[2].grade_reasons
     assert all(r.grade is not None for r in rows)
     assert parse_grade("Grade: A+") == "A+" and parse_grade("B") == "B"
+
+
+def test_indication_quoting_change_words_is_graded_b():
+    import msgspec
+
+    from radvqa.model import Indication
+
+    g = Generator(mini_ontology(), GenerateOptions(strategies=("qba",)))
+    sg = cxr_report_sg()
+    sg = msgspec.structs.replace(sg, indication=Indication(text="Increased dyspnea, evaluate for effusion",
+                                                           evaluate=["pleural_effusion"]))
+    [row] = [r for r in g.generate(sg) if r.question_type == "A_indication"]
+    assert row.grade == "B" and "change_text:left->B" in row.grade_reasons
+    assert row.provenance[0] == "indication: Increased dyspnea, evaluate for effusion"
+
+
+def test_openai_judge_against_a_local_server():
+    """The judge hook speaks the OpenAI chat protocol (a real socket, a server started here)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from radvqa.quality.judge import openai_judge
+
+    seen = []
+
+    class H(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(body)
+            out = json.dumps({"choices": [{"message": {"content": "Grade: B"}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *a):  # quiet
+            pass
+
+    srv = HTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        g = Generator(mini_ontology(), GenerateOptions(strategies=("qba",)))
+        rows = [r for r in g.generate(cxr_report_sg()) if r.grade == "A++"][:2]
+        judge = openai_judge(f"http://127.0.0.1:{srv.server_port}/v1", "tiny-judge")
+        st = judge_pass(rows, judge, {"openi:CXR1": "There is a small left pleural effusion."})
+    finally:
+        srv.shutdown()
+    assert st.judged == 2 and st.failed == 0 and st.lowered == 2
+    assert all(r.grade == "B" and "judge:B" in r.grade_reasons for r in rows)
+    assert seen[0]["model"] == "tiny-judge" and seen[0]["temperature"] == 0
+    assert "small left pleural effusion" in seen[0]["messages"][0]["content"]

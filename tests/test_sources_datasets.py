@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -498,3 +499,22 @@ def test_input_errors(onto, tmp_path):
     with pytest.raises(SourceError, match="missing column"):
         bad = write(tmp_path / "mimic-cxr-2.0.0-metadata.csv", "dicom_id,foo\n1,2\n")
         list(get_source("mimic-cxr").iter_records([bad], ontology=onto))
+
+
+def test_mimic_sorted_stream_equals_in_memory_join(onto, tmp_path):
+    from radvqa.model import to_json
+    from radvqa.sources.mimic import _sorted_by_subject
+
+    root = _mimic(tmp_path)
+    a = [to_json(r) for r in get_source("mimic-cxr").iter_records([root], ontology=onto)]
+    meta = root / "mimic-cxr-2.0.0-metadata.csv.gz"
+    assert _sorted_by_subject(meta)
+    with gzip.open(meta, "rt") as f:
+        lines = f.read().splitlines()
+    with gzip.open(meta, "wt") as f:  # same rows, subjects out of order: the in-memory join runs
+        f.write("\n".join([lines[0]] + lines[1:][::-1]) + "\n")
+    assert not _sorted_by_subject(meta)
+    b = [to_json(r) for r in get_source("mimic-cxr").iter_records([root], ontology=onto)]
+    assert len(a) == 5 and a[:2] == b[:2]  # the studies, identical and in the same order
+    unline = lambda recs: sorted(re.sub(rb"csv\.gz:\d+", b"csv.gz:N", r) for r in recs)  # noqa: E731
+    assert unline(a) == unline(b)  # rejects too, but for the line numbers of the reversed file

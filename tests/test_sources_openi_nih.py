@@ -288,3 +288,23 @@ def test_sample_records_are_deterministic(onto):
     a = [to_json(r) for r in get_source("sample").iter_records(None, ontology=onto)]
     b = [to_json(r) for r in get_source("sample").iter_records(sample_inputs(), ontology=onto)]
     assert a == b
+
+
+def test_sources_command_lists_every_adapter():
+    import typer
+    from typer.testing import CliRunner
+
+    from radvqa.sources.cli import register
+
+    app = typer.Typer()
+    register(app)
+
+    @app.command("noop")
+    def _noop() -> None:  # a second command keeps typer in multi-command mode
+        pass
+
+    res = CliRunner().invoke(app, ["sources"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    for name in SOURCES:
+        assert name in res.output
+    assert "BBox_List_2017.csv" in res.output

@@ -18,6 +18,7 @@ app = typer.Typer(
 # Order is the order of `radvqa --help`.
 _AREAS = (
     "radvqa.run.cli",  # build
+    "radvqa.sources.cli",  # sources
     "radvqa.extract.cli",  # extract, label
     "radvqa.ontology.cli",  # ontology
     "radvqa.io.cli",  # stats, validate, export

@@ -7,6 +7,9 @@ Rules (documented contract of the rules backend):
 - implicit negatives (from normal statements such as "lungs are clear") never override an explicit
   mention of the same key, and are merged into it as evidence only when they agree;
 - laterality comes from the words, else from the sides of the regions (both sides: bilateral);
+- a mention without regions joins the observation of the same finding and side that has regions
+  ("small right pleural effusion ... small right effusion, new": one observation), when there is
+  exactly one such observation;
 - attributes (severity, size, change, temporal): the first mention that gives one wins; sizes keep
   the largest; every mention span is kept as evidence, linking the observation to its sentences.
 """
@@ -77,9 +80,35 @@ class Aggregator:
                 o.temporal = v.temporal
         o.evidence.append(span)
 
+    def _merge_regionless(self) -> list[_Obs]:
+        obs = sorted(self._by_key.values(), key=lambda x: x.order)
+        with_regions: dict[tuple[str, str | None], list[_Obs]] = {}
+        for o in obs:
+            if o.regions:
+                with_regions.setdefault((o.finding, o.laterality), []).append(o)
+        if not with_regions:
+            return obs
+        out = []
+        for o in obs:
+            targets = with_regions.get((o.finding, o.laterality)) if not o.regions else None
+            if targets is None or len(targets) != 1 or (o.implicit and not targets[0].implicit and o.certainty != targets[0].certainty):
+                out.append(o)
+                continue
+            t = targets[0]
+            if _RANK[o.certainty] > _RANK[t.certainty]:
+                t.certainty = o.certainty
+            t.severity = t.severity or o.severity
+            t.change = t.change or o.change
+            t.temporal = t.temporal or o.temporal
+            if o.size_mm is not None:
+                t.size_mm = o.size_mm if t.size_mm is None else max(t.size_mm, o.size_mm)
+            t.evidence.extend(o.evidence)
+            t.evidence.sort(key=lambda sp: sp.start)
+        return out
+
     def observations(self) -> list[Observation]:
         out = []
-        for n, o in enumerate(sorted(self._by_key.values(), key=lambda x: x.order), 1):
+        for n, o in enumerate(self._merge_regionless(), 1):
             out.append(Observation(
                 id=f"O{n:02d}", finding=o.finding, certainty=o.certainty, laterality=o.laterality,
                 regions=list(o.regions), severity=o.severity, size_mm=o.size_mm, change=o.change,

@@ -52,10 +52,14 @@ def _run(input_path: Path, ex, limit: Optional[int], what: str):  # type: ignore
     rejects: list[Reject] = []
     items: deque[str] = deque()  # ids in input order; extract_many yields in the same order
 
+    progress: list = []  # [bar, task] once the bar exists (texts() runs inside the with block)
+
     def texts():  # type: ignore[no-untyped-def]
         for rec in pairs():
             if isinstance(rec, Reject):
                 rejects.append(rec)
+                if progress:
+                    progress[0].advance(progress[1])
                 continue
             items.append(rec[0])
             yield rec
@@ -63,6 +67,7 @@ def _run(input_path: Path, ex, limit: Optional[int], what: str):  # type: ignore
     with Progress(TextColumn(f"[bold]{what}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   transient=False, disable=None) as bar:
         task = bar.add_task(what, total=total)
+        progress.extend((bar, task))
         for extraction in ex.extract_many(texts()):
             rid = items.popleft() if items else ""
             bar.advance(task)

@@ -76,12 +76,20 @@ def _read_txt_folder(path: Path) -> Iterator[Item | Reject]:
         yield rid, p.read_bytes()  # decoded (and checked) by the extractor
 
 
+def _openi_item(data: bytes, ref: str) -> Item | Reject:
+    try:
+        rid, text = openi_text(data)
+    except ValueError as e:
+        return Reject(source="openi", ref=ref, reason=str(e), stage="extract")
+    if not text.strip():
+        return Reject(source="openi", ref=f"{ref} ({rid})", stage="extract",
+                      reason="no report text: every AbstractText of the XML is empty")
+    return rid, text
+
+
 def _read_openi_folder(path: Path) -> Iterator[Item | Reject]:
     for p in sorted(path.rglob("*.xml"), key=lambda q: q.as_posix()):
-        try:
-            yield openi_text(p.read_bytes())
-        except ValueError as e:
-            yield Reject(source="openi", ref=str(p), reason=str(e), stage="extract")
+        yield _openi_item(p.read_bytes(), str(p))
 
 
 def _read_openi_tgz(path: Path) -> Iterator[Item | Reject]:
@@ -92,10 +100,7 @@ def _read_openi_tgz(path: Path) -> Iterator[Item | Reject]:
             if fh is None:
                 yield Reject(source="openi", ref=f"{path}:{m.name}", reason="unreadable member", stage="extract")
                 continue
-            try:
-                yield openi_text(fh.read())
-            except ValueError as e:
-                yield Reject(source="openi", ref=f"{path}:{m.name}", reason=str(e), stage="extract")
+            yield _openi_item(fh.read(), f"{path}:{m.name}")
 
 
 def read_reports(input_path: str | Path) -> Iterator[Item | Reject]:
@@ -113,12 +118,7 @@ def read_reports(input_path: str | Path) -> Iterator[Item | Reject]:
     if name.endswith((".tgz", ".tar.gz", ".tar")):
         return _read_openi_tgz(path)
     if name.endswith(".xml"):
-        def one() -> Iterator[Item | Reject]:
-            try:
-                yield openi_text(path.read_bytes())
-            except ValueError as e:
-                yield Reject(source="openi", ref=str(path), reason=str(e), stage="extract")
-        return one()
+        return iter([_openi_item(path.read_bytes(), str(path))])
     if name.endswith(".csv"):
         return _read_csv(path)
     if name.endswith(".txt"):
@@ -134,9 +134,12 @@ def count_reports(input_path: str | Path) -> int | None:
         if path.is_dir():
             n = sum(1 for _ in path.rglob("*.xml"))
             return n or sum(1 for _ in path.rglob("*.txt"))
+        if path.name.lower().endswith((".tgz", ".tar.gz", ".tar")):
+            with tarfile.open(path, "r:*") as tf:
+                return sum(1 for m in tf.getmembers() if m.isfile() and m.name.endswith(".xml"))
         if path.name.lower().endswith(".csv"):
             with path.open("rb") as fh:
                 return max(0, sum(1 for _ in csv.reader(io.TextIOWrapper(fh, "utf-8", errors="replace"))) - 1)
-    except OSError:
+    except (OSError, tarfile.TarError):
         return None
     return None

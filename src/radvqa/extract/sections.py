@@ -86,3 +86,36 @@ def split_sections(text: str) -> list[Section]:
 
 def section_role(name: str) -> str:
     return section_spec().roles.get(name, "observe")
+
+
+_SIDE_WORDS = ("left ", "right ", "bilateral ", "both ")
+
+
+@lru_cache(maxsize=1)
+def _body_parts() -> tuple[frozenset[str], frozenset[str]]:
+    data = load_data("sections").get("body_parts") or {}
+    return frozenset(data.get("chest", [])), frozenset(data.get("other", []))
+
+
+def body_part_heading(sentence_lower: str) -> str | None:
+    """"chest" or "other" when a sentence is only a body-part heading ("Left knee.", "Chest:"),
+    else None."""
+    t = " ".join(sentence_lower.strip(" .:;-\t\n").split())
+    if not t or len(t) > 40:
+        return None
+    chest, other = _body_parts()
+    for w in _SIDE_WORDS:
+        if t.startswith(w):
+            t = t[len(w):]
+    if t in chest:
+        return "chest"
+    parts = [p.strip() for p in t.replace(",", " and ").split(" and ") if p.strip()]
+    cleaned = []
+    for p in parts:
+        for w in _SIDE_WORDS:
+            if p.startswith(w):
+                p = p[len(w):]
+        cleaned.append(p)
+    if cleaned and all(p in other for p in cleaned):
+        return "other"
+    return None

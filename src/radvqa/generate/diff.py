@@ -29,6 +29,8 @@ SPECS: dict[str, Spec] = {
     "what_changed": Spec(F({"changes", "nothing"}), F({"n"})),
     "new_findings": Spec(F({"yes", "no"}), F({"list"})),
     "resolved_findings": Spec(F({"yes", "no"}), F({"list"})),
+    "increased_findings": Spec(F({"yes", "no"}), F({"list"})),
+    "decreased_findings": Spec(F({"yes", "no"}), F({"list"})),
     "finding_change": Spec(F({"new", "resolved", "increased", "decreased", "unchanged", "persistent"}),
                            F({"from", "to"})),
     "level_change": Spec(F({"increased", "decreased", "same"}), F({"from", "to"})),
@@ -186,7 +188,8 @@ class Strategy:
                 part = AnswerPart(part_type="main", text=lead, tag="no change")
                 self._emit(tpl, {}, "", "nothing", {"n": "0"}, [part], [], None, "negative", conflict_grade,
                            lead_only=True)
-        for qt, kind in (("new_findings", "new"), ("resolved_findings", "resolved")):
+        for qt, kind in (("new_findings", "new"), ("resolved_findings", "resolved"),
+                         ("increased_findings", "increased"), ("decreased_findings", "decreased")):
             tpl = t.get(qt)
             if tpl is None:
                 continue

@@ -70,7 +70,7 @@ class StudyCtx:
 
     __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "sizes", "rboxes", "sentences",
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
-                 "n_boxable_images")
+                 "n_boxable_images", "implied")
 
     def __init__(self, gen: "Generator", sg: SceneGraph, split: str) -> None:
         self.gen = gen
@@ -93,6 +93,7 @@ class StudyCtx:
         self.rng = self.stream("facts")
         self.extract_grade = EXTRACT_ERROR if sg.meta.get("extract_error") else None
         self.facts: dict[str, Fact] = {}
+        self.implied: dict[str, Fact] = {}
         self.by_finding: dict[str, list[Fact]] = {}
         for obs in sg.observations:
             f = build_fact(self, obs)
@@ -149,10 +150,9 @@ class StudyCtx:
         lst = self.by_finding.get(fid)
         if lst:
             return lst[0]
-        key = "~" + fid
-        f = self.facts.get(key)
-        if f is None:
-            f = self.facts[key] = implied_negative(self, fid)
+        f = self.implied.get(fid)
+        if f is None:  # kept apart from ``facts``: those are what the scene graph states
+            f = self.implied[fid] = implied_negative(self, fid)
         return f
 
     def emit(

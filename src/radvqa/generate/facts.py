@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from radvqa.model import AnswerPart, Box, Observation
+from radvqa.model import CERTAINTIES, AnswerPart, Box, Observation
 from radvqa.quality.criteria import IMPLIED_NEGATIVE, obs_grade
 
 if TYPE_CHECKING:
     from radvqa.generate.engine import StudyCtx
 
 _VOWELS = frozenset("aeiou")
+_CERTAINTIES = frozenset(CERTAINTIES)
 
 
 class Fact:
@@ -90,6 +91,9 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.fid = fid
     f.name = name = v.finding_name(fid)
     f.certainty = c = obs.certainty
+    if c not in _CERTAINTIES:
+        raise ValueError(f"{ctx.sg.study_id}: observation {obs.id or obs.finding} has certainty {c!r}; "
+                         f"expected one of {sorted(_CERTAINTIES)}")
     f.present = c == "present"
     f.uncertain = c == "uncertain"
     f.absent = c == "absent"

@@ -133,8 +133,9 @@ def main(argv: list[str] | None = None) -> None:
     from radvqa.ontology import load_ontology
 
     out = build(Path(args.data), load_ontology())
-    header = ("# Corpus priors for negative sampling (share of reports where a finding / region is "
-              "positive).\n# Regenerate: python -m radvqa.generate.priors_build --data ../shared/data\n")
+    header = ("# Corpus priors for negative sampling (share of reports where a finding / region is positive).\n"
+              "# Aggregate counts only (no report text): see radvqa/generate/priors_build.py for the sources.\n"
+              "# Regenerate: python -m radvqa.generate.priors_build --data ../shared/data\n")
     Path(args.out).write_text(header + yaml.safe_dump(out, sort_keys=False, width=100), encoding="utf-8")
     print(f"wrote {args.out}: {len(out['finding_positive_rate'])} findings, "
           f"{len(out['region_positive_rate'])} regions from {out['reports']} reports")

@@ -34,7 +34,7 @@ SPECS: dict[str, Spec] = {
     "B11_is_normal_subcat": Spec(YN, LIST),
     "B12_describe_device": Spec(F({"devices", "none"}), LIST),
     "B13_has_devices": Spec(YN, LIST),
-    "B14_describe_acquisition": Spec(F({"views"}), F({"n", "views", "modality"})),
+    "B14_describe_acquisition": Spec(F({"views", "no_views"}), F({"n", "views", "modality"})),
     "B15_describe_artifacts": Spec(F({"artifacts", "none"}), LIST),
     "B16_has_artifacts": Spec(YN, LIST),
     "C01_describe_region": Spec(DESC, LIST),
@@ -56,6 +56,7 @@ PHRASES: dict[str, frozenset[str]] = {
 }
 
 _NONE: tuple[int, tuple[str, ...]] = (0, ())
+_PUNCT = str.maketrans({c: " " for c in ".,;:!?()[]\"'/"})
 
 
 class Strategy:
@@ -254,7 +255,7 @@ class Strategy:
         else:
             pos, neg = ab_pos, []
         extra = []
-        g = change_text_grade(" " + text.lower() + " ", self._cw())
+        g = change_text_grade(" " + text.lower().translate(_PUNCT) + " ", self._cw())
         if g is not None:
             extra.append(g)
         prov = [f"indication: {text}"] + [f"{e.sentence_id}: {e.text}" for e in ind.evidence if e.sentence_id]
@@ -366,7 +367,7 @@ class Strategy:
         mod = ctx.sg.modality.upper()
         lv = {"n": str(len(ims)), "views": join_list(items) if items else "views not recorded",
               "modality": self.modality_names.get(mod, mod)}
-        lead = ctx.pick(tpl.answers["views"]).format_map(lv)
+        lead = ctx.pick(tpl.answers["views" if items else "no_views"]).format_map(lv)
         parts = [AnswerPart(part_type="main", text=lead, tag="acquisition")]
         parts.extend(f.main for f in tech)
         qs = tpl.questions
@@ -476,14 +477,27 @@ class Strategy:
 
     def findings(self, ctx: StudyCtx, top: list[Fact], ab_pos: list[Fact], ab_neg: list[Fact]) -> None:
         t = self.t
-        mentioned = [f.fid for f in ab_pos] + [f.fid for f in ab_neg]
-        base, sampled = self._finding_set(ctx, mentioned, self.default_findings, self.pool_findings,
-                                          self.k_findings)
-        fids = base + sampled
+        v = self.gen.vocab
         pos_by: dict[str, list[Fact]] = {}
         for f in ab_pos:
             pos_by.setdefault(f.fid, []).append(f)
-        v = self.gen.vocab
+        # a present finding makes its parents present ("consolidation" is a "lung opacity"), and
+        # its children unknowable from silence: never an implied "no" about them
+        via_child: dict[str, list[Fact]] = {}
+        unknowable: set[str] = set()
+        for f in ab_pos:
+            for a in v.fancestors.get(f.fid, ()):
+                if a not in pos_by:
+                    via_child.setdefault(a, []).append(f)
+            unknowable.update(v.fdescendants.get(f.fid, ()))
+        stated = {f.fid for f in ab_neg}
+        mentioned = [*pos_by, *via_child, *(f.fid for f in ab_neg)]
+        base, sampled = self._finding_set(ctx, mentioned, self.default_findings, self.pool_findings,
+                                          self.k_findings)
+        pos_by.update(via_child)
+        fids = [x for x in base + sampled if x in pos_by or x in stated or x not in unknowable]
+        base = [x for x in base if x in fids]
+        sampled = [x for x in sampled if x in fids]
         for qt in ("D01_describe_finding", "D02_has_finding"):
             tpl = t.get(qt)
             if tpl is None:

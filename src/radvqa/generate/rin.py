@@ -78,7 +78,8 @@ class Strategy:
         box_src = path.boxes if path is not None else []
 
         def emit(tpl: Template, slots: dict[str, str], slot_key: str, key: str, lv: dict[str, str],
-                 short: str | None, polarity: str | None, choices: list[str] | None = None) -> None:
+                 short: str | None, polarity: str | None, choices: list[str] | None = None,
+                 tag: str | None = None) -> None:
             qs = tpl.questions
             widx = 0 if len(qs) == 1 else int(rng.random() * len(qs))
             question = qs[widx].format_map(slots)
@@ -86,14 +87,14 @@ class Strategy:
             if "answer_not_in_question" in tpl.constraints and short and len(short) > 1 and \
                     short.lower() in question.lower().replace(slots.get("options", "").lower(), ""):
                 return
-            part = AnswerPart(part_type="main", text=answer, tag=short, findings=findings,
+            part = AnswerPart(part_type="main", text=answer, tag=tag or short, findings=findings,
                               certainty="present" if path else "absent", boxes=box_src)
             ctx.emit(tpl, slot_key, widx, question, answer, [part], g, answer_short=short,
                      polarity=polarity, findings=findings, provenance=prov, choices=choices)
 
         if "abnormality" in t:
             emit(t["abnormality"], base, "", "yes" if path else "no", {"pathology": pname},
-                 "yes" if path else "no", "positive" if path else "negative")
+                 "yes" if path else "no", "positive" if path else "negative", tag=pname or self.no_path)
         # anatomy ---------------------------------------------------------------------------------
         others = [a for a in sorted(v.aname) if a != anat]
         # distractor anatomies: the same modality first (a CT question offering an MR-only
@@ -104,11 +105,11 @@ class Strategy:
         if "anatomy_open" in t:
             emit(t["anatomy_open"], base, "", "answer", {"anatomy": aname}, aname, None)
         if "anatomy_closed_pos" in t:
-            emit(t["anatomy_closed_pos"], {**base, "anatomy": aname}, anat, "yes", {}, "yes", "positive")
+            emit(t["anatomy_closed_pos"], {**base, "anatomy": aname}, anat, "yes", {}, "yes", "positive", tag=aname)
         if "anatomy_closed_neg" in t and pool:
             wrong = pool[int(rng.random() * len(pool))]
             emit(t["anatomy_closed_neg"], {**base, "anatomy": v.anatomy_name(wrong)}, wrong, "no",
-                 {"true_anatomy": aname}, "no", "negative")
+                 {"true_anatomy": aname}, "no", "negative", tag=aname)
         if "anatomy_mc" in t and len(others) >= 3:
             k = min(3, len(same_mod))
             chosen = rng.sample(same_mod, k) + rng.sample(other_mod, 3 - k)
@@ -123,11 +124,13 @@ class Strategy:
             else:
                 emit(t["pathology_open"], slots, "", "none", {"pathology": ""}, self.no_path, "negative")
         if "pathology_closed_pos" in t and path is not None:
-            emit(t["pathology_closed_pos"], {**base, "pathology": pname}, path.fid, "yes", {}, "yes", "positive")
+            emit(t["pathology_closed_pos"], {**base, "pathology": pname}, path.fid, "yes", {}, "yes", "positive",
+                 tag=pname)
         if "pathology_closed_neg" in t and same:
             wrong = same[int(rng.random() * len(same))]
             emit(t["pathology_closed_neg"], {**base, "pathology": v.finding_name(wrong)}, wrong,
-                 "no_other" if path else "no_normal", {"true_pathology": pname}, "no", "negative")
+                 "no_other" if path else "no_normal", {"true_pathology": pname}, "no", "negative",
+                 tag=pname or self.no_path)
         if "pathology_mc" in t:
             need = 2 if path is not None else 3
             if len(same) >= need:
@@ -147,4 +150,4 @@ class Strategy:
         item = self.fam.phrases["option_item"][0]
         text = " ".join(item.format_map({"letter": L, "option": cap(o)}) for L, o in zip(LETTERS, opts))
         emit(tpl, {**slots, "options": text}, "|".join(opts), "answer",
-             {"letter": LETTERS[pos], "option": correct}, LETTERS[pos], None, choices=opts)
+             {"letter": LETTERS[pos], "option": correct}, LETTERS[pos], None, choices=opts, tag=correct)

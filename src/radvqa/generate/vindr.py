@@ -67,11 +67,13 @@ class Strategy:
         cfg = fam.config
         self.modalities = F(m.upper() for m in cfg.get("modalities", ("CR", "DX")))
         self.label_sources = F(cfg.get("label_sources", ()))
+        self.complete_sources = F(cfg.get("complete_label_sources", ()))
         self.scheme_by_source: dict[str, str] = dict(cfg.get("scheme_by_source", {}))
         self.default_scheme = str(cfg.get("default_scheme", "vindr"))
         self.central_findings = F(cfg.get("central_findings", ()))
         self.zone_names: dict[str, str] = dict(cfg.get("zone_names", {}))
         self.area_names: dict[str, str] = dict(cfg.get("area_names", {}))
+        self.count_keep: dict[int, float] = {int(k): float(x) for k, x in (cfg.get("count_keep") or {}).items()}
         self.lung_field_fraction = float(cfg.get("lung_field_fraction", 0.45))
         self.p = gen.options.vindr_positive_share
         self.n_q = gen.options.vindr_questions_per_image
@@ -110,6 +112,7 @@ class Strategy:
         classes = self.classes(self.scheme_by_source.get(sg.source, self.default_scheme))
         pos: dict[str, list[Fact]] = {}
         uncertain: set[str] = set()
+        stated_absent: set[str] = set()
         for f in ctx.facts.values():
             if f.obs.source not in ("label", "box") and not any(b.source != "region" for b in f.obs.boxes):
                 continue  # report-only facts belong to qba
@@ -117,7 +120,16 @@ class Strategy:
                 pos.setdefault(f.fid, []).append(f)
             elif f.uncertain:
                 uncertain.add(f.fid)
-        neg = [c for c in classes if c not in pos and c not in uncertain]
+            elif f.absent:
+                stated_absent.add(f.fid)
+        # a positive class makes its ontology parents present: never ask them as negatives
+        implied_pos = {a for fid in pos for a in self.gen.vocab.fancestors.get(fid, ())}
+        if sg.source in self.complete_sources:
+            # every class of the scheme is labelled on every image: unlabelled = absent
+            neg = [c for c in classes if c not in pos and c not in uncertain and c not in implied_pos]
+        else:
+            # CheXpert-style labels leave classes blank (not mentioned): only stated negatives
+            neg = [c for c in classes if c in stated_absent and c not in pos and c not in implied_pos]
         im = sg.images[0] if sg.images else None
         w = float(im.width) if im and im.width else 0.0
         h = float(im.height) if im and im.height else 0.0
@@ -173,7 +185,9 @@ class Strategy:
             if ty in ("where",):
                 cands[(ty, True)] = [f for f in P if info[f]["locs"]]
             elif ty == "how_many":
-                cands[(ty, True)] = [f for f in P if info[f]["count"] > 0]
+                # count balance: most findings have one box, so "1" answers are thinned out
+                cands[(ty, True)] = [f for f in P if info[f]["count"] > 0
+                                     and rng.random() < self.count_keep.get(info[f]["count"], 1.0)]
             elif ty == "which":
                 cands[(ty, True)] = [f for f in P if info[f]["sides"] and "central" not in info[f]["sides"]
                                      and f not in self.central_findings]

@@ -57,6 +57,11 @@ class Vocab:
         # transitive ancestors, computed once (the ontology forbids cycles; guard anyway)
         self.fancestors = {fid: self._closure(fid, self.fparents) for fid in self.fname}
         self.rancestors = {rid: self._closure(rid, self.rparents) for rid in self.rname}
+        fdesc: dict[str, list[str]] = {}
+        for fid in sorted(self.fancestors):
+            for a in self.fancestors[fid]:
+                fdesc.setdefault(a, []).append(fid)
+        self.fdescendants = {k: tuple(v) for k, v in fdesc.items()}
         mods = getattr(onto, "modifiers", None)
         order = tuple(getattr(mods, "severity_order", ()) or ()) or DEFAULT_SEVERITY_ORDER
         self.severity_rank = {s: i for i, s in enumerate(order)}

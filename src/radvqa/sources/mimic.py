@@ -25,12 +25,15 @@ Rejects: a study whose report file should exist (a reports tree was given) but d
 or is not UTF-8; a label value other than 1/0/-1/blank; a listed image missing under a given image
 root, or unreadable; malformed table rows (reported with file and line).
 
-Memory: the tables are joined by study in a dict of compact tuples (about 250 bytes a study; the
-227,835 studies of the full release take ~60 MB); rows are streamed.
+Memory: the released tables are sorted by subject_id (checked first with a fast byte-level pass);
+then they are merge-joined as they stream, one patient at a time (bounded memory). Tables that are
+not sorted are joined in memory instead (about 1 KB a study; ~0.2 GB for the 227,835 studies).
 """
 
 from __future__ import annotations
 
+import gzip
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -102,139 +105,154 @@ class MimicSource(Source):
         """The studies; ``extra(study) -> Record`` lets Chest ImaGenome add its annotations."""
         tables = find_inputs(inputs, lambda n: n.startswith("mimic-cxr") and (n.endswith(".csv") or n.endswith(".csv.gz")))
         kinds = {k: [t for t in tables if k in t.name.lower()] for k in ("split", "metadata", "chexpert", "negbio")}
-        roots = [p for p in inputs if p.is_dir()]
-        file_roots = [r / "files" if (r / "files").is_dir() else r for r in roots]
-        studies: dict[str, _S] = {}
-        loose: list[Reject] = []
-
-        def get(study: str, subject: str, ref: str) -> _S | None:
-            s = studies.get(study)
-            if s is None:
-                s = studies[study] = _S(subject)
-            elif s.subject != subject:
-                s.error(f"{ref}: subject_id {subject} disagrees with {s.subject}")
-                return None
-            return s
-
-        for t in kinds["split"]:
-            for ref, r in self._rows(t, {"dicom": ("dicom_id",), "study": ("study_id",), "subject": ("subject_id",), "split": ("split",)}, loose):
-                s = get(r["study"], r["subject"], ref)
-                if s is not None:
-                    s.split = r["split"] or None
-                    s.set_image(r["dicom"], None, None, None)
-        for t in kinds["metadata"]:
-            want = {"dicom": ("dicom_id",), "study": ("study_id",), "subject": ("subject_id",), "view": ("ViewPosition",),
-                    "rows": ("Rows",), "cols": ("Columns",), "date": ("StudyDate",), "time": ("StudyTime",)}
-            for ref, r in self._rows(t, want, loose):
-                s = get(r["study"], r["subject"], ref)
-                if s is None:
-                    continue
-                try:
-                    w = int(float(r["cols"])) if r["cols"] else None
-                    h = int(float(r["rows"])) if r["rows"] else None
-                except ValueError:
-                    s.error(f"{ref}: non-numeric Rows/Columns {r['rows']!r}/{r['cols']!r}")
-                    continue
-                s.set_image(r["dicom"], sys.intern(r["view"]) if r["view"] else None, w, h)
-                s.date, s.time = sys.intern(r["date"]), r["time"]
+        specs = [(t, k) for k in ("split", "metadata", "chexpert", "negbio") for t in kinds[k]]
+        file_roots = [r / "files" if (r / "files").is_dir() else r for r in inputs if r.is_dir()]
         self._mapper = LabelMapper(onto, "chexpert14")
         self._label_names: dict[str, list[str]] = {}
-        for kind, reader in _LABEL_READERS:
-            for t in kinds[kind]:
-                self._labels(t, reader, self._mapper, get, loose)
+        self._dirs = DirCache()
+        self._roots = [str(r) for r in file_roots]
+        self._have_reports = any(_has_reports(r) for r in file_roots)
+        if not specs:
+            yield from self._from_reports_tree(file_roots, extra)
+            return
+        readers = [self._events(t, k) for t, k in specs]
+        # The released tables are sorted by subject_id: then a patient's rows are joined as they
+        # stream past (memory: one patient). Otherwise everything is joined in memory first.
+        if all(_sorted_by_subject(t) for t, _k in specs):
+            yield from self._merge_sorted(readers, extra)
+        else:
+            studies: dict[str, _S] = {}
+            pending: list[Record] = []
+            for events in readers:
+                for ev in events:
+                    if isinstance(ev, Reject):
+                        pending.append(ev)
+                    else:
+                        _apply(studies, ev)
+            yield from pending
+            yield from self._emit(studies, extra)
 
-        # reports: by path when tables exist, else by walking the tree
-        dirs = DirCache()
-        roots = [str(r) for r in file_roots]
-        if not studies:
-            for f in walk_files(file_roots):
-                m = _REPORT_RE.match(f.name)
-                if m and f.parent.name.startswith("p"):
-                    s = get(m.group(1), f.parent.name[1:], str(f))
-                    if s is not None:
-                        s.report_path = str(f)
-            if not studies:
-                raise SourceError("mimic-cxr: no tables (mimic-cxr-2.0.0-*.csv[.gz]) and no reports files/pXX/pN/sM.txt found")
-        elif roots:
-            for sid, s in studies.items():
-                for r in roots:
+    def _merge_sorted(self, readers: list[Iterator[Any]], extra: Any) -> Iterator[Record]:
+        heads: list[Any] = []
+        for r in readers:
+            heads.append(_next_event(r))
+        last = -1
+        while True:
+            for i, h in enumerate(heads):
+                while isinstance(h, Reject):
+                    yield h
+                    h = _next_event(readers[i])
+                heads[i] = h
+            live = [int(h[0]) for h in heads if h is not None]
+            if not live:
+                return
+            subject = min(live)
+            if subject < last:
+                raise SourceError("mimic-cxr: a table is not sorted by subject_id after all")
+            last = subject
+            studies: dict[str, _S] = {}
+            for i, r in enumerate(readers):
+                h = heads[i]
+                while h is not None and (isinstance(h, Reject) or int(h[0]) == subject):
+                    if isinstance(h, Reject):
+                        yield h
+                    else:
+                        _apply(studies, h)
+                    h = _next_event(r)
+                heads[i] = h
+            yield from self._emit(studies, extra)
+
+    def _emit(self, studies: dict[str, _S], extra: Any) -> Iterator[Record]:
+        for sid, s in studies.items():
+            if s.report_path is None and self._roots:
+                for r in self._roots:
                     f = f"{r}/p{s.subject[:2]}/p{s.subject}/s{sid}.txt"
-                    if dirs.exists(f):
+                    if self._dirs.exists(f):
                         s.report_path = f
                         break
-        self._dirs, self._roots = dirs, roots
-
-        yield from loose
-        have_reports = any(s.report_path for s in studies.values())
         order = sorted(studies, key=lambda k: (studies[k].subject, studies[k].date or "~", studies[k].time or "", k))
         for sid in order:
-            s = studies.pop(sid)
-            rec = self._study(sid, s, have_reports, file_roots)
+            rec = self._study(sid, studies.pop(sid), self._have_reports, [])
             if extra is not None and isinstance(rec, Study):
                 rec = extra(rec)
             yield rec
 
-    # ------------------------------------------------------------------------------------------
-    def _rows(self, t: Path, want: dict[str, tuple[str, ...]], loose: list[Reject]) -> Iterator[tuple[str, dict[str, str]]]:
-        rows = read_csv_rows(t)
-        first = next(rows, None)
-        if first is None or first[1] is None:
-            raise SourceError(f"mimic-cxr: {t}: empty or unreadable header")
-        c = header_index(first[1], want, str(t))
-        n = max(c.values()) + 1
-        for lineno, row, err in rows:
-            ref = f"{t}:{lineno}"
-            if row is None:
-                loose.append(self.reject(ref, err or "unreadable line"))
-                continue
-            if not any(x.strip() for x in row):
-                continue
-            if len(row) < n:
-                loose.append(self.reject(ref, f"too few columns ({len(row)} < {n})"))
-                continue
-            r = {k: row[i].strip() for k, i in c.items()}
-            if "study" in r and not r["study"].isdigit() or "subject" in r and not r["subject"].isdigit():
-                loose.append(self.reject(ref, f"non-numeric study_id/subject_id {r.get('study')!r}/{r.get('subject')!r}"))
-                continue
-            yield ref, r
+    def _from_reports_tree(self, file_roots: list[Path], extra: Any) -> Iterator[Record]:
+        studies: dict[str, _S] = {}
+        for f in walk_files(file_roots):
+            m = _REPORT_RE.match(f.name)
+            if m and f.parent.name.startswith("p"):
+                _apply(studies, (f.parent.name[1:], m.group(1), str(f), "report", str(f)))
+        if not studies:
+            raise SourceError("mimic-cxr: no tables (mimic-cxr-2.0.0-*.csv[.gz]) and no reports files/pXX/pN/sM.txt found")
+        yield from self._emit(studies, extra)
 
-    def _labels(self, t: Path, reader: str, mapper: LabelMapper, get: Any, loose: list[Reject]) -> None:
+    # ------------------------------------------------------------------------------------------
+    def _events(self, t: Path, kind: str) -> Iterator[Any]:
+        """One table as events ``(subject, study, ref, kind, data)``, or Rejects for bad lines."""
         rows = read_csv_rows(t)
         first = next(rows, None)
         if first is None or first[1] is None:
             raise SourceError(f"mimic-cxr: {t}: empty or unreadable header")
         header = first[1]
-        c = header_index(header, {"study": ("study_id",), "subject": ("subject_id",)}, str(t))
-        label_cols = [(i, h.strip()) for i, h in enumerate(header) if i not in c.values()]
-        for _i, name in label_cols:
-            try:
-                mapper(name)
-            except UnknownLabel as e:
-                raise SourceError(f"mimic-cxr: {t}: {e} (column header)") from None
+        want: dict[str, tuple[str, ...]] = {"study": ("study_id",), "subject": ("subject_id",)}
+        if kind in ("split", "metadata"):
+            want["dicom"] = ("dicom_id",)
+        if kind == "split":
+            want["split"] = ("split",)
+        if kind == "metadata":
+            want |= {"view": ("ViewPosition",), "rows": ("Rows",), "cols": ("Columns",), "date": ("StudyDate",),
+                     "time": ("StudyTime",)}
+        c = header_index(header, want, str(t))
+        label_cols: list[tuple[int, str]] = []
+        if kind in ("chexpert", "negbio"):
+            label_cols = [(i, h.strip()) for i, h in enumerate(header) if i not in c.values()]
+            for _i, name in label_cols:
+                try:
+                    self._mapper(name)
+                except UnknownLabel as e:
+                    raise SourceError(f"mimic-cxr: {t}: {e} (column header)") from None
+            self._label_names[kind] = [name for _i, name in label_cols]
+        n = max(c.values()) + 1
         for lineno, row, err in rows:
             ref = f"{t}:{lineno}"
             if row is None:
-                loose.append(self.reject(ref, err or "unreadable line"))
+                yield self.reject(ref, err or "unreadable line")
                 continue
             if not any(x.strip() for x in row):
                 continue
-            if len(row) != len(header):
-                loose.append(self.reject(ref, f"{len(row)} cells, header has {len(header)}"))
+            if len(row) < n or (label_cols and len(row) != len(header)):
+                yield self.reject(ref, f"{len(row)} cells, header has {len(header)}")
                 continue
-            s = get(row[c["study"]].strip(), row[c["subject"]].strip(), ref)
-            if s is None:
+            study, subject = row[c["study"]].strip(), row[c["subject"]].strip()
+            if not study.isdigit() or not subject.isdigit():
+                yield self.reject(ref, f"non-numeric study_id/subject_id {study!r}/{subject!r}")
                 continue
-            codes = bytearray()
-            for i, name in label_cols:
+            if kind == "split":
+                yield (subject, study, ref, "split", (row[c["dicom"]].strip(), row[c["split"]].strip() or None))
+            elif kind == "metadata":
+                rs, cs = row[c["rows"]].strip(), row[c["cols"]].strip()
                 try:
-                    v = parse_label_value(row[i])
-                except ValueError as e:
-                    s.error(f"{ref}: {name}: {e}")
-                    break
-                codes.append(3 if v is None else v + 1)
+                    w = int(float(cs)) if cs else None
+                    h = int(float(rs)) if rs else None
+                except ValueError:
+                    yield (subject, study, ref, "error", f"{ref}: non-numeric Rows/Columns {rs!r}/{cs!r}")
+                    continue
+                view = row[c["view"]].strip()
+                yield (subject, study, ref, "metadata",
+                       (row[c["dicom"]].strip(), sys.intern(view) if view else None, w, h,
+                        sys.intern(row[c["date"]].strip()), row[c["time"]].strip()))
             else:
-                s.labels.append((reader, bytes(codes)))
-        self._label_names[reader] = [name for _i, name in label_cols]
+                codes = bytearray()
+                for i, name in label_cols:
+                    try:
+                        v = parse_label_value(row[i])
+                    except ValueError as e:
+                        yield (subject, study, ref, "error", f"{ref}: {name}: {e}")
+                        break
+                    codes.append(3 if v is None else v + 1)
+                else:
+                    yield (subject, study, ref, "labels", (kind, bytes(codes)))
 
     def _study(self, sid: str, s: _S, have_reports: bool, file_roots: list[Path]) -> Record:
         ref = f"study_id {sid}"
@@ -285,6 +303,70 @@ class MimicSource(Source):
             study_time=_iso(s.date, s.time),
             meta={"report_file": f"files/p{s.subject[:2]}/p{s.subject}/s{sid}.txt"} if text else {},
         )
+
+
+def _apply(studies: dict[str, _S], ev: tuple[str, str, str, str, Any]) -> None:
+    subject, study, ref, kind, data = ev
+    s = studies.get(study)
+    if s is None:
+        s = studies[study] = _S(subject)
+    elif s.subject != subject:
+        s.error(f"{ref}: subject_id {subject} disagrees with {s.subject}")
+        return
+    if kind == "split":
+        s.split = data[1]
+        s.set_image(data[0], None, None, None)
+    elif kind == "metadata":
+        s.set_image(data[0], data[1], data[2], data[3])
+        s.date, s.time = data[4], data[5]
+    elif kind == "labels":
+        s.labels.append(data)
+    elif kind == "report":
+        s.report_path = data
+    else:
+        s.error(data)
+
+
+def _next_event(it: Iterator[Any]) -> Any:
+    return next(it, None)
+
+
+def _sorted_by_subject(t: Path) -> bool:
+    """Whether a table's subject_id column never decreases (a fast byte-level pass: the id columns
+    come first and are never quoted)."""
+    opener = gzip.open if t.suffix == ".gz" else open
+    with opener(t, "rb") as f:
+        header = f.readline().rstrip(b"\r\n").split(b",")
+        try:
+            col = [h.strip().lower() for h in header].index(b"subject_id")
+        except ValueError:
+            return False
+        last = -1
+        for line in f:
+            cells = line.split(b",", col + 1)
+            if len(cells) <= col:
+                continue
+            try:
+                v = int(cells[col])
+            except ValueError:
+                continue  # a malformed id: the row becomes a Reject later, order is unaffected
+            if v < last:
+                return False
+            last = v
+    return True
+
+
+def _has_reports(root: Path) -> bool:
+    """Whether a files/ root holds report .txt files (probe: the first pXX/pN folder)."""
+    try:
+        for group in sorted(os.scandir(root), key=lambda e: e.name):
+            if group.is_dir() and re.fullmatch(r"p\d\d", group.name):
+                for patient in sorted(os.scandir(group.path), key=lambda e: e.name):
+                    if patient.is_dir():
+                        return any(e.name.endswith(".txt") for e in os.scandir(patient.path))
+    except OSError:
+        return False
+    return False
 
 
 def _view(v: str | None) -> str | None:

@@ -19,12 +19,14 @@ is kept in ``meta["unmapped_labels"]`` (a warning the manifest can count) instea
 study; ``normal`` maps to no finding. Localizations and the per-sentence label/localization pairs
 are kept in ``meta`` as shipped.
 
-Rows are grouped by StudyID in memory (compact tuples; the 160,868 rows take ~40 MB).
+Rows are grouped by StudyID in memory (images of a study are not adjacent in the table): the long
+study-level cells once per study, short interned cells per image (roughly 1 KB a study).
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,10 @@ _COLS = {
 }
 
 
+_STUDY_KEYS = ("date", "patient", "sex", "birth", "photometric", "report", "labels", "locs", "by_sentence")
+_IMAGE_KEYS = ("image", "dir", "view", "modality", "rows", "cols", "patient")
+
+
 class PadChestSource(Source):
     name = "padchest"
     description = "PadChest: PADCHEST_chest_x_ray_images_labels_160K*.csv(.gz) (+ image folders)"
@@ -74,8 +80,11 @@ class PadChestSource(Source):
         image_dirs = [p for p in inputs if p.is_dir()]
         images = index_images(image_dirs, (".png",)) if image_dirs else None
         mapper = LabelMapper(onto, "padchest")
-        groups: dict[str, list[tuple[str, dict[str, str]]]] = {}
-        for t in tables:
+        # StudyID -> (study-level fields of its first row, per-image tuples). Images of a study are
+        # not adjacent in the table, so rows are grouped in memory, kept small: the long study-level
+        # cells (report, labels) once per study, per image only short (interned) cells.
+        groups: dict[str, tuple[dict[str, str], list[tuple[Any, ...]]]] = {}
+        for ti, t in enumerate(tables):
             rows = read_csv_rows(t)
             first = next(rows, None)
             if first is None or first[1] is None:
@@ -92,23 +101,34 @@ class PadChestSource(Source):
                 if len(row) != len(header):
                     yield self.reject(ref, f"{len(row)} cells, header has {len(header)}")
                     continue
-                r = {k: row[i].strip() for k, i in c.items()}
-                if not r["study"]:
+                sid = row[c["study"]].strip()
+                if not sid:
                     yield self.reject(ref, "empty StudyID")
                     continue
-                groups.setdefault(r["study"], []).append((ref, r))
+                g = groups.get(sid)
+                if g is None:
+                    g = groups[sid] = ({k: row[c[k]].strip() for k in _STUDY_KEYS}, [])
+                g[1].append((ti, lineno) + tuple(sys.intern(row[c[k]].strip()) for k in _IMAGE_KEYS))
+        self._tables = tables
         for sid in list(groups):
-            yield self._study(sid, groups.pop(sid), mapper, images)
+            yield self._study(sid, *groups.pop(sid), mapper, images)
 
     def _study(
-        self, sid: str, rows: list[tuple[str, dict[str, str]]], mapper: LabelMapper, images: dict[str, Path] | None
+        self,
+        sid: str,
+        r0: dict[str, str],
+        rows: list[tuple[Any, ...]],
+        mapper: LabelMapper,
+        images: dict[str, Path] | None,
     ) -> Record:
-        ref, r0 = rows[0]
-        if len({r["patient"] for _, r in rows}) > 1:
+        refs = [f"{self._tables[r[0]]}:{r[1]}" for r in rows]
+        ref = refs[0]
+        per = [dict(zip(_IMAGE_KEYS, r[2:])) for r in rows]
+        if len({r["patient"] for r in per}) > 1:
             return self.reject(ref, f"study {sid}: rows disagree on PatientID")
         seen: set[str] = set()
         imgs: list[Image] = []
-        for rref, r in rows:
+        for rref, r in zip(refs, per):
             iid = r["image"]
             if iid in seen:
                 return self.reject(rref, f"study {sid}: duplicate ImageID {iid}")

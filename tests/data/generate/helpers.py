@@ -59,7 +59,8 @@ def cxr_report_sg(study_id: str = "openi:CXR1", patient: str = "openi:p1", time:
               Box(image_id=i1, x1=700, y1=700, x2=900, y2=880, source="region", label="left_costophrenic_angle"),
               Box(image_id=i1, x1=100, y1=700, x2=300, y2=880, source="region", label="right_costophrenic_angle"),
               Box(image_id=i1, x1=380, y1=450, x2=760, y2=820, source="region", label="cardiac_silhouette"),
-              Box(image_id=i1, x1=450, y1=50, x2=560, y2=400, source="region", label="trachea")]
+              Box(image_id=i1, x1=450, y1=50, x2=560, y2=400, source="region", label="trachea"),
+              Box(image_id=i1, x1=80, y1=80, x2=920, y2=900, source="region", label="pleura")]
     lcpa = [b for b in rb if b.label == "left_costophrenic_angle"]
     lll = [b for b in rb if b.label == "left_lower_lobe"]
     obs = [
