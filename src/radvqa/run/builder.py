@@ -280,6 +280,7 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
             clear_shard(out, k)
             todo.append({"out": str(out), "spill": str(spill), "shard": k, "n_shards": n_shards,
                          "options": opts.worker_options()})
+    resumed = len(finished)
     if finished:
         progress.message(f"resume: {len(finished)} of {n_shards} shards already complete")
     progress.phase("building shards", read["studies"])
@@ -315,12 +316,12 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
         "radvqa_version": __version__,
         "schema_version": SCHEMA_VERSION,
         "source": opts.source,
-        "inputs": [str(p) for p in opts.inputs],
+        "inputs": [str(p) for p in opts.inputs] or _default_inputs(opts.source),
         "seed": opts.seed,
         "options": {
             "strategies": list(opts.strategies), "limit": opts.limit, "studies": opts.studies,
             "extractor": opts.extractor, "workers": opts.workers, "executor": opts.executor,
-            "shard_studies": opts.shard_studies, "resumed": bool(opts.resume and finished),
+            "shard_studies": opts.shard_studies, "resumed_shards": resumed,
         },
         "counts": counts,
         "shards": {"count": n_shards, "qa": [f"qa/part-{k:05d}.parquet" for k in range(n_shards)],
@@ -342,6 +343,14 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     if not opts.keep_spill and spill.exists():
         shutil.rmtree(spill, ignore_errors=True)
     return manifest
+
+
+def _default_inputs(source: str) -> list[str]:
+    if source != "sample":
+        return []
+    from radvqa.sources import sample_inputs
+
+    return [str(p) for p in sample_inputs()]
 
 
 def _merge_rejects(out: Path, n_shards: int) -> None:
