@@ -78,3 +78,8 @@ def test_deterministic_and_cache_independent(ex):
     first = to_json(ex.extract(text, "a"))
     fresh = get_extractor("rules", ontology=load_ontology(), cache_size=1)
     assert to_json(fresh.extract(text, "a")) == first == to_json(ex.extract(text, "a"))
+
+
+def test_indication_keeps_the_question_not_the_history(ex):
+    e = ex.extract("INDICATION:  ___F with history of CHF, now with dyspnea  // ?pna\nFINDINGS: No pneumonia.", "s")
+    assert e.indication is not None and e.indication.evaluate == ["pneumonia"]

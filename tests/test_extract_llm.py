@@ -137,3 +137,29 @@ def test_many_reports_in_order_with_concurrency(onto):
         out = list(ex.extract_many(texts, batch_size=5))
     assert len(out) == 12 and len(srv.requests) == 12
     assert [o.report.text for o in out] == [t for _, t in texts]
+
+
+def test_extract_cli_with_llm_backend(tmp_path):
+    import csv
+
+    from typer.testing import CliRunner
+
+    from radvqa.cli import app
+    from radvqa.model import SceneGraph, from_json
+
+    src = tmp_path / "r.csv"
+    with src.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "text"])
+        w.writerow(["a", REPORT])
+        w.writerow(["b", ""])
+    out = tmp_path / "o.jsonl"
+    with _Server([(200, GOOD)]) as srv:
+        res = CliRunner().invoke(app, ["extract", str(src), "--out", str(out), "--extractor", "llm", "--llm-url", srv.url,
+                                       "--llm-model", "m", "--cache-dir", str(tmp_path / "cache")])
+    assert res.exit_code == 0, res.output
+    graphs = [from_json(x, SceneGraph) for x in out.read_bytes().splitlines()]
+    assert [g.study_id for g in graphs] == ["a"] and graphs[0].extractor == "llm:m:1"
+    assert "empty" in (tmp_path / "o.jsonl.rejected.jsonl").read_text()
+    res = CliRunner().invoke(app, ["extract", str(src), "--out", str(out), "--extractor", "llm"])
+    assert res.exit_code != 0 and "--llm-url" in res.output

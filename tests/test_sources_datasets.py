@@ -25,12 +25,10 @@ from stub_ontology import StubOntology  # noqa: E402
 
 @pytest.fixture(scope="module")
 def onto():
-    try:
-        from radvqa.ontology import load_ontology
+    # the real ontology, always: a stand-in hid label-name mismatches between adapters and schemes
+    from radvqa.ontology import load_ontology
 
-        return load_ontology()
-    except Exception:
-        return StubOntology()
+    return load_ontology()
 
 
 def split(recs):
@@ -75,10 +73,16 @@ def test_vindr_physionet_boxes_readers_majority(onto, tmp_path):
     assert (s1.images[0].width, s1.images[0].height) == (30, 40) and s1.split == "train"
     assert sorted((b.reader, b.x1) for b in s1.boxes) == [("R8", 5.0), ("R8", 10.0), ("R9", 11.0)]
     assert s1.meta["readers"] == "R10,R8,R9"
-    # labels: per reader, full list, drawn = 1
+    # labels: per reader; drawn = 1, the other 20 local (boxable) labels 0; global labels
+    # (Pneumonia, COPD, ...) are never drawn, so a box table says nothing about them
     r8 = {lab.name: lab.value for lab in s1.labels if lab.reader == "R8"}
     assert r8["Nodule/Mass"] == 1 and r8["Aortic enlargement"] == 1 and r8["Pneumothorax"] == 0
-    assert len(r8) == 27
+    assert len(r8) == 22 and set(r8) == set(onto.schemes["vindr"].groups["local"])
+    assert "Pneumonia" not in r8 and "COPD" not in r8
+    # R10 said "No finding": every one of the 27 labels is 0 for that reader
+    r10 = {lab.name: lab.value for lab in s1.labels if lab.reader == "R10"}
+    assert len(r10) == 27 and set(r10.values()) == {0} and r10["Pneumonia"] == 0
+    assert {lab.name: lab.findings for lab in s1.labels if lab.reader == "R8" and lab.value}["Nodule/Mass"] == ["nodule_or_mass"]
     sg, lrej = build_scene_graph(s1, None, ontology=onto)
     assert lrej == []
     nod = onto.map_label("vindr", "Nodule/Mass")[0]
@@ -122,6 +126,41 @@ def test_vindr_image_labels_and_kaggle(onto, tmp_path):
     assert not rejects and [s.id for s in studies] == ["vindr-cxr:k1", "vindr-cxr:k2"]
     assert studies[0].boxes[0].as_list() == [691, 1375, 1653, 1831] and studies[0].images[0].width is None
     assert {lab.value for lab in studies[1].labels} == {0}
+    # Kaggle's 14 classes only, for drawing and "No finding" readers alike
+    kaggle14 = set(onto.schemes["vindr"].groups["kaggle14"])
+    assert len(kaggle14) == 14 and {lab.name for lab in studies[1].labels} == kaggle14
+    r11 = {lab.name: lab.value for lab in studies[0].labels if lab.reader == "R11"}
+    assert set(r11) == kaggle14 and r11["Cardiomegaly"] == 1 and sum(r11.values()) == 1
+
+
+# image_labels_test.csv as PhysioNet ships it: no rad_ID (the 5-reader consensus) and the global
+# label spelled "Other disease" (train writes "Other diseases")
+VINDR_TEST_LABELS = (
+    "image_id,Aortic enlargement,Atelectasis,Calcification,Cardiomegaly,Clavicle fracture,Consolidation,Edema,"
+    "Emphysema,Enlarged PA,ILD,Infiltration,Lung Opacity,Lung cavity,Lung cyst,Mediastinal shift,Nodule/Mass,"
+    "Pleural effusion,Pleural thickening,Pneumothorax,Pulmonary fibrosis,Rib fracture,Other lesion,COPD,Lung tumor,"
+    "Pneumonia,Tuberculosis,Other disease,No finding\n"
+)
+
+
+def test_vindr_test_labels_other_disease_spelling(onto, tmp_path):
+    n = VINDR_TEST_LABELS.count(",")
+    other = VINDR_TEST_LABELS.strip().split(",").index("Other disease")
+    row_t1 = ["t1"] + ["1" if i in (4, other) else "0" for i in range(1, n + 1)]  # Cardiomegaly, Other disease
+    row_t2 = ["t2"] + ["0"] * (n - 1) + ["1"]  # No finding
+    write(tmp_path / "annotations" / "image_labels_test.csv", VINDR_TEST_LABELS + ",".join(row_t1) + "\n" + ",".join(row_t2) + "\n")
+    studies, rejects = split(get_source("vindr-cxr").iter_records([tmp_path / "annotations"], ontology=onto))
+    assert rejects == [] and [s.id for s in studies] == ["vindr-cxr:t1", "vindr-cxr:t2"]
+    t1, t2 = studies
+    assert t1.split == "test" and t1.meta["readers"] == "consensus"
+    pos = {lab.name: lab.findings for lab in t1.labels if lab.value == 1}
+    assert pos == {"Cardiomegaly": ["cardiomegaly"], "Other disease": ["other_disease"]}
+    assert all(lab.reader is None for lab in t1.labels) and len(t1.labels) == 28
+    sg, _ = build_scene_graph(t1, None, ontology=onto)
+    obs = {o.finding: o.certainty for o in sg.observations}
+    assert obs["other_disease"] == "present" and obs["cardiomegaly"] == "present" and obs["pneumothorax"] == "absent"
+    sg2, _ = build_scene_graph(t2, None, ontology=onto)
+    assert sg2.meta["no_finding_label"] == "vindr" and all(o.certainty == "absent" for o in sg2.observations)
 
 
 def test_vindr_missing_image_rejected(onto, tmp_path):
@@ -294,6 +333,32 @@ def onto_region(onto, name: str) -> str:
     return rid
 
 
+def test_imagenome_attributes_map_through_the_imagenome_scheme(onto, tmp_path):
+    g = _graph("d1", "50414267", "10000032")
+    g["attributes"] = [
+        {"bbox_name": "cardiac silhouette", "cardiac silhouette": True,
+         "attributes": [["anatomicalfinding|yes|enlarged cardiac silhouette", "device|yes|cardiac pacer and wires"]]},
+        {"bbox_name": "left lung", "left lung": True,
+         "attributes": [["anatomicalfinding|yes|linear/patchy atelectasis", "anatomicalfinding|no|mass/nodule (not otherwise specified)",
+                         "disease|yes|copd/emphysema", "anatomicalfinding|yes|abnormal"]]},
+        {"bbox_name": "svc", "svc": True, "attributes": [["tubesandlines|yes|ij line"]]},
+    ]
+    write(tmp_path / "sg" / "d1_SceneGraph.json", json.dumps(g))
+    (s,) = split(get_source("chest-imagenome").iter_records([tmp_path / "sg"], ontology=onto))[0]
+    got = {(lab.name, lab.value): (lab.findings, lab.regions) for lab in s.labels}
+    assert got == {
+        ("enlarged cardiac silhouette", 1): (["cardiomegaly"], ["cardiac_silhouette"]),
+        ("cardiac pacer and wires", 1): (["pacemaker"], ["cardiac_silhouette"]),
+        ("linear/patchy atelectasis", 1): (["linear_atelectasis"], ["left_lung"]),
+        ("mass/nodule (not otherwise specified)", 0): (["nodule_or_mass"], ["left_lung"]),
+        ("copd/emphysema", 1): (["copd"], ["left_lung"]),
+        ("ij line", 1): (["jugular_line"], ["svc"]),
+    }
+    # every name is the imagenome scheme's own mapping
+    assert all(lab.findings == onto.map_label("imagenome", lab.name) for lab in s.labels)
+    assert "attribute 'abnormal' names no finding x1" in s.meta["imagenome_ignored"]
+
+
 def test_imagenome_standalone(onto, tmp_path):
     write(tmp_path / "sg" / "d1_SceneGraph.json", json.dumps(_graph("d1", "50414267", "10000032")))
     write(tmp_path / "sg" / "d9_SceneGraph.json", json.dumps({"image_id": "d9"}))
@@ -371,8 +436,7 @@ def _pad_row(image, study, patient, labels, locs="[]", rows="2800", cols="2500",
     )
 
 
-def test_padchest_studies_labels_spanish_kept(tmp_path):
-    stub = StubOntology({"padchest": {"pleural effusion": ["pleural_effusion"], "normal": [], "cardiomegaly": ["cardiomegaly"]}})
+def test_padchest_studies_labels_spanish_kept(onto, tmp_path):
     rows = [
         _pad_row("a1.png", "S1", "P1", "['pleural effusion', 'chronic changes']", "['loc left']"),
         _pad_row("a2.png", "S1", "P1", "['pleural effusion', 'chronic changes']", "['loc left']", proj="L"),
@@ -381,58 +445,151 @@ def test_padchest_studies_labels_spanish_kept(tmp_path):
         _pad_row("d1.png", "S4", "P4", "['normal']", rows="abc"),
     ]
     t = write(tmp_path / "PADCHEST_chest_x_ray_images_labels_160K_01.02.19.csv", PADCHEST_COLS + "\n" + "\n".join(rows) + "\n")
-    recs = list(get_source("padchest").iter_records([t], ontology=stub))
+    recs = list(get_source("padchest").iter_records([t], ontology=onto))
     studies, rejects = split(recs)
     assert len(recs) == 4
     s1 = studies[0]
     assert s1.id == "padchest:S1" and [im.id for im in s1.images] == ["a1.png", "a2.png"]
     assert [im.view for im in s1.images] == ["PA", "LATERAL"] and s1.images[0].width == 2500
     assert s1.report_text is None and s1.meta["report_es"] == "derrame pleural izquierd ."
-    assert [(lab.name, lab.findings) for lab in s1.labels] == [("pleural effusion", ["pleural_effusion"])]
-    assert s1.meta["unmapped_labels"] == "chronic changes" and s1.meta["localizations"] == "loc left"
+    assert [(lab.name, lab.findings) for lab in s1.labels] == [
+        ("pleural effusion", ["pleural_effusion"]), ("chronic changes", ["degenerative_changes"])]
+    assert "unmapped_labels" not in s1.meta and s1.meta["localizations"] == "loc left"
     assert s1.study_time == "2009-01-02" and s1.patient_id == "padchest:P1"
     assert "MONOCHROME1" in studies[1].meta["photometric_note"]
     reasons = " | ".join(r.reason for r in rejects)
     assert "malformed list cell" in reasons and "non-numeric Rows_DICOM" in reasons
 
 
-def test_padchest_missing_and_corrupt_images(tmp_path):
-    stub = StubOntology({"padchest": {"normal": []}})
+def test_padchest_fixture_labels_map_to_ontology(onto):
+    # tests/data/sources/padchest: the distributed CSV layout (unnamed index column first), the
+    # dataset folder given as is, with no PNG downloaded: label-only studies, nothing rejected
+    studies, rejects = split(get_source("padchest").iter_records([DATA / "padchest"], ontology=onto))
+    assert rejects == [] and [s.id for s in studies] == [f"padchest:S{i}" for i in range(1, 6)]
+    by = {s.id: s for s in studies}
+    got = {sid: [(lab.name, lab.value, lab.findings) for lab in s.labels] for sid, s in by.items()}
+    assert got["padchest:S1"] == [("pleural effusion", 1, ["pleural_effusion"]), ("cardiomegaly", 1, ["cardiomegaly"])]
+    # "normal": a Label with no finding (is_normal_label), which localize records as no finding
+    assert got["padchest:S2"] == [("normal", 1, [])] and onto.is_normal_label("padchest", "normal")
+    # dataset spellings: upper-case "COPD signs"/"NSG tube", a leading blank, "Kerley lines" vs "kerley lines"
+    assert got["padchest:S3"] == [("COPD signs", 1, ["copd"]), ("NSG tube", 1, ["enteric_tube"]),
+                                  ("Kerley lines", 1, ["interstitial_edema"])]
+    # the scheme's ignored tags name no finding and are not "normal": meta only, never a Label
+    assert got["padchest:S4"] == [("aortic elongation", 1, ["aortic_enlargement"])]
+    assert by["padchest:S4"].meta["ignored_labels"] == "unchanged; exclude"
+    # a label the scheme lacks: kept in meta, the study's mapped labels are still used
+    assert got["padchest:S5"] == [("scoliosis", 1, ["scoliosis"])]
+    assert by["padchest:S5"].meta["unmapped_labels"] == "uncatalogued sign"
+    assert all(im.path is None and im.width == 2500 for s in studies for im in s.images)
+    sg, _ = build_scene_graph(by["padchest:S2"], None, ontology=onto)
+    assert sg.observations == [] and sg.meta["no_finding_label"] == "padchest"
+    sg, _ = build_scene_graph(by["padchest:S4"], None, ontology=onto)
+    assert [(o.finding, o.certainty) for o in sg.observations] == [("aortic_enlargement", "present")]
+    assert "no_finding_label" not in sg.meta  # "unchanged" must not read as a normal study
+
+
+def test_padchest_missing_and_corrupt_images(onto, tmp_path):
     t = write(tmp_path / "padchest.csv", PADCHEST_COLS + "\n" + "\n".join(
         [_pad_row("x1.png", "S1", "P1", "['normal']"), _pad_row("x2.png", "S2", "P2", "['normal']"),
          _pad_row("x3.png", "S3", "P3", "['normal']")]) + "\n")
     img = tmp_path / "images" / "0"
     PILImage.new("I;16", (50, 60)).save(write(img / "x1.png", b""))
     write(img / "x2.png", b"garbage")
-    studies, rejects = split(get_source("padchest").iter_records([t, tmp_path / "images"], ontology=stub))
+    studies, rejects = split(get_source("padchest").iter_records([t, tmp_path / "images"], ontology=onto))
     assert [s.images[0].width for s in studies] == [50]
     assert sorted(r.reason.split(": ")[1][:10] for r in rejects) == ["image 0/x3", "unreadable"]
+    # an image folder given next to the table that holds no PNG still makes images required
+    (tmp_path / "empty").mkdir()
+    studies, rejects = split(get_source("padchest").iter_records([t, tmp_path / "empty"], ontology=onto))
+    assert studies == [] and len(rejects) == 3 and all("not found" in r.reason for r in rejects)
 
 
 # ------------------------------------------------------------------------- RadImageNet
 
+RIN = DATA / "radimagenet"
 
-def test_radimagenet_tree_and_csv(tmp_path):
-    stub = StubOntology({"radimagenet": {"normal": [], "knee/acl_pathology": ["acl_tear"], "bowel_abnormality": ["bowel_abnormality"]}})
-    root = tmp_path / "radiology_ai"
-    PILImage.new("L", (256, 256)).save(write(root / "MR/knee/acl_pathology/knee000001.png", b""))
-    PILImage.new("L", (512, 512)).save(write(root / "CT/abd/bowel_abnormality/abd000002.png", b""))
-    PILImage.new("L", (64, 64)).save(write(root / "US/thyroid/normal/thy001.png", b""))
-    PILImage.new("L", (64, 64)).save(write(root / "CT/lung/dragon_pathology/lung001.png", b""))
-    write(root / "CT/lung/normal/broken.png", b"xx")
-    studies, rejects = split(get_source("radimagenet").iter_records([root], ontology=stub))
+
+def test_radimagenet_fixture_anatomy_and_pathology(onto):
+    # tests/data/sources/radimagenet/radiology_ai: the release's folder spellings ("af", "abd",
+    # "achilles_pathology_", "Plantar_plate_tear", "foraminal_pathlogy")
+    studies, rejects = split(get_source("radimagenet").iter_records([RIN / "radiology_ai"], ontology=onto))
+    assert rejects == [] and len(studies) == 10
+    got = {s.id.split(":", 1)[1].rsplit("/", 1)[0]: (s.images[0].modality, s.anatomy, s.labels[0].findings) for s in studies}
+    assert got == {
+        "MR/af/achilles_pathology_": ("MR", "ankle_foot", ["achilles_pathology"]),
+        "MR/af/Plantar_plate_tear": ("MR", "ankle_foot", ["plantar_plate_tear"]),
+        "MR/knee/acl_pathology": ("MR", "knee", ["acl_pathology"]),
+        "MR/knee/normal": ("MR", "knee", []),
+        "MR/brain/acute_infarct": ("MR", "brain", ["acute_infarct"]),
+        "MR/spine/foraminal_pathlogy": ("MR", "spine", ["foraminal_pathology"]),
+        "CT/abd/bowel_abnormality": ("CT", "abdomen_pelvis", ["bowel_abnormality"]),
+        "CT/lung/nodule": ("CT", "lung", ["nodule"]),
+        "CT/lung/normal": ("CT", "lung", []),
+        "US/thyroid/normal": ("US", "thyroid", []),
+    }
     by = {s.id: s for s in studies}
-    knee = by["radimagenet:MR/knee/acl_pathology/knee000001"]
-    assert knee.images[0].modality == "MR" and knee.anatomy == "knee" and knee.labels[0].findings == ["acl_tear"]
-    assert knee.images[0].width == 256
-    assert by["radimagenet:US/thyroid/normal/thy001"].labels[0].findings == []
-    assert by["radimagenet:CT/abd/bowel_abnormality/abd000002"].labels[0].name == "bowel_abnormality"
+    af = by["radimagenet:MR/af/achilles_pathology_/af000101"]
+    lab = af.labels[0]
+    assert (lab.scheme, lab.name, lab.value, lab.image_id) == ("radimagenet", "af/achilles_pathology_", 1, af.images[0].id)
+    assert af.meta["label"] == "ankle_foot/achilles_pathology" and af.images[0].width == 32
+    for s in studies:  # every anatomy is an ontology anatomy, every pathology one of that anatomy
+        assert s.anatomy in onto.anatomies and s.images[0].modality in onto.anatomies[s.anatomy].modalities
+        for fid in s.labels[0].findings:
+            assert fid in {f.id for f in onto.pathologies_of_anatomy(s.anatomy)}
+    knee_normal = by["radimagenet:MR/knee/normal/knee000202"]
+    assert onto.is_normal_label("radimagenet", knee_normal.meta["label"]) and "label_note" not in knee_normal.meta
+    # the scheme has no US labels: the thyroid "normal" folder is still read as normal, with a note
+    assert "not in the radimagenet scheme" in by["radimagenet:US/thyroid/normal/thyroid000701"].meta["label_note"]
+    sg, _ = build_scene_graph(af, None, ontology=onto)
+    assert sg.anatomy == "ankle_foot" and sg.modality == "MR"
+    assert [(o.finding, o.certainty, o.source) for o in sg.observations] == [("achilles_pathology", "present", "label")]
+    sg, _ = build_scene_graph(knee_normal, None, ontology=onto)
+    assert sg.observations == [] and sg.meta["no_finding_label"] == "radimagenet"
+
+
+def test_radimagenet_listing(onto):
+    studies, rejects = split(get_source("radimagenet").iter_records([RIN / "RadiologyAI_val.csv", RIN / "radiology_ai"], ontology=onto))
+    assert rejects == [] and [s.split for s in studies] == ["val"] * 3
+    assert [(s.anatomy, s.labels[0].findings) for s in studies] == [("knee", ["acl_pathology"]), ("ankle_foot", ["achilles_pathology"]), ("lung", [])]
+    assert studies[0].images[0].path.endswith("radiology_ai/MR/knee/acl_pathology/knee000201.png")
+    studies, _ = split(get_source("radimagenet").iter_records([RIN / "RadiologyAI_val.csv"], ontology=onto))
+    assert [s.images[0].path for s in studies] == [None] * 3 and studies[1].anatomy == "ankle_foot"
+
+
+def test_radimagenet_rejects_and_notes(onto, tmp_path):
+    root = tmp_path / "radiology_ai"
+    PILImage.new("L", (64, 64)).save(write(root / "CT/lung/dragon_pathology/lung001.png", b""))  # not a lung label
+    PILImage.new("L", (64, 64)).save(write(root / "CT/knee/acl_pathology/k1.png", b""))  # CT knee: kept, noted
+    PILImage.new("L", (64, 64)).save(write(root / "MR/elbow/normal/e1.png", b""))  # no such anatomy
+    PILImage.new("L", (64, 64)).save(write(root / "MR/knee/nodule/k2.png", b""))  # a lung label under knee
+    PILImage.new("L", (64, 64)).save(write(root / "MR/knee/k3.png", b""))  # outside the layout
+    write(root / "CT/lung/normal/broken.png", b"xx")
+    recs = list(get_source("radimagenet").iter_records([root], ontology=onto))
+    studies, rejects = split(recs)
+    assert len(recs) == 6
+    (ct_knee,) = studies
+    assert ct_knee.anatomy == "knee" and ct_knee.labels[0].findings == ["acl_pathology"]
+    assert "CT not among the ontology's modalities of knee" in ct_knee.meta["modality_note"]
     reasons = " | ".join(r.reason for r in rejects)
-    assert "dragon_pathology" in reasons and "unreadable image" in reasons
-    assert len(studies) + len(rejects) == 5
-    t = write(tmp_path / "RadiologyAI_val.csv", "filename,label,split\nMR/knee/acl_pathology/knee000001.png,MR-knee-acl_pathology,val\nCT/xx.png,x,val\n")
-    studies, rejects = split(get_source("radimagenet").iter_records([t], ontology=stub))
-    assert studies[0].split == "val" and studies[0].images[0].path is None and "is not <CT|MR|US>" in rejects[0].reason
+    for needle in ("CT/lung/dragon_pathology: pathology 'dragon_pathology' is not a radimagenet label of anatomy lung",
+                   "anatomy folder 'elbow' is not an ontology anatomy",
+                   "MR/knee/nodule: pathology 'nodule' is not a radimagenet label of anatomy knee",
+                   "image not under <CT|MR|US>/<anatomy>/<pathology>/", "unreadable image"):
+        assert needle in reasons, needle
+    t = write(tmp_path / "RadiologyAI_val.csv", "filename,label,split\nCT/xx.png,x,val\n")
+    studies, rejects = split(get_source("radimagenet").iter_records([t], ontology=onto))
+    assert studies == [] and "is not <CT|MR|US>" in rejects[0].reason
+
+
+def test_radimagenet_adapter_mechanics_with_a_minimal_ontology(tmp_path):
+    # an ontology copy with only map_label (the interface stub): folder names stand in for anatomy
+    # ids and "normal" still reads as no finding
+    stub = StubOntology({"radimagenet": {"knee/normal": [], "knee/acl_pathology": ["acl_tear"]}})
+    root = tmp_path / "radiology_ai"
+    PILImage.new("L", (8, 8)).save(write(root / "MR/knee/acl_pathology/a.png", b""))
+    PILImage.new("L", (8, 8)).save(write(root / "MR/knee/normal/b.png", b""))
+    studies, rejects = split(get_source("radimagenet").iter_records([root], ontology=stub))
+    assert rejects == [] and [(s.anatomy, s.labels[0].findings) for s in studies] == [("knee", ["acl_tear"]), ("knee", [])]
 
 
 # ------------------------------------------------------------------------- generic CSV / JSONL

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import sys
 import tarfile
 from pathlib import Path
 
@@ -20,15 +19,9 @@ DATA = Path(__file__).parent / "data" / "sources"
 
 @pytest.fixture(scope="module")
 def onto():
-    try:
-        from radvqa.ontology import load_ontology
+    from radvqa.ontology import load_ontology
 
-        return load_ontology()
-    except Exception:  # ontology not loadable yet: fall back to the interface stub
-        sys.path.insert(0, str(DATA))
-        from stub_ontology import StubOntology
-
-        return StubOntology()
+    return load_ontology()
 
 
 def split(recs):
@@ -84,6 +77,39 @@ def test_openi_report_text_sections_and_mesh(onto):
     s1013 = studies[2]
     assert not s1013.report_text.startswith("COMPARISON")
     assert s1013.meta["mesh_major"] == "Cardiomegaly/mild; Implanted Medical Device/humerus/right"
+
+
+def test_openi_mesh_major_codes_become_labels(onto):
+    studies, _ = split(get_source("openi").iter_records([DATA / "openi"], ontology=onto))
+    got = {s.id: [(lab.scheme, lab.name, lab.value, lab.findings) for lab in s.labels] for s in studies}
+    assert got == {
+        "openi:CXR1": [("openi_mesh", "normal", 1, [])],
+        # the most specific "Heading/qualifier" the scheme knows, else the heading; raw code kept
+        "openi:CXR10": [("openi_mesh", "Calcified Granuloma/lung/upper lobe/right", 1, ["calcified_granuloma"])],
+        "openi:CXR1013": [("openi_mesh", "Cardiomegaly/mild", 1, ["cardiomegaly"]),
+                          ("openi_mesh", "Implanted Medical Device/humerus/right", 1, ["orthopedic_hardware"])],
+    }
+    for s in studies:
+        assert all(lab.findings == onto.map_code("openi_mesh", lab.name) for lab in s.labels)
+        assert "mesh_unmapped" not in s.meta
+    from radvqa.localize import build_scene_graph
+
+    by = {s.id: s for s in studies}
+    sg, _ = build_scene_graph(by["openi:CXR1013"], None, ontology=onto)
+    assert sorted((o.finding, o.certainty, o.source) for o in sg.observations) == [
+        ("cardiomegaly", "present", "label"), ("orthopedic_hardware", "present", "label")]
+    sg, _ = build_scene_graph(by["openi:CXR1"], None, ontology=onto)
+    assert sg.observations == [] and sg.meta["no_finding_label"] == "openi_mesh"
+
+
+def test_openi_unmapped_mesh_codes_are_noted(onto, tmp_path):
+    good = (DATA / "openi" / "1013.xml").read_bytes()
+    codes = b"<major>No Indexing</major><major>Heart/left/obscured</major><major>Opacity/lung/base/left/mild</major>"
+    start, end = good.index(b"<major>"), good.rindex(b"</major>") + len(b"</major>")
+    (tmp_path / "x.xml").write_bytes(good[:start] + codes + good[end:])
+    (s,) = list(get_source("openi").iter_records([tmp_path / "x.xml"], ontology=onto))
+    assert [(lab.name, lab.findings) for lab in s.labels] == [("Opacity/lung/base/left/mild", ["lung_opacity"])]
+    assert s.meta["mesh_unmapped"] == "No Indexing; Heart/left/obscured"
 
 
 def test_openi_tgz_equals_folder(onto, tmp_path):

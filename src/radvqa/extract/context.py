@@ -65,6 +65,7 @@ class ContextRules:
         self.pattern = trie_regex(roles)
         self.max_pre = int(data.get("max_words_pre", 14))
         self.max_post = int(data.get("max_words_post", 8))
+        self.max_hypo = int(data.get("max_words_hypothetical", 6))
 
     def cues(self, lower: str, start: int, end: int) -> list[Cue]:
         get = self.roles.get
@@ -100,19 +101,25 @@ class ContextRules:
                 continue
             if c.roles & TERM:
                 break
-            if lower.count(" ", c.end, m_start) > self.max_pre:
+            dist = len(lower[c.end:m_start].split())  # words between (blanked XXXX are not words)
+            if dist > self.max_pre:
                 break
-            if c.roles & PRE_MASK:
-                pre |= c.roles & PRE_MASK
+            roles = c.roles & PRE_MASK
+            if dist > self.max_hypo or pre:
+                # "history of X" reaches only the next few words, and not past a closer cue
+                # ("history of CHF, now dyspnea, ?pna": the "?" decides for pna)
+                roles &= ~(HYPO | HIST)
+            if roles:
+                pre |= roles
                 for f in _FLAGS:
-                    if c.roles & f:
+                    if roles & f:
                         pre_cue.setdefault(f, c)
         for c in cues:
             if c.start < m_end:
                 continue
             if c.roles & TERM:
                 break
-            if lower.count(" ", m_end, c.start) > self.max_post:
+            if len(lower[m_end:c.start].split()) > self.max_post:
                 break
             if c.roles & POST_MASK:
                 post |= c.roles & POST_MASK

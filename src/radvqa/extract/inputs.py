@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import sys
 import tarfile
 import xml.etree.ElementTree as ET
@@ -40,33 +41,31 @@ def openi_text(xml_bytes: bytes) -> tuple[str, str]:
     return uid.get("id", ""), "\n".join(parts)
 
 
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
 def _read_csv(path: Path) -> Iterator[Item | Reject]:
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    with path.open("r", encoding="utf-8", newline="", errors="strict") as fh:
-        try:
-            reader = csv.DictReader(fh)
-            fields = [f.strip().lower() for f in (reader.fieldnames or [])]
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}: not UTF-8 ({e})") from None
+    # surrogateescape: a row with bytes that are not UTF-8 becomes a reject line of its own
+    # instead of stopping the whole file
+    with path.open("r", encoding="utf-8-sig", newline="", errors="surrogateescape") as fh:
+        reader = csv.DictReader(fh)
+        fields = [f.strip().lower() for f in (reader.fieldnames or [])]
         if "id" not in fields or "text" not in fields:
             raise ValueError(f"{path}: a report CSV needs columns 'id' and 'text'; found {reader.fieldnames}")
         id_col = reader.fieldnames[fields.index("id")]  # type: ignore[index]
         text_col = reader.fieldnames[fields.index("text")]  # type: ignore[index]
-        row_no = 1
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except UnicodeDecodeError as e:
-                yield Reject(source="csv", ref=f"{path}:row {row_no + 1}", reason=f"not UTF-8: {e}", stage="extract")
-                return
-            row_no += 1
+        for row_no, row in enumerate(reader, start=2):
             rid = (row.get(id_col) or "").strip()
+            text = row.get(text_col) or ""
+            if _SURROGATE.search(rid) or _SURROGATE.search(text):
+                yield Reject(source="csv", ref=f"{path}:row {row_no}" + (f" ({rid.encode('utf-8', 'replace').decode()})" if rid else ""),
+                             reason="not UTF-8 text", stage="extract")
+                continue
             if not rid:
                 yield Reject(source="csv", ref=f"{path}:row {row_no}", reason="empty id", stage="extract")
                 continue
-            yield rid, row.get(text_col) or ""
+            yield rid, text
 
 
 def _read_txt_folder(path: Path) -> Iterator[Item | Reject]:

@@ -10,7 +10,7 @@ from typing import Any
 from radvqa.extract._data import load_data
 from radvqa.extract.aggregate import Aggregator
 from radvqa.extract.attributes import AttributeMatcher, attach
-from radvqa.extract.context import ContextRules
+from radvqa.extract.context import HIST, HYPO, ContextRules
 from radvqa.extract.mentions import MentionMatcher
 from radvqa.extract.sections import body_part_heading, section_role, split_sections
 from radvqa.extract.sentences import split_sentences
@@ -70,8 +70,9 @@ class RulesExtractor:
         ind_findings: list[str] = []
         ind_spans: list[Span] = []
         cache = self._cache
-        chest_part = True  # False after a heading of another body part ("Left knee.")
         for sec in sections:
+            # False after a heading of another body part ("Left knee."); a section starts as chest
+            chest_part = True
             sents = split_sentences(text, sec.start, sec.end, sec.name, len(sentences) + 1)
             sentences.extend(sents)
             role = section_role(sec.name)
@@ -82,26 +83,20 @@ class RulesExtractor:
                 if indication:
                     ind_texts.append(s.text)
                 seg = lower[s.start:s.end]
-                if not indication:
-                    if len(seg) <= 42:
-                        part = body_part_heading(seg)
-                        if part is not None:
-                            chest_part = part == "chest"
-                            continue
-                    colon = seg.find(":", 0, 42)
-                    if colon > 0:  # "Chest: ...", "Left knee: ..." open a part inside a sentence
-                        part = body_part_heading(seg[:colon])
-                        if part is not None:
-                            chest_part = part == "chest"
-                if not chest_part:
-                    continue
                 key = (indication, seg)
-                items = cache.get(key)
-                if items is None:
-                    items = self._analyse(seg, indication)
+                entry = cache.get(key)
+                if entry is None:
+                    entry = self._analyse(seg, indication)
                     if len(cache) >= self.cache_size:
                         cache.clear()  # bounded memory; results do not depend on the cache
-                    cache[key] = items
+                    cache[key] = entry
+                part, items = entry
+                if part is not None:
+                    chest_part = part[0] == "chest"
+                    if part[1]:  # the whole sentence is the heading
+                        continue
+                if not chest_part:
+                    continue
                 base = s.start
                 for a, b, findings, cert, implicit, v in items:
                     span = Span(start=base + a, end=base + b, text=text[base + a:base + b], sentence_id=s.id)
@@ -119,7 +114,22 @@ class RulesExtractor:
         return Extraction(report=Report(text=text, sections=sections, sentences=sentences),
                           observations=agg.observations(), indication=ind, extractor=self.version)
 
-    def _analyse(self, seg: str, indication: bool) -> tuple[tuple, ...]:
+    def _analyse(self, seg: str, indication: bool) -> tuple[tuple[str, bool] | None, tuple[tuple, ...]]:
+        """(body-part heading, items) of one sentence: the heading is (part, whole sentence?)
+        when the sentence opens a body part ("Left knee.", "Chest: ..."), else None."""
+        part: tuple[str, bool] | None = None
+        if not indication:
+            p = body_part_heading(seg) if len(seg) <= 42 else None
+            if p is not None:
+                return (p, True), ()
+            colon = seg.find(":", 0, 42)
+            if colon > 0:  # "Chest: ...", "Left knee: ..." open a part inside a sentence
+                p = body_part_heading(seg[:colon])
+                if p is not None:
+                    part = (p, False)
+        return part, self._mentions(seg, indication)
+
+    def _mentions(self, seg: str, indication: bool) -> tuple[tuple, ...]:
         """Mentions of one (lower-cased) sentence with their certainty and attributes, offsets
         relative to the sentence. A pure function of the sentence text (context never crosses a
         sentence end), which is why it can be cached: report sentences repeat a lot (61% of
@@ -133,8 +143,11 @@ class RulesExtractor:
         out = []
         if indication:
             for m in mentions:
-                cert, _ = ctx.certainty(seg, cues, m.start, m.end)
+                # what the indication asks about: not what it rules out, not the history
+                cert, cue = ctx.certainty(seg, cues, m.start, m.end)
                 if cert == "absent" or m.certainty == "absent":
+                    continue
+                if cert is None and cue is not None and cue.roles & HIST and not cue.roles & HYPO:
                     continue
                 out.append((m.start, m.end, m.findings, cert, False, None))
             return tuple(out)

@@ -266,6 +266,20 @@ def index_images(paths: Iterable[Path], suffixes: tuple[str, ...] = IMAGE_SUFFIX
     return out
 
 
+def image_index(dirs: list[Path], tables: list[Path], suffixes: tuple[str, ...] = IMAGE_SUFFIXES) -> dict[str, Path] | None:
+    """Images under the folder inputs, or None when images are not required: no folder given, or
+    the only folders given hold the tables and no image (a dataset root where only the tables were
+    downloaded). A folder given next to the tables that holds no image still makes images required
+    (``{}``: every lookup misses and becomes a Reject)."""
+    if not dirs:
+        return None
+    idx = index_images(dirs, suffixes)
+    if idx:
+        return idx
+    table_dirs = {d for d in dirs for t in tables if d == t.parent or d in t.parents}
+    return {} if any(d not in table_dirs for d in dirs) else None
+
+
 def fnum(s: str) -> float:
     """float() that rejects NaN/inf (a box coordinate must be a finite number)."""
     v = float(s)

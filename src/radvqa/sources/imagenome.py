@@ -15,9 +15,10 @@ Fields read (tolerant: a missing key is counted in ``meta["imagenome_ignored"]``
   ``"category|yes/no|name"`` strings -> ``Label(scheme="imagenome", name, value 1/0, findings,
   regions=[region], image_id, reader="imagenome")``; an entry not bound to a known region
   (``<bbox_name>: false`` or an unknown name) gives study-level labels (``regions=[]``), counted. Category ``nlp`` (normal/abnormal) is a
-  summary, not a finding: skipped and counted. Names map through the ontology findings'
-  ``imagenome_name``, then names/synonyms; unknown names are counted, not rejected (an open, NLP-made
-  vocabulary).
+  summary, not a finding: skipped and counted. Names map through the ontology's ``imagenome``
+  scheme (``map_label("imagenome", name)``); a name it lacks is tried as a finding's
+  ``imagenome_name``, then as a finding name/synonym; unknown names are counted, not rejected (an
+  open, NLP-made vocabulary).
 - ``relationships[]`` (comparisons across studies) are not used yet: counted.
 A file that is not JSON, or not an object, is a Reject naming the file.
 """
@@ -31,7 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from radvqa.model import Box, Image, Label, Reject, Study
-from radvqa.sources.base import Record, Source, SourceError, finding_for_term, region_for_term, walk_files
+from radvqa.sources.base import (
+    LabelMapper,
+    Record,
+    Source,
+    SourceError,
+    UnknownLabel,
+    finding_for_term,
+    region_for_term,
+    walk_files,
+)
 from radvqa.sources.mimic import MimicSource
 
 SUFFIX = "_SceneGraph.json"
@@ -57,6 +67,7 @@ class ImaGenomeSource(Source):
         if not graphs:
             raise SourceError("chest-imagenome: no *_SceneGraph.json files among the inputs")
         self._name_index: dict[str, list[str]] | None = None
+        self._mapper = LabelMapper(onto, "imagenome") if "imagenome" in (getattr(onto, "schemes", None) or {}) else None
         if mimic_inputs:
             used: set[str] = set()
 
@@ -183,7 +194,9 @@ class ImaGenomeSource(Source):
                         continue
                     fids = self._finding(onto, fname)
                     if not fids:
-                        ignored[f"unknown finding {fname!r}"] += 1
+                        # "normal"/"abnormal" under another category map to no finding by design
+                        known = self._mapper is not None and fname in self._mapper.labels()
+                        ignored[f"attribute {fname!r} names no finding" if known else f"unknown finding {fname!r}"] += 1
                         continue
                     key = (fname, 1 if yn == "yes" else 0)
                     if key in seen:
@@ -199,6 +212,13 @@ class ImaGenomeSource(Source):
         return boxes, labels
 
     def _finding(self, onto: Any, name: str) -> list[str]:
+        # the ontology's imagenome scheme first (the attribute names as the scene graphs write
+        # them); an ontology copy without it falls back to findings' imagenome_name, then synonyms
+        if self._mapper is not None:
+            try:
+                return self._mapper(name)
+            except UnknownLabel:
+                pass
         if self._name_index is None:
             self._name_index = {}
             for f in getattr(onto, "findings", {}).values():

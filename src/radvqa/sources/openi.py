@@ -16,9 +16,14 @@ Images: ``parentImage`` ids (``CXR1_1_IM-0001-3001``). When an image folder is g
 resolve to a file there (the OpenI image set is complete, so a miss is an error: Reject); without an
 image folder the images are listed with ``path=None`` and unknown size.
 
-MeSH: ``major`` and ``automatic`` codes kept in ``meta`` (``mesh_major``, ``mesh_automatic``;
-``"; "``-joined, as shipped). They are not turned into labels here: they are coarse and often
-compound (``Opacity/lung/base/left/mild``); the report extractor is the source of observations.
+MeSH: ``major`` and ``automatic`` codes are kept in ``meta`` (``mesh_major``, ``mesh_automatic``;
+``"; "``-joined, as shipped). Each distinct ``major`` code also becomes a Label (scheme
+``openi_mesh``, value 1, study level, ``name`` = the code as shipped, ``findings`` =
+``Ontology.map_code("openi_mesh", code)``: the most specific "Heading/qualifier" the scheme knows,
+else the heading; ``normal`` -> no finding). These label observations sit alongside the report
+extraction's. A code that maps to nothing ("No Indexing", anatomy-only codes such as
+"Heart/left/obscured") is listed in ``meta["mesh_unmapped"]``; the report is still used.
+``automatic`` codes (machine-assigned) make no labels.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from radvqa.model import Image, Study
+from radvqa.model import Image, Label, Study
 from radvqa.sources.base import Record, Source, SourceError, image_size, index_images, read_csv_rows, walk_files
 
 _SECTION_ORDER = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
@@ -62,7 +67,7 @@ class OpenISource(Source):
         splits = _read_splits(split_tables)
         seen: set[str] = set()
         for ref, data in _iter_xml_blobs(xml_inputs):
-            yield self._parse(ref, data, images, splits, seen)
+            yield self._parse(ref, data, images, splits, seen, onto)
 
     def _parse(
         self,
@@ -71,6 +76,7 @@ class OpenISource(Source):
         images: dict[str, Path] | None,
         splits: dict[str, str],
         seen: set[str],
+        onto: Any = None,
     ) -> Record:
         try:
             root = ET.fromstring(data)
@@ -119,6 +125,9 @@ class OpenISource(Source):
         auto = [(" ".join((m.text or "").split())) for m in root.iterfind("MeSH/automatic")]
         if major:
             meta["mesh_major"] = "; ".join(m for m in major if m)
+        labels, unmapped = _mesh_labels(onto, major)
+        if unmapped:
+            meta["mesh_unmapped"] = "; ".join(unmapped)
         if auto:
             meta["mesh_automatic"] = "; ".join(m for m in auto if m)
         date = root.findtext("articleDate")
@@ -130,10 +139,30 @@ class OpenISource(Source):
             source=self.name,
             images=imgs,
             report_text="\n".join(parts),
+            labels=labels,
             # articleDate is the collection's publication date, the same for every report: not a
             # study time, so it is kept in meta only.
             meta=meta | ({"article_date": date} if date else {}),
         )
+
+
+def _mesh_labels(onto: Any, codes: list[str]) -> tuple[list[Label], list[str]]:
+    """Labels (scheme ``openi_mesh``, value 1) of the ``major`` codes that map, and the codes that
+    do not. ``name`` keeps the code as shipped; "normal" gives a Label with no finding."""
+    map_code = getattr(onto, "map_code", None)
+    labels: list[Label] = []
+    unmapped: list[str] = []
+    for code in dict.fromkeys(c for c in codes if c):
+        if map_code is None:  # an ontology copy without composite codes (test stubs)
+            unmapped.append(code)
+            continue
+        try:
+            fids = list(map_code("openi_mesh", code))
+        except KeyError:
+            unmapped.append(code)  # "No Indexing", anatomy-only codes ("Heart/left/obscured")
+            continue
+        labels.append(Label(scheme="openi_mesh", name=code, value=1, findings=fids))
+    return labels, unmapped
 
 
 def _has_xml(d: Path) -> bool:

@@ -13,10 +13,13 @@ Study = StudyID (``padchest:<StudyID>``), its images together; patient ``padches
 the DICOM size), replaced by the PNG header when the file is on disk.
 
 Report: the Spanish, stemmed report is kept as text in ``meta["report_es"]`` and NOT given as
-``report_text`` (the English extractor must not read it). Labels (scheme ``padchest``, value 1,
-per study): PadChest has ~190 labels and the ontology maps the frequent ones, so an unmapped label
-is kept in ``meta["unmapped_labels"]`` (a warning the manifest can count) instead of rejecting the
-study; ``normal`` maps to no finding. Localizations and the per-sentence label/localization pairs
+``report_text`` (the English extractor must not read it). Labels (scheme ``padchest`` of the
+ontology, value 1, per study; matching ignores case and repeated blanks): ``normal`` is a Label with
+no finding (``is_normal_label``); the scheme's ``ignored`` group ("unchanged", "exclude", "dai",
+"end on vessel": tags that name no finding and do not mean normal) makes no Label and is kept in
+``meta["ignored_labels"]``; a label the scheme does not list is kept in ``meta["unmapped_labels"]``
+and the study is still used (PadChest's vocabulary is open-ended: a reject would drop the study's
+mapped labels with it). Localizations and the per-sentence label/localization pairs
 are kept in ``meta`` as shipped.
 
 Rows are grouped by StudyID in memory (images of a study are not adjacent in the table): the long
@@ -40,8 +43,8 @@ from radvqa.sources.base import (
     UnknownLabel,
     find_inputs,
     header_index,
+    image_index,
     image_size,
-    index_images,
     read_csv_rows,
 )
 
@@ -78,8 +81,9 @@ class PadChestSource(Source):
         if not tables:
             raise SourceError("padchest: no PADCHEST_*.csv(.gz) among the inputs")
         image_dirs = [p for p in inputs if p.is_dir()]
-        images = index_images(image_dirs, (".png",)) if image_dirs else None
+        images = image_index(image_dirs, tables, (".png",))
         mapper = LabelMapper(onto, "padchest")
+        ignored = _ignored_labels(onto)
         # StudyID -> (study-level fields of its first row, per-image tuples). Images of a study are
         # not adjacent in the table, so rows are grouped in memory, kept small: the long study-level
         # cells (report, labels) once per study, per image only short (interned) cells.
@@ -111,7 +115,7 @@ class PadChestSource(Source):
                 g[1].append((ti, lineno) + tuple(sys.intern(row[c[k]].strip()) for k in _IMAGE_KEYS))
         self._tables = tables
         for sid in list(groups):
-            yield self._study(sid, *groups.pop(sid), mapper, images)
+            yield self._study(sid, *groups.pop(sid), mapper, images, ignored)
 
     def _study(
         self,
@@ -120,6 +124,7 @@ class PadChestSource(Source):
         rows: list[tuple[Any, ...]],
         mapper: LabelMapper,
         images: dict[str, Path] | None,
+        ignored: frozenset[str] = frozenset(),
     ) -> Record:
         refs = [f"{self._tables[r[0]]}:{r[1]}" for r in rows]
         ref = refs[0]
@@ -158,7 +163,13 @@ class PadChestSource(Source):
             return self.reject(ref, f"study {sid}: {e}")
         labels: list[Label] = []
         unmapped: list[str] = []
+        tags: list[str] = []
         for name in dict.fromkeys(n.strip() for n in names if isinstance(n, str) and n.strip()):
+            if " ".join(name.lower().split()) in ignored:
+                # "unchanged", "exclude", ...: no finding named, but not "normal" either; a Label with
+                # no finding would read as "no finding" downstream, so they stay in meta
+                tags.append(name)
+                continue
             try:
                 labels.append(Label(scheme="padchest", name=name, value=1, findings=mapper(name)))
             except UnknownLabel:
@@ -166,6 +177,8 @@ class PadChestSource(Source):
         meta = {"report_es": r0["report"], "report_language": "es (stemmed)"}
         if unmapped:
             meta["unmapped_labels"] = "; ".join(unmapped)
+        if tags:
+            meta["ignored_labels"] = "; ".join(tags)
         if locs:
             meta["localizations"] = "; ".join(x.strip() for x in locs if isinstance(x, str))
         if r0["by_sentence"]:
@@ -186,6 +199,13 @@ class PadChestSource(Source):
             study_time=f"{d[:4]}-{d[4:6]}-{d[6:8]}" if len(d) == 8 and d.isdigit() else None,
             meta=meta,
         )
+
+
+def _ignored_labels(onto: Any) -> frozenset[str]:
+    """The scheme's ``ignored`` group (lower case, blanks collapsed: the scheme is case-insensitive)."""
+    scheme = getattr(onto, "schemes", {}).get("padchest")
+    groups = getattr(scheme, "groups", None) or {}
+    return frozenset(" ".join(x.lower().split()) for x in groups.get("ignored", ()))
 
 
 def _pylist(cell: str) -> list[Any]:

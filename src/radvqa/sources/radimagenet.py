@@ -3,17 +3,26 @@
 Two inputs:
 - the folder tree as distributed: ``<root>/<modality>/<anatomy>/<pathology>/<file>.png``
   (e.g. ``radiology_ai/MR/knee/acl_pathology/knee001234.png``); a folder is recognised as the
-  modality level by its name (CT, MR, US, any case);
+  modality level by its name (CT, MR, US, any case). Once the tree is recognised, an image lying
+  elsewhere under the inputs is a Reject (never skipped silently);
 - a CSV listing (e.g. ``RadiologyAI_train.csv``) with a path column (``filename``/``path``/``image``)
   whose last four parts are modality/anatomy/pathology/file; an optional ``split`` column. Files are
   resolved against the given image folders when any are given (missing -> Reject).
 
 Study = one image (RadImageNet has no study or patient ids): ``radimagenet:<modality>/<anatomy>/
-<pathology>/<stem>``. ``Image.modality`` = CT/MR/US; ``Study.anatomy`` = the ontology anatomy id
-when the ontology knows the folder name, else the folder name lower-cased (noted in meta).
+<pathology>/<stem>``. ``Image.modality`` = CT/MR/US.
 
-Label (scheme ``radimagenet``): the pathology folder, looked up as ``anatomy/pathology`` then as
-``pathology``; ``normal`` maps to no finding. A pathology the scheme does not know rejects the image.
+Ontology (``radvqa.ontology``): the anatomy folder ("af", "abd", "knee", ...) resolves through the
+anatomies' synonyms; ``Study.anatomy`` is that anatomy id ("ankle_foot", "abdomen_pelvis"). A folder
+that names no ontology anatomy rejects the image. A modality the anatomy is not listed for is kept,
+with ``meta["modality_note"]``.
+
+Label (scheme ``radimagenet``, value 1, per image): ``name`` = the folder code as shipped
+(``"af/achilles_pathology_"``), ``meta["label"]`` = the scheme key (``"ankle_foot/achilles_pathology"``),
+``findings`` = ``Ontology.map_code("radimagenet", (anatomy, pathology))``. Normal images
+(``is_normal_label``) have ``findings == []``; the ``normal`` folder of an anatomy the scheme has no
+labels for (the US anatomies) is normal too, noted in ``meta["label_note"]``. Any other pathology
+the scheme does not know for that anatomy rejects the image.
 """
 
 from __future__ import annotations
@@ -51,15 +60,20 @@ class RadImageNetSource(Source):
                 yield from self._from_csv(t, dirs, onto, mapper)
             return
         found = False
+        strays: list[Path] = []
         for f in walk_files(dirs):
             if f.suffix.lower() not in _IMG:
                 continue
             parts = f.parts
             if len(parts) < 4 or parts[-4].lower() not in MODALITIES:
+                strays.append(f)  # an image outside the layout: a Reject once the tree is recognised
                 continue
             found = True
             yield self._study(str(f), parts[-4], parts[-3], parts[-2], f, None, onto, mapper)
-        if not found:
+        if found:
+            for f in strays:
+                yield self.reject(f, "image not under <CT|MR|US>/<anatomy>/<pathology>/")
+        else:
             raise SourceError("radimagenet: no <CT|MR|US>/<anatomy>/<pathology>/*.png files and no CSV listing in the inputs")
 
     def _from_csv(self, t: Path, dirs: list[Path], onto: Any, mapper: LabelMapper) -> Iterator[Record]:
@@ -110,39 +124,84 @@ class RadImageNetSource(Source):
     ) -> Record:
         mod = MODALITIES[modality.lower()]
         stem = stem or (f.stem if f is not None else "")
+        code = f"{modality}/{anatomy}/{pathology}"
+        meta: dict[str, str] = {"pathology": pathology}
+        anat = _anatomy(onto, anatomy)
+        if anat is None:
+            # the label would be a guess too (pathology names repeat across anatomies): reject
+            return self.reject(ref, f"{code}: anatomy folder {anatomy!r} is not an ontology anatomy")
+        aid = anat.id
+        mods = tuple(getattr(anat, "modalities", ()) or ())
+        if mods and mod not in mods:
+            meta["modality_note"] = f"{mod} not among the ontology's modalities of {aid} ({', '.join(mods)})"
+        key = f"{aid}/{_path_key(pathology)}"
         try:
-            try:
-                fids = mapper(f"{anatomy}/{pathology}")
-                name = f"{anatomy}/{pathology}"
-            except UnknownLabel:
-                fids = mapper(pathology)
-                name = pathology
-        except UnknownLabel as e:
-            return self.reject(ref, f"{modality}/{anatomy}/{pathology}: {e}")
+            fids = _map(onto, mapper, anatomy, pathology, key)
+            normal = _is_normal(onto, key)
+        except UnknownLabel:
+            if _path_key(pathology) != "normal":
+                return self.reject(ref, f"{code}: pathology {pathology!r} is not a radimagenet label of anatomy {aid}")
+            # "normal" is a class in every RadImageNet anatomy; the scheme lists it only where it
+            # has pathology labels too (CT/MR), so US normals are still normal, not unknown
+            fids, normal = [], True
+            meta["label_note"] = f"{key} not in the radimagenet scheme; folder 'normal' read as no finding"
+        if normal:
+            fids = []
+        meta["label"] = key
         w = h = None
         if f is not None:
             try:
                 w, h = image_size(f)
             except ValueError as e:
                 return self.reject(ref, str(e))
-        meta: dict[str, str] = {"pathology": pathology}
-        anat = None
-        by_syn = getattr(onto, "anatomy_by_synonym", None)
-        a = by_syn(anatomy) if by_syn is not None else None
-        if a is not None:
-            anat = a.id
-        else:
-            anat = anatomy.lower()
-            meta["anatomy_note"] = f"anatomy {anatomy!r} not in the ontology"
-        key = f"{mod}/{anatomy}/{pathology}/{stem}"
+        sid = f"{mod}/{anatomy}/{pathology}/{stem}"
         iid = f"{mod}/{anatomy}/{pathology}/{f.name if f is not None else stem}"
         return Study(
-            id=f"radimagenet:{key}",
-            patient_id=f"radimagenet:{key}",
+            id=f"radimagenet:{sid}",
+            patient_id=f"radimagenet:{sid}",
             source=self.name,
             images=[Image(id=iid, path=str(f) if f is not None else None, width=w, height=h, modality=mod)],
-            labels=[Label(scheme="radimagenet", name=name, value=1, findings=fids, image_id=iid)],
+            # name: the folder code as shipped ("af/achilles_pathology_"); the scheme key is in meta
+            labels=[Label(scheme="radimagenet", name=f"{anatomy}/{pathology}", value=1, findings=fids, image_id=iid)],
             split=split or None,
-            anatomy=anat,
+            anatomy=aid,
             meta=meta,
         )
+
+
+def _path_key(pathology: str) -> str:
+    # the scheme's spelling of a pathology folder: lower case, "_" for blanks, no trailing "_"
+    # (folders such as "achilles_pathology_" and "Plantar_plate_tear" exist in the release)
+    return "_".join(pathology.lower().replace("-", " ").split()).strip("_")
+
+
+def _anatomy(onto: Any, folder: str) -> Any:
+    """The ontology anatomy a folder names ("af", "abd", "knee"), or None."""
+    by_syn = getattr(onto, "anatomy_by_synonym", None)
+    if by_syn is not None:
+        return by_syn(folder) or by_syn(folder.replace("_", " "))
+    # an ontology copy without anatomies (test stubs): the folder name stands in for the id
+    return _PlainAnatomy(folder.lower())
+
+
+class _PlainAnatomy:
+    def __init__(self, aid: str) -> None:
+        self.id = aid
+        self.modalities: tuple[str, ...] = ()
+
+
+def _map(onto: Any, mapper: LabelMapper, anatomy: str, pathology: str, key: str) -> list[str]:
+    map_code = getattr(onto, "map_code", None)
+    if map_code is not None:
+        try:
+            return list(map_code("radimagenet", (anatomy, pathology)))
+        except KeyError:
+            raise UnknownLabel("radimagenet", f"{anatomy}/{pathology}") from None
+    return mapper(key)
+
+
+def _is_normal(onto: Any, key: str) -> bool:
+    is_normal = getattr(onto, "is_normal_label", None)
+    if is_normal is not None:
+        return bool(is_normal("radimagenet", key))
+    return key.rsplit("/", 1)[-1] == "normal"

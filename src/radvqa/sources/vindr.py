@@ -14,8 +14,11 @@ Split = train/test from the table's name (Kaggle train.csv: train).
 Labels (scheme ``vindr``), per reader (``reader`` = rad_id):
 - from ``image_labels``: every label column, value 0/1 as given (blank: no Label; the test table
   spells "Other disease" where train says "Other diseases": both are scheme labels);
-- else from the box table: the classes a reader drew are 1 and the scheme's other labels 0 for
-  that reader ("No finding" rows say the reader saw nothing). Localize takes the 2-of-3 majority.
+- else from the box table: the classes a reader drew are 1 and the other classes the table could
+  hold are 0 for that reader: the 22 local labels (ontology ``vindr`` group ``local``) for
+  PhysioNet's annotations, the 14 Kaggle classes (group ``kaggle14``) for train.csv; global labels
+  (Pneumonia, COPD, ...) are never drawn, so a box table says nothing about them. A PhysioNet reader
+  whose only row is "No finding" gets 0 for all 27 labels. Localize takes the 2-of-3 majority.
 Boxes: per reader, in the DICOM's pixels (no rescaling: VinDr boxes are in the original image's
 pixels and the DICOM is the original). Fused boxes are made in localize. Size from the DICOM header
 (pydicom, no pixel read) when the image folder is given; a DICOM that cannot be read, or a missing
@@ -42,8 +45,8 @@ from radvqa.sources.base import (
     find_inputs,
     fnum,
     header_index,
+    image_index,
     image_size,
-    index_images,
     read_csv_rows,
 )
 
@@ -69,9 +72,10 @@ class VinDrSource(Source):
         if not box_tables and not label_tables:
             raise SourceError("vindr-cxr: no annotations_*.csv, image_labels_*.csv or train.csv among the inputs")
         image_dirs = [p for p in inputs if p.is_dir()]
-        images = index_images(image_dirs, (".dicom", ".dcm", ".png", ".jpg")) if image_dirs else None
+        images = image_index(image_dirs, box_tables + label_tables, (".dicom", ".dcm", ".png", ".jpg"))
         mapper = LabelMapper(onto, "vindr")
         scheme_labels = closed_label_list("vindr")
+        local, kaggle = _group(onto, "local", scheme_labels), _group(onto, "kaggle14", scheme_labels)
 
         # image_id -> {"split", "boxes": [(reader, cls, x1, y1, x2, y2, ref)], "labels": [(reader, name, value, ref)],
         #              "readers": set, "errors": [reason]}
@@ -81,7 +85,8 @@ class VinDrSource(Source):
         def entry(iid: str, split: str) -> dict[str, Any]:
             e = per.get(iid)
             if e is None:
-                e = per[iid] = {"split": split, "boxes": [], "labels": [], "readers": [], "errors": [], "box_readers": []}
+                e = per[iid] = {"split": split, "boxes": [], "labels": [], "readers": [], "errors": [], "box_readers": [],
+                                "no_finding": [], "drawable": scheme_labels, "physionet": False}
                 order.append(iid)
             return e
 
@@ -94,6 +99,8 @@ class VinDrSource(Source):
                 raise SourceError(f"vindr-cxr: {t}: empty or unreadable header")
             c = header_index(first[1], _BOX_COLS, str(t))
             rcol = _opt(first[1], ("rad_id", "rad_ID"))
+            # Kaggle's train.csv carries 14 classes; PhysioNet's annotations the 22 local labels
+            drawable = kaggle if (t.name.lower() == "train.csv" or _opt(first[1], ("class_id",)) is not None) else local
             for lineno, row, err in rows:
                 ref = f"{t}:{lineno}"
                 if row is None:
@@ -109,8 +116,12 @@ class VinDrSource(Source):
                 reader = row[rcol].strip() if rcol is not None and rcol < len(row) else None
                 if reader not in e["box_readers"]:
                     e["box_readers"].append(reader)
+                e["drawable"] = drawable
+                e["physionet"] = drawable is local
                 cls = row[c["cls"]].strip()
                 if cls.lower() == NO_FINDING:
+                    if reader not in e["no_finding"]:
+                        e["no_finding"].append(reader)
                     continue
                 try:
                     x1, y1, x2, y2 = (fnum(row[c[k]]) for k in ("x1", "y1", "x2", "y2"))
@@ -191,7 +202,10 @@ class VinDrSource(Source):
                     drawn = {b[1] for b in e["boxes"] if b[0] == reader}
                     for name in sorted(drawn):
                         labels.append(Label(scheme="vindr", name=name, value=1, findings=mapper(name), reader=reader))
-                    for name in scheme_labels:
+                    # a box table only tells which drawable classes a reader did not draw; a reader
+                    # who marked the image "No finding" (PhysioNet) rules out every label
+                    closed = scheme_labels if reader in e["no_finding"] and not drawn and e["physionet"] else e["drawable"]
+                    for name in closed:
                         if name not in drawn:
                             labels.append(Label(scheme="vindr", name=name, value=0, findings=mapper(name), reader=reader))
             boxes = []
@@ -221,6 +235,14 @@ class VinDrSource(Source):
             split=e["split"],
             meta={"readers": ",".join(sorted({r or "consensus" for r in (e["readers"] or e["box_readers"])}))},
         )
+
+
+def _group(onto: Any, group: str, default: list[str]) -> list[str]:
+    """A label group of the ontology's vindr scheme (``local``: the 22 boxable labels; ``kaggle14``:
+    the Kaggle classes), else ``default`` (an ontology copy without groups)."""
+    scheme = (getattr(onto, "schemes", None) or {}).get("vindr")
+    names = (getattr(scheme, "groups", None) or {}).get(group)
+    return list(names) if names else default
 
 
 def _split_of(t: Path) -> str:
