@@ -212,3 +212,18 @@ def test_stats(ds: Path) -> None:
     assert s["yes_no_by_question_type"]["B03_is_abnormal"] == {"yes": 8, "no": 16}
     r = CliRunner().invoke(app, ["stats", str(ds), "--json"])
     assert r.exit_code == 0 and json.loads(r.output)["qa_rows"] == s["qa_rows"]
+
+
+def test_llava_box_on_reference_study_image() -> None:
+    from radvqa.io.export import llava_record
+    from radvqa.model import QA
+
+    q = QA(qa_id="d1", source="t", split="train", patient_id="p", study_id="s2", strategy="diff",
+           question_type="difference", template_id="x", template_version=1, question="What changed?",
+           answer="A new nodule.", image_ids=["i2", "i1"], image_paths=["b.png", "a.png"], reference_study_id="s1",
+           boxes=[Box(image_id="i1", x1=0, y1=0, x2=50, y2=100, label="nodule")])
+    rec = llava_record(q, "norm1000", {("s2", "i2"): (100, 100), ("s1", "i1"): (200, 200)})
+    assert rec["images"] == ["b.png", "a.png"]
+    assert rec["conversations"][1]["value"].endswith("<ref>nodule</ref><box>[0, 0, 250, 500]</box> (image 2)")
+    with pytest.raises(ValueError, match="image size unknown"):
+        llava_record(q, "norm1000", {})

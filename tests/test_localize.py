@@ -140,8 +140,9 @@ def test_boxes_attached_rejected_and_box_only_observation():
     assert len(obs["O01"].boxes) == 5  # 3 expert + 2 fused clusters (the clipped box is alone)
     assert obs["O02"].boxes == []  # absent observation gets no box
     assert ext.observations[0].boxes == []  # the caller's extraction is not modified
-    label_obs = next(o for o in sg.observations if o.source == "label")
-    assert label_obs.boxes == obs["O01"].boxes
+    # the positive label agrees with the report's present nodule: no second observation
+    assert not any(o.source == "label" for o in sg.observations)
+    assert sg.meta["labels_agreeing_with_report"] == "nodule"
     mass = next(o for o in sg.observations if o.finding == "mass")
     assert mass.source == "box" and mass.certainty == "present" and len(mass.boxes) == 1
     assert "clipped" in sg.meta["box_notes"]
@@ -177,3 +178,23 @@ def test_scene_graph_carries_study_fields():
     sg, _ = build_scene_graph(s, None)
     assert (sg.study_id, sg.patient_id, sg.split, sg.study_time, sg.prior_study_id) == ("t:1", "t:p1", "train", "0003", None)
     assert sg.report.text == "FINDINGS: ok" and sg.meta == {"k": "v"} and sg.extractor is None
+
+
+def test_label_agreeing_with_report_makes_no_second_observation() -> None:
+    from radvqa.model import Extraction, Label, Observation, Report, Study
+    from radvqa.localize import build_scene_graph
+    from radvqa.ontology import load_ontology
+
+    onto = load_ontology()
+    study = Study(
+        id="openi:X", patient_id="X", source="openi", report_text="FINDINGS: Cardiomegaly.",
+        labels=[Label(scheme="openi_mesh", name="Cardiomegaly", value=1, findings=["cardiomegaly"]),
+                Label(scheme="openi_mesh", name="Scoliosis", value=1, findings=["scoliosis"])],
+    )
+    ex = Extraction(report=Report(text=study.report_text or ""),
+                    observations=[Observation(id="O01", finding="cardiomegaly", certainty="present")])
+    sg, rejects = build_scene_graph(study, ex, ontology=onto)
+    assert not rejects
+    assert [o.finding for o in sg.observations if o.finding == "cardiomegaly"] == ["cardiomegaly"]
+    assert {o.finding for o in sg.observations} == {"cardiomegaly", "scoliosis"}  # a new label still counts
+    assert sg.meta["labels_agreeing_with_report"] == "cardiomegaly"

@@ -513,7 +513,7 @@ def test_radimagenet_fixture_anatomy_and_pathology(onto):
     # tests/data/sources/radimagenet/radiology_ai: the release's folder spellings ("af", "abd",
     # "achilles_pathology_", "Plantar_plate_tear", "foraminal_pathlogy")
     studies, rejects = split(get_source("radimagenet").iter_records([RIN / "radiology_ai"], ontology=onto))
-    assert rejects == [] and len(studies) == 10
+    assert rejects == [] and len(studies) == 9
     got = {s.id.split(":", 1)[1].rsplit("/", 1)[0]: (s.images[0].modality, s.anatomy, s.labels[0].findings) for s in studies}
     assert got == {
         "MR/af/achilles_pathology_": ("MR", "ankle_foot", ["achilles_pathology"]),
@@ -525,7 +525,6 @@ def test_radimagenet_fixture_anatomy_and_pathology(onto):
         "CT/abd/bowel_abnormality": ("CT", "abdomen_pelvis", ["bowel_abnormality"]),
         "CT/lung/nodule": ("CT", "lung", ["nodule"]),
         "CT/lung/normal": ("CT", "lung", []),
-        "US/thyroid/normal": ("US", "thyroid", []),
     }
     by = {s.id: s for s in studies}
     af = by["radimagenet:MR/af/achilles_pathology_/af000101"]
@@ -538,8 +537,6 @@ def test_radimagenet_fixture_anatomy_and_pathology(onto):
             assert fid in {f.id for f in onto.pathologies_of_anatomy(s.anatomy)}
     knee_normal = by["radimagenet:MR/knee/normal/knee000202"]
     assert onto.is_normal_label("radimagenet", knee_normal.meta["label"]) and "label_note" not in knee_normal.meta
-    # the scheme has no US labels: the thyroid "normal" folder is still read as normal, with a note
-    assert "not in the radimagenet scheme" in by["radimagenet:US/thyroid/normal/thyroid000701"].meta["label_note"]
     sg, _ = build_scene_graph(af, None, ontology=onto)
     assert sg.anatomy == "ankle_foot" and sg.modality == "MR"
     assert [(o.finding, o.certainty, o.source) for o in sg.observations] == [("achilles_pathology", "present", "label")]
@@ -563,22 +560,27 @@ def test_radimagenet_rejects_and_notes(onto, tmp_path):
     PILImage.new("L", (64, 64)).save(write(root / "MR/elbow/normal/e1.png", b""))  # no such anatomy
     PILImage.new("L", (64, 64)).save(write(root / "MR/knee/nodule/k2.png", b""))  # a lung label under knee
     PILImage.new("L", (64, 64)).save(write(root / "MR/knee/k3.png", b""))  # outside the layout
+    PILImage.new("L", (64, 64)).save(write(root / "US/ovary/us1.png", b""))  # the release's US layout: organ only
+    PILImage.new("L", (64, 64)).save(write(root / "US/thyroid/normal/t1.png", b""))  # a US tree with pathologies
     write(root / "CT/lung/normal/broken.png", b"xx")
     recs = list(get_source("radimagenet").iter_records([root], ontology=onto))
     studies, rejects = split(recs)
-    assert len(recs) == 6
-    (ct_knee,) = studies
+    assert len(recs) == 8
+    ct_knee, us_thyroid = studies
     assert ct_knee.anatomy == "knee" and ct_knee.labels[0].findings == ["acl_pathology"]
     assert "CT not among the ontology's modalities of knee" in ct_knee.meta["modality_note"]
+    # the scheme has no US labels: a US "normal" folder is still read as normal, with a note
+    assert us_thyroid.anatomy == "thyroid" and us_thyroid.labels[0].findings == [] and us_thyroid.images[0].modality == "US"
+    assert "not in the radimagenet scheme" in us_thyroid.meta["label_note"]
     reasons = " | ".join(r.reason for r in rejects)
-    for needle in ("CT/lung/dragon_pathology: pathology 'dragon_pathology' is not a radimagenet label of anatomy lung",
+    for needle in ("US/ovary/: RadImageNet's ultrasound classes name an organ, not a pathology","CT/lung/dragon_pathology: pathology 'dragon_pathology' is not a radimagenet label of anatomy lung",
                    "anatomy folder 'elbow' is not an ontology anatomy",
                    "MR/knee/nodule: pathology 'nodule' is not a radimagenet label of anatomy knee",
                    "image not under <CT|MR|US>/<anatomy>/<pathology>/", "unreadable image"):
         assert needle in reasons, needle
-    t = write(tmp_path / "RadiologyAI_val.csv", "filename,label,split\nCT/xx.png,x,val\n")
+    t = write(tmp_path / "RadiologyAI_val.csv", "filename,label,split\nCT/xx.png,x,val\nradiology_ai/US/gb/gb1.png,US-gb,val\n")
     studies, rejects = split(get_source("radimagenet").iter_records([t], ontology=onto))
-    assert studies == [] and "is not <CT|MR|US>" in rejects[0].reason
+    assert studies == [] and "is not <CT|MR|US>" in rejects[0].reason and "US/gb/: RadImageNet's ultrasound" in rejects[1].reason
 
 
 def test_radimagenet_adapter_mechanics_with_a_minimal_ontology(tmp_path):

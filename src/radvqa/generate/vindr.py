@@ -101,7 +101,10 @@ class Strategy:
             return False
         if sg.source in self.label_sources:
             return True
-        return any(o.source in ("label", "box") for o in sg.observations)
+        # Other sources (OpenI's MeSH indexing, a generic CSV) carry labels that are summaries of the
+        # report, not image annotations: their positives would never get balanced negatives, so the
+        # vindr family runs there only when an expert drew boxes.
+        return any(b.source != "region" for o in sg.observations for b in o.boxes)
 
     # ---------------------------------------------------------------------------------------------
     def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
@@ -175,7 +178,9 @@ class Strategy:
             if ty == "what":
                 # whole image, and each side of the chest where box geometry is known
                 on_side = {sd: [f for f in P if sd in info[f]["sides"]] for sd in ("right", "left")}
-                known = bool(w and h)
+                # a side is known clear only when every positive finding has box geometry: a
+                # label without a box could lie on either side
+                known = bool(w and h) and all(info[f]["sides"] for f in P)
                 # on a "No finding" image the whole-image question is positive: its answer is the
                 # dataset's "No finding" label (VinDr counts it as a class)
                 cands[(ty, True)] = ["*"] + [sd for sd in ("right", "left") if on_side[sd]]

@@ -86,7 +86,10 @@ def llava_record(q: QA, box_format: str = "norm1000", sizes: dict[tuple[str, str
         idx = {im: i + 1 for i, im in enumerate(q.image_ids)}
         parts = []
         for b in q.boxes:
-            t = _box_text(b, box_format, (sizes or {}).get((q.study_id, b.image_id)))
+            sz = (sizes or {}).get((q.study_id, b.image_id))
+            if sz is None and q.reference_study_id:  # diff questions box the earlier study's image
+                sz = (sizes or {}).get((q.reference_study_id, b.image_id))
+            t = _box_text(b, box_format, sz)
             parts.append(t if len(q.image_ids) <= 1 else f"{t} (image {idx.get(b.image_id, '?')})")
         answer += "\nBoxes: " + " ".join(parts)
     rec: dict[str, Any] = {"id": q.qa_id}

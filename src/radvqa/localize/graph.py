@@ -14,6 +14,8 @@ Rules (contract for the generators):
      precedence present > uncertain > absent.
    - A "no finding" label (maps to no finding id) makes no observation; it is recorded as
      ``meta["no_finding_label"] = scheme`` when positive.
+   - A label whose finding the report already states with the same certainty makes no second
+     observation (answers would say it twice); it is listed in ``meta["labels_agreeing_with_report"]``.
 3. **Boxes** (``study.boxes``; ``label`` = finding id) are checked against their image's size
    (``boxes.check_box``: clipped and noted in ``meta["box_notes"]``, or a Reject with
    ``stage="localize"``). Expert boxes are kept per reader and fused across readers
@@ -83,7 +85,14 @@ def build_scene_graph(
         rejects.append(_rej(study, f"label {lab.scheme}:{lab.name}", f"label value {lab.value!r} is not 1, 0 or -1"))
     for scheme in no_finding:
         meta["no_finding_label"] = scheme
+    report_keys = {(o.finding, o.certainty) for o in observations}
+    merged: list[str] = []
     for fid, regions in sorted(label_obs):
+        if (fid, label_obs[(fid, regions)]) in report_keys:
+            # the report already states this finding with the same certainty: a second observation
+            # would make every answer say it twice; the agreement is noted instead
+            merged.append(fid)
+            continue
         observations.append(
             Observation(
                 id=next_id(),
@@ -138,6 +147,8 @@ def build_scene_graph(
         meta["box_notes"] = "; ".join(notes)
     if disputed:
         meta["boxes_on_absent_findings"] = "; ".join(disputed)
+    if merged:
+        meta["labels_agreeing_with_report"] = "; ".join(merged)
 
     modality = study.images[0].modality if study.images else "CR"
     sg = SceneGraph(

@@ -4,7 +4,11 @@ Two inputs:
 - the folder tree as distributed: ``<root>/<modality>/<anatomy>/<pathology>/<file>.png``
   (e.g. ``radiology_ai/MR/knee/acl_pathology/knee001234.png``); a folder is recognised as the
   modality level by its name (CT, MR, US, any case). Once the tree is recognised, an image lying
-  elsewhere under the inputs is a Reject (never skipped silently);
+  elsewhere under the inputs is a Reject (never skipped silently). The release's ultrasound part is
+  ``US/<organ class>/<file>`` (one level shorter): those classes name the organ imaged, not a
+  pathology, so there is no label to map and a "no pathology" answer would be a guess; each such
+  image is a Reject saying so (RadImageNet-VQA keeps CT and MR only). A ``US/<anatomy>/<pathology>``
+  tree is read like CT/MR;
 - a CSV listing (e.g. ``RadiologyAI_train.csv``) with a path column (``filename``/``path``/``image``)
   whose last four parts are modality/anatomy/pathology/file; an optional ``split`` column. Files are
   resolved against the given image folders when any are given (missing -> Reject).
@@ -45,6 +49,13 @@ from radvqa.sources.base import (
 
 MODALITIES = {"ct": "CT", "mr": "MR", "mri": "MR", "us": "US"}
 _IMG = (".png", ".jpg", ".jpeg")
+US_REASON = ("US/{cls}/: RadImageNet's ultrasound classes name an organ, not a pathology: no label to map "
+             "(not used; RadImageNet-VQA keeps CT and MR)")
+
+
+def _us_organ(parts: tuple[str, ...] | list[str]) -> bool:
+    """``US/<organ class>/<file>``: the release's ultrasound layout, one level shorter than CT/MR."""
+    return len(parts) >= 3 and parts[-3].lower() == "us" and (len(parts) < 4 or parts[-4].lower() not in MODALITIES)
 
 
 class RadImageNetSource(Source):
@@ -65,6 +76,10 @@ class RadImageNetSource(Source):
             if f.suffix.lower() not in _IMG:
                 continue
             parts = f.parts
+            if _us_organ(parts):
+                found = True
+                yield self.reject(f, US_REASON.format(cls=parts[-2]))
+                continue
             if len(parts) < 4 or parts[-4].lower() not in MODALITIES:
                 strays.append(f)  # an image outside the layout: a Reject once the tree is recognised
                 continue
@@ -98,6 +113,9 @@ class RadImageNetSource(Source):
                 continue
             rel = row[pcol].strip().replace("\\", "/")
             parts = rel.split("/")
+            if _us_organ(parts):
+                yield self.reject(ref, US_REASON.format(cls=parts[-2]))
+                continue
             if len(parts) < 4 or parts[-4].lower() not in MODALITIES:
                 yield self.reject(ref, f"path {rel!r} is not <CT|MR|US>/<anatomy>/<pathology>/<file>")
                 continue
