@@ -27,6 +27,7 @@ class Fact:
         "phrase", "a_phrase", "be", "explicit_regions", "regions", "location", "in_location",
         "boxes", "loc_kind", "tag", "grade", "prov", "main", "details", "_related", "category",
         "subcategory", "is_device", "is_technical", "is_artifact", "abnormal", "implied",
+        "informative",
     )
 
     def related(self) -> AnswerPart:
@@ -80,6 +81,21 @@ def region_phrase(ctx: "StudyCtx", regions: list[str]) -> str:
     return join_list(["the " + v.region_name(r) for r in regions])
 
 
+def informative_regions(v: Any, fid: str, regions: list[str]) -> bool:
+    """Some region is not one of the finding's default regions or their ancestors."""
+    dflt = set(v.fdefault_regions.get(fid, ()))
+    for r in tuple(dflt):
+        dflt.update(v.rancestors.get(r, ()))
+    return any(r not in dflt for r in regions)
+
+
+def narrows(v: Any, fid: str, regions: list[str]) -> bool:
+    """Every region is sided or lies inside one of the finding's default regions."""
+    dflt = set(v.fdefault_regions.get(fid, ()))
+    anc = v.rancestors
+    return all(v.rside.get(r) or dflt.intersection(anc.get(r, ())) for r in regions)
+
+
 def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact:
     gen = ctx.gen
     v = gen.vocab
@@ -104,6 +120,10 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.is_artifact = f.subcategory in gen.artifact_subcategories or fid in gen.artifact_ids
     f.abnormal = v.fabnormal.get(fid, True) and not f.is_device and not f.is_technical
     lat = obs.laterality if obs.laterality in ("left", "right", "bilateral") else None
+    # a side on a finding the ontology does not lateralise ("bilateral hyperinflation", "right
+    # catheter") is an extraction artefact: not rendered, not tagged (unknown findings keep theirs)
+    if lat and not v.flateral.get(fid, True):
+        lat = None
     f.lat = lat
     f.severity = obs.severity
     words = []
@@ -119,7 +139,13 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     regions = explicit or [r for r in v.fdefault_regions.get(fid, ()) if r in v.rname]
     f.regions = regions
     f.location = region_phrase(ctx, explicit) if explicit else ""
-    f.in_location = (" in " + f.location) if explicit else ""
+    # a location is worth saying only when it adds to the finding's name ("the pleural effusion is
+    # in the pleura", "no cardiomegaly in the cardiac silhouette" say nothing)
+    f.informative = informative = bool(explicit) and informative_regions(v, fid, explicit)
+    # a negative names a place only when it narrows the finding ("no pneumothorax at the left
+    # apex"), not when it merely echoes the sentence's subject ("lungs are clear" -> "no pleural
+    # effusion in the lungs")
+    f.in_location = (" in " + f.location) if (informative and f.absent and narrows(v, fid, explicit)) else ""
     # boxes: the observation's own (lesion / own-region), else own regions', else default regions'
     if obs.boxes:
         boxes, kind = list(obs.boxes), "box"
@@ -160,7 +186,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         plural = f.be == "are"
         dv = {"name": name, "location": f.location, "be": f.be, "It": "They" if plural else "It",
               "It_be": "They are" if plural else "It is", "measures": "measure" if plural else "measures"}
-        if explicit:
+        if informative:
             details.append(_detail(ctx, ph["detail_location"], dv, f))
         if obs.size_mm:
             dv["size"] = f"{obs.size_mm:g}"
@@ -191,3 +217,78 @@ def union_boxes(parts: list[AnswerPart]) -> list[Box]:
         for b in p.boxes:
             seen.setdefault(id(b), b)
     return list(seen.values())
+
+
+def merge_facts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
+    """One fact per finding, certainty and side, so an answer states each finding once.
+
+    A study can hold several observations of one finding: the report repeats it (FINDINGS and
+    IMPRESSION, with different regions), and label observations (OpenI's MeSH codes) restate what
+    the report says. Copies with the same side, or without one, are merged into a single
+    observation (regions, evidence, boxes and children united; severity, size and descriptors from
+    the most specific copy) and rendered once, in the position of the first copy; all copies'
+    provenance is kept. Distinct sides (a left and a right effusion) stay separate facts, and a
+    copy without a side joins the first sided one."""
+    groups: dict[tuple[str, str], list[Fact]] = {}
+    for f in facts:
+        groups.setdefault((f.fid, f.certainty), []).append(f)
+    if len(groups) == len(facts):
+        return facts
+    merged: dict[int, Fact] = {}  # id(first fact of a subgroup) -> fact to put there
+    dropped: set[int] = set()
+    for fs in groups.values():
+        if len(fs) == 1:
+            continue
+        sides: dict[str | None, list[Fact]] = {}
+        for f in fs:
+            sides.setdefault(f.lat, []).append(f)
+        sided = [k for k in sides if k is not None]
+        if sided and None in sides:
+            sides[sided[0]].extend(sides.pop(None))
+        for sub in sides.values():
+            if len(sub) == 1:
+                continue
+            sub.sort(key=fs.index)
+            out = _merge_group(ctx, sub)
+            merged[id(sub[0])] = out
+            dropped.update(id(f) for f in sub[1:])
+    return [merged.get(id(f), f) for f in facts if id(f) not in dropped]
+
+
+def _merge_group(ctx: "StudyCtx", fs: list[Fact]) -> Fact:
+    # the most specific copy leads: report text over labels, then severity, regions, size
+    best = max(fs, key=lambda f: (f.obs.source == "report", f.severity is not None,
+                                  len(f.explicit_regions), f.obs.size_mm is not None, -fs.index(f)))
+    obs = [best.obs] + [f.obs for f in fs if f is not best]
+
+    def first(attr: str) -> Any:
+        for o in obs:
+            val = getattr(o, attr)
+            if val:
+                return val
+        return None
+
+    regions: list[str] = []
+    children: list[str] = []
+    evidence = []
+    seen_ev: set[tuple[Any, ...]] = set()
+    boxes: dict[int, Box] = {}
+    for o in obs:
+        regions.extend(r for r in o.regions if r not in regions)
+        children.extend(c for c in o.children if c not in children)
+        for ev in o.evidence:
+            k = (ev.sentence_id, ev.start, ev.end, ev.text)
+            if k not in seen_ev:
+                seen_ev.add(k)
+                evidence.append(ev)
+        for b in o.boxes:
+            boxes.setdefault(id(b), b)
+    lat = next((f.lat for f in fs if f.lat), None)
+    m = msgspec.structs.replace(
+        best.obs, laterality=lat, regions=regions, severity=first("severity"), size_mm=first("size_mm"),
+        temporal=first("temporal"), texture=first("texture"), spread=first("spread"), children=children,
+        evidence=evidence, boxes=list(boxes.values()), from_report=any(o.from_report for o in obs))
+    out = build_fact(ctx, m, implied=best.implied)
+    for f in fs:  # label copies cite "label:<finding>", repeated sentences both sentence ids
+        out.prov.extend(p for p in f.prov if p not in out.prov)
+    return out

@@ -1,7 +1,7 @@
 """Throughput of `radvqa predict` against a local OpenAI-compatible server with a fixed answer latency,
 at several --concurrency values (run from the repository root):
 
-    .venv/bin/python tests/data/models/bench_predict_http.py [--latency 0.05] [--rows 200]
+    .venv/bin/python benchmarks/predict_http.py [--latency 0.05] [--rows 200]
 
 Prints one line per concurrency: rows/s and the speed-up over concurrency 1. It measures the runner
 (streaming, image encoding, ordered writing, retries off), not a model.
@@ -49,7 +49,7 @@ def main() -> None:
     from radvqa.models.registry import get_adapter
     from radvqa.models.smoke import _repeat_dataset
 
-    here = Path(__file__).resolve().parent / "vqa20"
+    here = Path(__file__).resolve().parents[1] / "tests" / "data" / "models" / "vqa20"
     with tempfile.TemporaryDirectory() as tmp:
         data = _repeat_dataset(here, Path(tmp) / "d", max(1, args.rows // 20))
         base = None
