@@ -42,7 +42,30 @@ class Lexicon:
     def __init__(self, cfg: dict[str, Any]) -> None:
         self.mass = frozenset(w.lower() for w in cfg.get("mass_nouns", ()))
         self.singular_s = tuple(cfg.get("singular_endings", ("sis", "us", "ss", "xis", "ous", "ax", "is")))
+        # endings of uncountable nouns ("sarcoidosis", "blunting", "lipomatosis")
+        self.mass_endings = tuple(cfg.get("mass_endings", ()))
         self._cache: dict[str, tuple[str, str]] = {}
+
+    def plural(self, name: str) -> str:
+        """The name with its head noun in the plural, when countable ("rib fracture" -> "rib
+        fractures", "granuloma" -> "granulomas"); mass nouns and plurals stay as they are."""
+        head, sep, tail = name.partition(" of ")
+        words = head.split()
+        if not words:
+            return name
+        last = words[-1].lower()
+        if name.lower() in self.mass or last in self.mass or last.endswith(self.mass_endings):
+            return name
+        if last.endswith("s") and not last.endswith(self.singular_s):
+            return name
+        w = words[-1]
+        if w.endswith(("s", "x", "ch", "sh")):
+            w += "es"
+        elif w.endswith("y") and w[-2:-1] not in _VOWELS:
+            w = w[:-1] + "ies"
+        else:
+            w += "s"
+        return " ".join([*words[:-1], w]) + (sep + tail if sep else "")
 
     def forms(self, name: str, phrase: str) -> tuple[str, str]:
         """(phrase with article if countable singular, verb "is"/"are")."""
@@ -53,7 +76,7 @@ class Lexicon:
         # the head noun decides: "degenerative changes of the spine" is plural
         head = name.lower().split(" of ")[0]
         last = head.split()[-1] if head.strip() else head
-        if name.lower() in self.mass or last in self.mass:
+        if name.lower() in self.mass or last in self.mass or last.endswith(self.mass_endings):
             out = (phrase, "is")
         elif last.endswith("s") and not last.endswith(self.singular_s):
             out = (phrase, "are")
@@ -131,9 +154,14 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         words.append(obs.severity)
     if lat:
         words.append(lat)
-    words.append(name)
+    # "bilateral" makes a countable finding plural: "small bilateral pleural effusions are seen",
+    # not "a small bilateral pleural effusion"
+    shown = name
+    if lat == "bilateral" and c != "absent":
+        shown = gen.lexicon.plural(name)
+    words.append(shown)
     f.phrase = phrase = " ".join(words)
-    f.a_phrase, f.be = gen.lexicon.forms(name, phrase)
+    f.a_phrase, f.be = gen.lexicon.forms(shown, phrase)
     explicit = [r for r in obs.regions]
     f.explicit_regions = explicit
     regions = explicit or [r for r in v.fdefault_regions.get(fid, ()) if r in v.rname]
@@ -147,7 +175,9 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     # effusion in the lungs")
     f.in_location = (" in " + f.location) if (informative and f.absent and narrows(v, fid, explicit)) else ""
     # boxes: the observation's own (lesion / own-region), else own regions', else default regions'
-    if obs.boxes:
+    # lesion boxes of an absent observation are outvoted readers' boxes (localize contract:
+    # ``boxes_on_absent_findings``): a "no" answer points at where the finding would be instead
+    if obs.boxes and not f.absent:
         boxes, kind = list(obs.boxes), "box"
     else:
         boxes = ctx.region_boxes_for(explicit) if explicit else []
@@ -184,7 +214,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     details: list[AnswerPart] = []
     if not f.absent:
         plural = f.be == "are"
-        dv = {"name": name, "location": f.location, "be": f.be, "It": "They" if plural else "It",
+        dv = {"name": shown, "location": f.location, "be": f.be, "It": "They" if plural else "It",
               "It_be": "They are" if plural else "It is", "measures": "measure" if plural else "measures"}
         if informative:
             details.append(_detail(ctx, ph["detail_location"], dv, f))
@@ -292,3 +322,41 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact]) -> Fact:
     for f in fs:  # label copies cite "label:<finding>", repeated sentences both sentence ids
         out.prov.extend(p for p in f.prov if p not in out.prov)
     return out
+
+
+_RANK = {"present": 2, "uncertain": 1, "absent": 0}
+
+
+def fold_ancestors(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
+    """Drop a stated finding that only restates a more specific one of the same study.
+
+    Reports and their labels name a finding at several levels ("calcified granuloma" and
+    "nodule", "consolidation" and MeSH "lung opacity"): "A calcified granuloma is seen. A nodule is
+    seen." reads as two findings. A fact is folded into a descendant's fact when the descendant is
+    at least as certain, on the same side (or the ancestor has none), and the ancestor adds
+    nothing of its own (no severity, size, descriptor or informative location); its provenance
+    moves to the descendant. Questions about the ancestor still get "yes" through the descendant
+    (``via_child`` in the qba strategy)."""
+    if len(facts) < 2:
+        return facts
+    anc = ctx.gen.vocab.fancestors
+    fids = {f.fid for f in facts if not f.absent}
+    if not any(fids.intersection(anc.get(x, ())) for x in fids):
+        return facts
+    dropped: set[int] = set()
+    for p in facts:
+        if p.absent or p.severity or p.informative or _has_own_details(p):
+            continue
+        for c in facts:
+            if (c is p or id(c) in dropped or c.absent or p.fid not in anc.get(c.fid, ())
+                    or _RANK[c.certainty] < _RANK[p.certainty] or (p.lat and p.lat != c.lat)):
+                continue
+            c.prov.extend(x for x in p.prov if x not in c.prov)
+            dropped.add(id(p))
+            break
+    return [f for f in facts if id(f) not in dropped] if dropped else facts
+
+
+def _has_own_details(f: Fact) -> bool:
+    o = f.obs
+    return bool(o.size_mm or o.temporal or o.texture or o.spread or o.children)

@@ -10,13 +10,14 @@ findings in the same region), each with its tag and boxes.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from radvqa.generate.engine import StudyCtx, WeightedPool, change_text_grade, sample_capped, weighted_sample
-from radvqa.generate.facts import Fact, join_list
+from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts
 from radvqa.generate.templates import Family, Spec, Template
 from radvqa.model import AnswerPart, SceneGraph
-from radvqa.quality.criteria import combine
+from radvqa.quality.criteria import IMPLIED_NEGATIVE, combine
 
 F = frozenset
 YN = F({"yes", "no"})
@@ -34,7 +35,7 @@ SPECS: dict[str, Spec] = {
     "B11_is_normal_subcat": Spec(YN, LIST),
     "B12_describe_device": Spec(F({"devices", "none"}), LIST),
     "B13_has_devices": Spec(YN, LIST),
-    "B14_describe_acquisition": Spec(F({"views", "no_views"}), F({"n", "views", "modality"})),
+    "B14_describe_acquisition": Spec(F({"views", "no_views"}), F({"n", "images", "views", "modality"})),
     "B15_describe_artifacts": Spec(F({"artifacts", "none"}), LIST),
     "B16_has_artifacts": Spec(YN, LIST),
     "C01_describe_region": Spec(DESC, LIST),
@@ -56,6 +57,7 @@ PHRASES: dict[str, frozenset[str]] = {
 }
 
 _NONE: tuple[int, tuple[str, ...]] = (0, ())
+_WORD = re.compile(r"[a-z][a-z/-]*")
 _PUNCT = str.maketrans({c: " " for c in ".,;:!?()[]\"'/"})
 
 
@@ -98,6 +100,8 @@ class Strategy:
         self.modality_names: dict[str, str] = dict(cfg.get("modality_names", {}))
         self.yes_share = float(cfg.get("yes_share", 0.5))
         self.min_neg = int(cfg.get("min_negatives", 2))
+        self.deid_mask = str(cfg.get("deid_mask", "xxxx")).lower()
+        self.ind_filler = F(w.lower() for w in cfg.get("indication_filler_words", ()))
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
         if sg.modality.upper() not in self.modalities:
@@ -113,9 +117,13 @@ class Strategy:
         self.rng = rng
         facts = list(ctx.facts.values())
         child_ids = {c for f in facts for c in f.obs.children}
-        top = _dedupe([f for f in facts if f.obs.id not in child_ids])
+        top = fold_ancestors(ctx, merge_facts(ctx, [f for f in facts if f.obs.id not in child_ids]))
+        # the study's fact per finding (merged copies), for questions that name a finding
+        self.top_by: dict[str, Fact] = {}
+        for f in top:
+            self.top_by.setdefault(f.fid, f)
         self.child_parts: dict[str, list[AnswerPart]] = {}
-        for f in facts:
+        for f in top:
             if f.obs.children:
                 kids = []
                 for cid in f.obs.children:
@@ -152,6 +160,11 @@ class Strategy:
         S.devices(ctx, top, devs)
 
     # helpers -------------------------------------------------------------------------------------
+    def fact_for(self, ctx: StudyCtx, fid: str) -> Fact:
+        """The study's (merged) fact for a finding, else an implied negative."""
+        f = self.top_by.get(fid)
+        return f if f is not None else ctx.negative_fact(fid)
+
     def parts_of(self, f: Fact, details: bool = True) -> list[AnswerPart]:
         if not details:
             return [f.main]
@@ -202,7 +215,12 @@ class Strategy:
                 for f in facts:
                     if f.fid not in findings:
                         findings.append(f.fid)
-        if not prov:  # an answer that rests on no observation: the report mentions nothing of it
+        if not facts and polarity == "negative":
+            # a "no" / "nothing" that no stated negative supports rests on the report's silence:
+            # graded like every other implied negative (B), whatever the question type
+            grade = IMPLIED_NEGATIVE
+            prov = ["report:not_mentioned"]
+        elif not prov:  # an answer that rests on no observation: the report mentions nothing of it
             prov = ["report:no_matching_observation"]
         ctx.emit(tpl, slot_key, widx, question, answer, parts, grade, answer_short=short,
                  polarity=polarity, findings=findings, regions=regions or [], provenance=prov)
@@ -222,8 +240,10 @@ class Strategy:
                      polarity="positive", **kw)
         else:
             parts = [f.main for f in neg[: self.max_related + 1]] if with_negatives else []
+            # the stated negatives support the "normal" answer (grade, provenance) even where the
+            # template does not list them
             self.out(ctx, tpl, slots, slot_key, "normal", {"list": "", "n": "0"}, parts,
-                     neg[: self.max_related + 1] if with_negatives else [], polarity="negative",
+                     neg[: self.max_related + 1], polarity="negative",
                      lead_tag="normal", **kw)
 
     def _yn(self, ctx: StudyCtx, tpl: Template, slots: dict[str, str], slot_key: str, yes: bool,
@@ -248,8 +268,10 @@ class Strategy:
         if ind is None or not ind.text.strip():
             return
         text = ind.text.strip().rstrip(".")
+        if not self._has_content(text):
+            return  # "XXXX-year-old XXXX with XXXX": de-identification left nothing to ask about
         if ind.evaluate:
-            facts = [ctx.negative_fact(fid) for fid in ind.evaluate if fid in self.gen.vocab.fname]
+            facts = [self.fact_for(ctx, fid) for fid in ind.evaluate if fid in self.gen.vocab.fname]
             pos = [f for f in facts if not f.absent]
             neg = [f for f in facts if f.absent]
         else:
@@ -269,6 +291,13 @@ class Strategy:
                      neg, polarity="negative", lead_tag="normal", extra=extra)
         row = ctx.rows[-1]
         row.provenance = [p for p in prov if p not in row.provenance] + row.provenance
+
+    def _has_content(self, text: str) -> bool:
+        """Some word of the indication is neither a de-identification mask nor a filler word."""
+        for w in _WORD.findall(text.lower()):
+            if self.deid_mask not in w and w not in self.ind_filler:
+                return True
+        return False
 
     def _cw(self) -> tuple[str, ...]:
         return tuple(f" {w} " for w in self.gen.change_words)
@@ -365,7 +394,8 @@ class Strategy:
         ph = self.fam.phrases["view_item"]
         items = [ctx.pick(ph).format_map({"view": self.view_names.get(v.upper(), v)}) for v in views]
         mod = ctx.sg.modality.upper()
-        lv = {"n": str(len(ims)), "views": join_list(items) if items else "views not recorded",
+        lv = {"n": str(len(ims)), "images": f"{len(ims)} image" + ("" if len(ims) == 1 else "s"),
+              "views": join_list(items) if items else "views not recorded",
               "modality": self.modality_names.get(mod, mod)}
         lead = ctx.pick(tpl.answers["views" if items else "no_views"]).format_map(lv)
         parts = [AnswerPart(part_type="main", text=lead, tag="acquisition")]
@@ -442,15 +472,21 @@ class Strategy:
                 slots = {"region": rname}
                 rb = ctx.region_boxes_for([r])
                 pos = index.get(r, [])
+                # "the lungs are clear" speaks for the right lung too: negatives stated for the
+                # region or any region containing it
+                neg_r = neg_at.get(r, [])
+                for a in anc.get(r, ()):
+                    if a in neg_at:
+                        neg_r = neg_r + [f for f in neg_at[a] if f not in neg_r]
                 kw = {"regions": [r], "lead_boxes": rb}
                 if qt == "C01_describe_region":
-                    self._desc(ctx, tpl, slots, r, pos, neg_at.get(r, []), True, **kw)
+                    self._desc(ctx, tpl, slots, r, pos, neg_r, True, **kw)
                 elif qt == "C02_describe_abnormal_region":
-                    self._desc(ctx, tpl, slots, r, pos, neg_at.get(r, []), False, **kw)
+                    self._desc(ctx, tpl, slots, r, pos, neg_r, False, **kw)
                 elif qt == "C03_is_abnormal_region":
-                    self._yn(ctx, tpl, slots, r, bool(pos), pos, neg_at.get(r, []), **kw)
+                    self._yn(ctx, tpl, slots, r, bool(pos), pos, neg_r, **kw)
                 elif qt == "C04_is_normal_region":
-                    self._yn(ctx, tpl, slots, r, not pos, pos, neg_at.get(r, []), **kw)
+                    self._yn(ctx, tpl, slots, r, not pos, pos, neg_r, **kw)
                 elif qt == "C07_describe_device_region":
                     if pos:
                         parts = [p for f in pos for p in self.parts_of(f)]
@@ -518,7 +554,7 @@ class Strategy:
                              short=("yes" if key == "present" else "possibly") if qt == "D02_has_finding" else None,
                              polarity="positive", regions=list(f0.regions))
                 else:
-                    nf = ctx.negative_fact(fid)
+                    nf = self.fact_for(ctx, fid)
                     rel = self._related_to_absent(nf)
                     self.out(ctx, tpl, slots, fid, "absent", {"phrase": nf.phrase, "location": "the image"},
                              [nf.main, *rel], [nf], short="no" if qt == "D02_has_finding" else None,
@@ -594,11 +630,24 @@ class Strategy:
         t = self.t
         dbase, dsampled = self._finding_set(ctx, [f.fid for f in devs] + [f.fid for f in top if f.is_device and f.absent],
                                             self.default_devices, self.pool_devices, self.k_devices)
-        dids = dbase + dsampled
+        v = self.gen.vocab
         by: dict[str, list[Fact]] = {}
         for f in devs:
             by.setdefault(f.fid, []).append(f)
-        v = self.gen.vocab
+        # as for findings: a pacemaker is a support device (never "no support device" beside it),
+        # and a generic "catheter" leaves its kinds unknowable (no implied "no central line")
+        unknowable: set[str] = set()
+        via: dict[str, list[Fact]] = {}
+        for f in devs:
+            for a in v.fancestors.get(f.fid, ()):
+                if a not in by:
+                    via.setdefault(a, []).append(f)
+            unknowable.update(v.fdescendants.get(f.fid, ()))
+        by.update(via)
+        stated = {f.fid for f in top if f.is_device and f.absent}
+        dids = [d for d in dbase + dsampled if d in by or d in stated or d not in unknowable]
+        dbase = [d for d in dbase if d in dids]
+        dsampled = [d for d in dsampled if d in dids]
         for qt in ("D05_describe_device", "D06_has_device"):
             tpl = t.get(qt)
             if tpl is None:
@@ -615,7 +664,7 @@ class Strategy:
                              short="yes" if qt == "D06_has_device" else None, polarity="positive",
                              regions=list(f0.regions))
                 else:
-                    nf = ctx.negative_fact(d)
+                    nf = self.fact_for(ctx, d)
                     self.out(ctx, tpl, slots, d, "absent", {"phrase": nf.phrase, "location": "the image"},
                              [nf.main], [nf], short="no" if qt == "D06_has_device" else None,
                              polarity="negative", regions=list(nf.regions))
@@ -638,26 +687,3 @@ def _leaks(short: str, question: str) -> bool:
     # whole words only: "trachea" does not leak from "endotracheal tube"
     q = " " + question.lower().replace("?", " ").replace(",", " ").replace(".", " ") + " "
     return f" {s} " in q
-
-
-def _dedupe(facts: list[Fact]) -> list[Fact]:
-    """One fact per (finding, side, certainty): reports repeat findings (FINDINGS and IMPRESSION),
-    and an answer should state each once. The most specific copy (severity, explicit regions,
-    size) is kept, in the position of the first; the others' provenance is added to it."""
-    groups: dict[tuple[str, str | None, str], list[Fact]] = {}
-    for f in facts:
-        groups.setdefault((f.fid, f.lat, f.certainty), []).append(f)
-    if len(groups) == len(facts):
-        return facts
-    out: list[Fact] = []
-    for fs in groups.values():
-        if len(fs) == 1:
-            out.append(fs[0])
-            continue
-        best = max(fs, key=lambda f: (f.severity is not None, len(f.explicit_regions), f.obs.size_mm is not None,
-                                      -fs.index(f)))
-        for f in fs:
-            if f is not best:
-                best.prov.extend(p for p in f.prov if p not in best.prov)
-        out.append(best)
-    return out

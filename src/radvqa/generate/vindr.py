@@ -28,7 +28,9 @@ F = frozenset
 PN = F({"positive", "negative"})
 SPECS: dict[str, Spec] = {
     "where": Spec(PN, F({"location"})),
-    "what": Spec(PN, F({"list", "n"})),  # slot area: "this image" / a side of the chest
+    # slot area: "in this image" / "on the right side of the chest" (preposition included);
+    # A_list: the finding names with articles, capitalised ("A nodule and a mass"), be: is / are
+    "what": Spec(PN, F({"list", "n", "A_list", "be"})),
     "is_there": Spec(PN, F({"a_finding"})),
     "how_many": Spec(PN, F({"n", "noun"})),
     "which": Spec(PN, F({"answer"})),
@@ -190,8 +192,9 @@ class Strategy:
             if ty in ("where",):
                 cands[(ty, True)] = [f for f in P if info[f]["locs"]]
             elif ty == "how_many":
-                # count balance: most findings have one box, so "1" answers are thinned out
-                cands[(ty, True)] = [f for f in P if info[f]["count"] > 0
+                # count balance: most findings have one box, so "1" answers are thinned out;
+                # central findings (cardiomegaly) are not lesions one counts
+                cands[(ty, True)] = [f for f in P if info[f]["count"] > 0 and f not in self.central_findings
                                      and rng.random() < self.count_keep.get(info[f]["count"], 1.0)]
             elif ty == "which":
                 cands[(ty, True)] = [f for f in P if info[f]["sides"] and "central" not in info[f]["sides"]
@@ -201,7 +204,8 @@ class Strategy:
                                      and f not in self.central_findings]
             else:
                 cands[(ty, True)] = list(P)
-            negs = [f for f in neg if f not in self.central_findings] if ty in ("which", "yes_no") else list(neg)
+            negs = ([f for f in neg if f not in self.central_findings] if ty in ("which", "yes_no", "how_many")
+                    else list(neg))
             if ty == "yes_no":
                 # wrong-side questions about a present finding are negatives too
                 negs = negs + [f"{f}@wrong" for f in cands[(ty, True)] if len(info[f]["sides"]) == 1]
@@ -279,13 +283,18 @@ class Strategy:
                 parts = [self._part(f, cap(v.finding_name(f)) + (f" in {join_list(info[f]['locs'])}." if info[f]["locs"] else "."),
                                     info[f]["boxes"], "present") for f in fids]
                 facts = [x for f in fids for x in info[f]["facts"]]
+                lex = self.gen.lexicon
+                forms = [lex.forms(v.finding_name(f), v.finding_name(f)) for f in fids]
+                be = "are" if len(forms) > 1 or forms[0][1] == "are" else "is"
                 lead = ctx.pick(tpl.answers["positive"]).format_map(
-                    {"area": area, "list": join_list([v.finding_name(f) for f in fids]), "n": str(len(fids))})
+                    {"area": area, "list": join_list([v.finding_name(f) for f in fids]), "n": str(len(fids)),
+                     "A_list": cap(join_list([fm[0] for fm in forms])), "be": be})
                 reasoning = " ".join(self._reason(ctx, f, info[f], ph) for f in fids)
                 short = ", ".join(v.finding_name(f) for f in fids)
             else:  # a side without boxes, or a "No finding" image's whole-image question
                 fids, facts = [], []
-                lead = ctx.pick(tpl.answers["negative"]).format_map({"area": area, "list": "", "n": "0"})
+                lead = ctx.pick(tpl.answers["negative"]).format_map({"area": area, "list": "", "n": "0",
+                                                                      "A_list": "", "be": "is"})
                 parts = [AnswerPart(part_type="main", text=lead, tag="no finding")]
                 if item == "*":
                     reasoning = self._reason(ctx, "*", None, ph)

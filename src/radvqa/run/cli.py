@@ -102,6 +102,8 @@ def register(app: typer.Typer) -> None:
         llm_model: Optional[str] = typer.Option(None, "--llm-model", help="--extractor llm: model name"),
         shard_studies: int = typer.Option(2000, "--shard-studies", min=1, help="target studies per shard (shard count is a power of two)"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+        pipeline: Optional[str] = typer.Option(None, "--pipeline", hidden=True,
+                                               help="module:factory replacing the stage chain (tests, benchmarks)"),
     ) -> None:
         """Build a VQA dataset: sources -> extract -> localize -> generate -> grade -> sharded Parquet
         + manifest.json + rejected.jsonl + dataset card. With no SOURCE: the bundled sample into ./radvqa-out."""
@@ -124,7 +126,7 @@ def register(app: typer.Typer) -> None:
         opts = BuildOptions(
             source=source, inputs=[str(p) for p in inputs or []], out=str(out), strategies=strat, seed=seed,
             workers=workers, executor=executor, limit=limit, resume=resume, studies=studies, extractor=extractor,
-            extractor_options=ex_opts, shard_studies=shard_studies,
+            extractor_options=ex_opts, shard_studies=shard_studies, pipeline=pipeline,
         )
         try:
             with _RichProgress(console, enabled=not quiet) as prog:
