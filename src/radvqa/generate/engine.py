@@ -247,6 +247,8 @@ class Generator:
         check_unique(families)
         self.templates = {t.id: t for fam in families for t in fam.templates.values()}
         self.rejects: list[Reject] = []
+        # (finding, *regions) -> (location informative, location narrows the finding): facts.py
+        self.loc_cache: dict[tuple[str, ...], tuple[bool, bool]] = {}
 
     def _family(self, fname: str, specs: dict[str, Spec], phrases: dict[str, frozenset[str]]) -> Family:
         if self.options.template_dir:

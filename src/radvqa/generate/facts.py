@@ -169,11 +169,20 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.location = region_phrase(ctx, explicit) if explicit else ""
     # a location is worth saying only when it adds to the finding's name ("the pleural effusion is
     # in the pleura", "no cardiomegaly in the cardiac silhouette" say nothing)
-    f.informative = informative = bool(explicit) and informative_regions(v, fid, explicit)
     # a negative names a place only when it narrows the finding ("no pneumothorax at the left
     # apex"), not when it merely echoes the sentence's subject ("lungs are clear" -> "no pleural
-    # effusion in the lungs")
-    f.in_location = (" in " + f.location) if (informative and f.absent and narrows(v, fid, explicit)) else ""
+    # effusion in the lungs"); both judgements are cached per (finding, regions) on the generator
+    if explicit:
+        key = (fid, *explicit)
+        hit = gen.loc_cache.get(key)
+        if hit is None:
+            inf = informative_regions(v, fid, explicit)
+            hit = gen.loc_cache[key] = (inf, inf and narrows(v, fid, explicit))
+        informative, narrowing = hit
+    else:
+        informative = narrowing = False
+    f.informative = informative
+    f.in_location = (" in " + f.location) if (narrowing and f.absent) else ""
     # boxes: the observation's own (lesion / own-region), else own regions', else default regions'
     # lesion boxes of an absent observation are outvoted readers' boxes (localize contract:
     # ``boxes_on_absent_findings``): a "no" answer points at where the finding would be instead

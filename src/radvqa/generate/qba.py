@@ -459,6 +459,20 @@ class Strategy:
         sampled = weighted_sample(self.rng, self.pool_regions, self.k_regions, chosen.__contains__)
         regions = base + sampled
         base_set = set(base)
+        neg_cache: dict[str, list[Fact]] = {}
+
+        def neg_for(r: str) -> list[Fact]:
+            # "the lungs are clear" speaks for the right lung too: negatives stated for the region
+            # or any region containing it
+            hit = neg_cache.get(r)
+            if hit is None:
+                hit = list(neg_at.get(r, ()))
+                for a in anc.get(r, ()):
+                    if a in neg_at:
+                        hit.extend(f for f in neg_at[a] if f not in hit)
+                neg_cache[r] = hit
+            return hit
+
         for qt in qts:
             tpl = t.get(qt)
             if tpl is None:
@@ -472,12 +486,7 @@ class Strategy:
                 slots = {"region": rname}
                 rb = ctx.region_boxes_for([r])
                 pos = index.get(r, [])
-                # "the lungs are clear" speaks for the right lung too: negatives stated for the
-                # region or any region containing it
-                neg_r = neg_at.get(r, [])
-                for a in anc.get(r, ()):
-                    if a in neg_at:
-                        neg_r = neg_r + [f for f in neg_at[a] if f not in neg_r]
+                neg_r = neg_for(r)
                 kw = {"regions": [r], "lead_boxes": rb}
                 if qt == "C01_describe_region":
                     self._desc(ctx, tpl, slots, r, pos, neg_r, True, **kw)
