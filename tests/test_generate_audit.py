@@ -234,3 +234,36 @@ def test_articles_and_bilateral_plurals(gen):
                        evidence=_ev("S01", "small bilateral effusions"))]
     r = next(r for r in gen.generate(_sg(obs)) if r.question_type == "B02_describe_abnormal")
     assert "small bilateral pleural effusions" in r.answer.lower() and "a small bilateral" not in r.answer.lower()
+
+
+def test_box_question_types_not_all_no_on_unboxed_images():
+    # NIH: ~1% of images have boxes; "where" / "which" / "how many" / side questions were ~100% "no"
+    g = Generator(mini_ontology(), GenerateOptions(strategies=("vindr",)))
+    rows = []
+    for k in range(40):
+        fs = [("nodule", None)] if k % 2 else []
+        rows += g.generate(box_sg(study_id=f"nih-cxr14:u{k}.png", patient=f"nih-cxr14:u{k}", findings=fs))
+    assert rows
+    assert not [r for r in rows if r.question_type in ("where", "which", "how_many", "yes_no")]
+    # boxed images still get them, both ways
+    rows = []
+    for k in range(40):
+        rows += g.generate(box_sg(study_id=f"nih-cxr14:b{k}.png", patient=f"nih-cxr14:b{k}"))
+    pol = {r.polarity for r in rows if r.question_type in ("where", "which", "how_many", "yes_no")}
+    assert pol == {"positive", "negative"}
+
+
+def test_no_degree_questions_when_degree_is_unknowable():
+    # label-only follow-ups: the nodule is in both studies without severity, so whether it grew is
+    # unknown; "Has anything increased? - No" would be unsupported
+    g = Generator(mini_ontology(), GenerateOptions(strategies=("diff",)))
+    a = box_sg(study_id="nih-cxr14:q_000.png", patient="nih-cxr14:q", time="1", findings=[("nodule", None)])
+    b = box_sg(study_id="nih-cxr14:q_001.png", patient="nih-cxr14:q", time="2", findings=[("nodule", None)])
+    types = {r.question_type for r in g.generate(b, prior=a)}
+    assert "new_findings" in types and not types & {"increased_findings", "decreased_findings"}
+
+
+def test_where_answer_states_a_side_only_location(gen):
+    obs = [Observation(id="O01", finding="pneumothorax", laterality="right", evidence=_ev("S01", "right pneumothorax"))]
+    r = [r for r in gen.generate(_sg(obs)) if r.question_type == "D03_where_is_finding"]
+    assert r and r[0].answer_short == "the right side" and "the right side" in r[0].answer

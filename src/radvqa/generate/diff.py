@@ -194,6 +194,14 @@ class Strategy:
             if tpl is None:
                 continue
             fids = [fid for fid in moved if changes[fid][0] == kind]
+            if not fids and kind in ("increased", "decreased") and (
+                    any(c[0] == "persistent" for c in changes.values())
+                    or not any(c[0] in ("unchanged", "increased", "decreased") for c in changes.values())):
+                # "nothing has increased" needs a finding of both studies whose degree is known: a
+                # finding with no severity and no change word (label-only data: NIH, VinDr) may have
+                # grown or shrunk, and with no finding in common the "no" is trivial (on NIH the type
+                # was 100% "no")
+                continue
             names = join_list([(now.get(f) or before[f]).name for f in fids])
             if fids:
                 self._emit(tpl, {}, "", "yes", {"list": names}, [item(f) for f in fids], fids, "yes", "positive", [])

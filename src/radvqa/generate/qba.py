@@ -46,7 +46,7 @@ SPECS: dict[str, Spec] = {
     "C08_has_device_region": Spec(YN, LIST),
     "D01_describe_finding": Spec(F({"present", "uncertain", "absent"}), F({"phrase", "location"})),
     "D02_has_finding": Spec(F({"present", "uncertain", "absent"}), F({"phrase", "location"})),
-    "D03_where_is_finding": Spec(F({"located"}), F({"phrase", "location"})),
+    "D03_where_is_finding": Spec(F({"located", "sided"}), F({"phrase", "location"})),
     "D04_how_severe_is_finding": Spec(F({"severity"}), F({"phrase", "severity"})),
     "D05_describe_device": Spec(F({"present", "absent"}), F({"phrase", "location"})),
     "D06_has_device": Spec(F({"present", "absent"}), F({"phrase", "location"})),
@@ -578,7 +578,9 @@ class Strategy:
                     loc = "both sides"
                 else:
                     loc = f"the {f.lat} side"
-                self.out(ctx, tpl, {"finding": f.name}, f.obs.id, "located",
+                # a side only: the lead says it ("It is on the left side."), so the short answer
+                # is in the answer text
+                self.out(ctx, tpl, {"finding": f.name}, f.obs.id, "located" if self._informative(f) else "sided",
                          {"phrase": f.phrase, "location": loc}, self.parts_of(f), [f],
                          short=loc, polarity="positive", regions=list(f.regions))
         tpl = t.get("D04_how_severe_is_finding")

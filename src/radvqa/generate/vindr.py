@@ -73,6 +73,7 @@ class Strategy:
         self.scheme_by_source: dict[str, str] = dict(cfg.get("scheme_by_source", {}))
         self.default_scheme = str(cfg.get("default_scheme", "vindr"))
         self.central_findings = F(cfg.get("central_findings", ()))
+        self.box_types = F(cfg.get("box_types", ()))
         self.zone_names: dict[str, str] = dict(cfg.get("zone_names", {}))
         self.area_names: dict[str, str] = dict(cfg.get("area_names", {}))
         self.count_keep: dict[int, float] = {int(k): float(x) for k, x in (cfg.get("count_keep") or {}).items()}
@@ -206,6 +207,12 @@ class Strategy:
                 cands[(ty, True)] = list(P)
             negs = ([f for f in neg if f not in self.central_findings] if ty in ("which", "yes_no", "how_many")
                     else list(neg))
+            if ty in self.box_types and not cands[(ty, True)]:
+                # a type whose positives need box geometry gets negatives only on images where it
+                # has positives too: otherwise, on sources with few boxes (NIH), "where" / "which" /
+                # "how many" / side questions would be almost all "no" and the type alone would
+                # give the answer away
+                negs = []
             if ty == "yes_no":
                 # wrong-side questions about a present finding are negatives too
                 negs = negs + [f"{f}@wrong" for f in cands[(ty, True)] if len(info[f]["sides"]) == 1]

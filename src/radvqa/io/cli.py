@@ -91,13 +91,15 @@ def register(app: typer.Typer) -> None:
         box_format: str = typer.Option("norm1000", "--box-format", help="llava: norm1000 | norm1 | pixels"),
         image_root: Optional[str] = typer.Option(None, "--image-root", help="llava: prefix for relative image paths"),
         include_regions: bool = typer.Option(False, "--include-regions", help="coco: add anatomical region boxes"),
+        absolute_images: bool = typer.Option(False, "--absolute-images", help="llava, coco: resolve relative image paths through the manifest's image_roots"),
     ) -> None:
         """Export a built dataset: LLaVA conversations (boxes in a declared text format), JSONL,
         CXR-QBA per-study JSON files, or COCO boxes."""
         from radvqa.io.export import export
 
         try:
-            res = export(out, fmt, dest, box_format=box_format, image_root=image_root, include_regions=include_regions)
+            res = export(out, fmt, dest, box_format=box_format, image_root=image_root, include_regions=include_regions,
+                         absolute_images=absolute_images)
         except (ValueError, FileNotFoundError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None

@@ -154,10 +154,44 @@ def _by_study(qas: Iterator[QA]) -> Iterator[tuple[str, str, list[QA]]]:
         yield cur[0].patient_id, cur[0].study_id, cur
 
 
+def manifest_image_roots(out: Path) -> list[str]:
+    """The build's ``image_roots`` (stored image paths are relative to the first that holds them)."""
+    try:
+        m = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    roots = m.get("image_roots") if isinstance(m, dict) else None
+    return [r for r in roots if isinstance(r, str)] if isinstance(roots, list) else []
+
+
+class _Absolute:
+    """Relative stored path -> absolute path under the first image root where the file exists."""
+
+    def __init__(self, roots: list[str]) -> None:
+        self.roots = roots
+        self._memo: dict[str, str] = {}
+
+    def __call__(self, p: str) -> str:
+        if not p or p.startswith("/") or not self.roots:
+            return p
+        got = self._memo.get(p)
+        if got is None:
+            got = next((f"{r}/{p}" for r in self.roots if (Path(r) / p).exists()), f"{self.roots[0]}/{p}")
+            self._memo[p] = got
+        return got
+
+
 def export(out: Path | str, fmt: str, dest: Path | str | None = None, box_format: str = "norm1000",
-           image_root: str | None = None, include_regions: bool = False) -> dict[str, Any]:
-    """Write the export; returns {"path": ..., "records": n, ...}."""
+           image_root: str | None = None, include_regions: bool = False,
+           absolute_images: bool = False) -> dict[str, Any]:
+    """Write the export; returns {"path": ..., "records": n, ...}.
+
+    Image paths are written as stored (relative to the manifest's ``image_roots``, which the llava
+    info file and the COCO ``info`` repeat); ``image_root`` prefixes relative ones (llava);
+    ``absolute_images`` resolves them through ``image_roots`` (llava, coco)."""
     out = Path(out)
+    roots = manifest_image_roots(out)
+    absolute = _Absolute(roots) if absolute_images else None
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
     if box_format not in BOX_FORMATS:
@@ -180,6 +214,8 @@ def export(out: Path | str, fmt: str, dest: Path | str | None = None, box_format
         dest.parent.mkdir(parents=True, exist_ok=True)
         with open(dest, "wb") as f:
             for q in iter_objects(out, "qa"):
+                if absolute is not None:
+                    q.image_paths = [absolute(p) for p in q.image_paths]
                 f.write(enc.encode(llava_record(q, box_format, sizes, image_root)) + b"\n")
                 n += 1
         info = {
@@ -189,6 +225,9 @@ def export(out: Path | str, fmt: str, dest: Path | str | None = None, box_format
                           "norm1": "0..1 with 3 decimals: coordinate / image size",
                           "pixels": "pixels of the stored image file"}[box_format],
             "multi_image": "with several images each box is followed by (image K), K = position in 'images' (1-based)",
+            "image_roots": roots,
+            "image_paths": ("absolute" if absolute is not None else f"prefixed with {image_root}" if image_root
+                            else "relative to the first of image_roots that holds the file (absolute when under none)"),
         }
         (dest.parent / "export_info.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
         return {"path": str(dest), "records": n, "box_format": box_format}
@@ -209,10 +248,11 @@ def export(out: Path | str, fmt: str, dest: Path | str | None = None, box_format
             n_sg += 1
         return {"path": str(dest), "records": n, "studies": studies, "scene_graphs": n_sg}
     # coco
-    return _coco(out, dest, include_regions)
+    return _coco(out, dest, include_regions, roots, absolute)
 
 
-def _coco(out: Path, dest: Path, include_regions: bool) -> dict[str, Any]:
+def _coco(out: Path, dest: Path, include_regions: bool, roots: list[str] | None = None,
+          absolute: _Absolute | None = None) -> dict[str, Any]:
     images: list[dict[str, Any]] = []
     anns: list[tuple[str, dict[str, Any]]] = []
     cat_kind: dict[str, str] = {}
@@ -221,7 +261,7 @@ def _coco(out: Path, dest: Path, include_regions: bool) -> dict[str, Any]:
         ids: dict[str, int] = {}
         for im in sg.images:
             ids[im.id] = len(images) + 1
-            images.append({"id": len(images) + 1, "file_name": im.path or "", "width": im.width, "height": im.height,
+            images.append({"id": len(images) + 1, "file_name": (absolute(im.path or "") if absolute else im.path or ""), "width": im.width, "height": im.height,
                            "radvqa_image_id": im.id, "study_id": sg.study_id, "patient_id": sg.patient_id,
                            "split": sg.split, "view": im.view})
         seen: set[tuple[Any, ...]] = set()
@@ -247,7 +287,9 @@ def _coco(out: Path, dest: Path, include_regions: bool) -> dict[str, Any]:
     for i, (label, a) in enumerate(anns):
         annotations.append({"id": i + 1, "category_id": cat_id[label], **a})
     doc = {
-        "info": {"description": f"radvqa boxes from {out.name}", "version": "1"},
+        "info": {"description": f"radvqa boxes from {out.name}", "version": "1",
+                 # relative file_name values are relative to the first of these holding the file
+                 "image_roots": list(roots or [])},
         "images": images,
         "categories": [{"id": cat_id[c], "name": c, "supercategory": cat_kind[c]} for c in cats],
         "annotations": annotations,

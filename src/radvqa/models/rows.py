@@ -110,8 +110,11 @@ class QADataset:
         for src in (self.manifest, self.manifest.get("options") or {}):
             if not isinstance(src, dict):
                 continue
-            for k in _MANIFEST_ROOT_KEYS:
-                v = src.get(k)
+            # "image_roots" (list) is what `radvqa build` writes: stored paths are relative to them
+            declared = src.get("image_roots")
+            vals = [declared] if isinstance(declared, str) else list(declared) if isinstance(declared, list) else []
+            vals += [src.get(k) for k in _MANIFEST_ROOT_KEYS]
+            for v in vals:
                 if isinstance(v, str) and v:
                     r = Path(v)
                     roots.append(r if r.is_absolute() else base / r)

@@ -30,6 +30,7 @@ from radvqa.io.parquet import WriteError, shard_files
 from radvqa.io.schema import SCHEMA_VERSION
 from radvqa.model import Reject, Study
 from radvqa.sources.base import SourceError
+from radvqa.run.imagepaths import PathRelativizer, image_roots_for
 from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, SpillWriter, plan_shards
 from radvqa.run.worker import (
     clear_shard, marker_path, rejects_path, shard_is_complete, state_dir, write_text_atomic,
@@ -191,6 +192,8 @@ def _read_phase(out: Path, opts: BuildOptions, progress: Progress,
         shutil.rmtree(spill_dir)
     t0 = time.perf_counter()
     writer = SpillWriter(spill_dir)
+    # image paths become relative to the input roots here, once per study (see run/imagepaths.py)
+    relativize = PathRelativizer(image_roots_for(_input_paths(opts))).study
     n_rej = 0
     rej_file = st / "source.rejected.jsonl"
     progress.phase("reading sources", opts.studies if opts.source == "synthetic" else opts.limit)
@@ -198,7 +201,7 @@ def _read_phase(out: Path, opts: BuildOptions, progress: Progress,
         with open(rej_file, "w", encoding="utf-8") as rf:
             for rec in (records if records is not None else _source_records(opts, progress)):
                 if isinstance(rec, Study):
-                    writer.add(rec)
+                    writer.add(relativize(rec))
                 elif isinstance(rec, Reject):
                     rf.write(json.dumps({"source": rec.source, "ref": rec.ref, "reason": rec.reason, "stage": rec.stage or "source"}, ensure_ascii=False) + "\n")
                     n_rej += 1
@@ -317,6 +320,8 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
         "schema_version": SCHEMA_VERSION,
         "source": opts.source,
         "inputs": [str(p) for p in opts.inputs] or _default_inputs(opts.source),
+        # stored image paths are relative to the first of these that contains them (imagepaths.py)
+        "image_roots": image_roots_for(_input_paths(opts)),
         "seed": opts.seed,
         "options": {
             "strategies": list(opts.strategies), "limit": opts.limit, "studies": opts.studies,
@@ -343,6 +348,10 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     if not opts.keep_spill and spill.exists():
         shutil.rmtree(spill, ignore_errors=True)
     return manifest
+
+
+def _input_paths(opts: BuildOptions) -> list[str]:
+    return [str(p) for p in opts.inputs] or _default_inputs(opts.source)
 
 
 def _default_inputs(source: str) -> list[str]:
