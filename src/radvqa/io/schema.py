@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -98,12 +99,16 @@ def _compile(t: mi.Type) -> Converter:
         def conv_list(vals: Sequence[Any]) -> pa.Array:
             n = len(vals)
             has_null = None in vals  # C-level scan (identity first), much cheaper than a genexpr
-            lengths = np.fromiter((len(v) if v else 0 for v in vals), dtype=np.int64, count=n)
+            if has_null:
+                mask = pa.array([v is None for v in vals], type=pa.bool_())
+                vals = [() if v is None else v for v in vals]
+            else:
+                mask = None
+            # map/chain run the per-element loop in C (no bytecode per list): ~2x a comprehension
             offsets = np.zeros(n + 1, dtype=np.int32)
-            np.cumsum(lengths, out=offsets[1:])
-            flat = [x for v in vals if v for x in v]
+            np.cumsum(np.fromiter(map(len, vals), dtype=np.int64, count=n), out=offsets[1:])
+            flat = list(chain.from_iterable(vals))
             child = item_conv(flat)
-            mask = pa.array([v is None for v in vals], type=pa.bool_()) if has_null else None
             return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), child, type=atype, mask=mask)
 
         return conv_list
@@ -120,7 +125,7 @@ def _compile(t: mi.Type) -> Converter:
                 ]
                 mask = pa.array([v is None for v in vals], type=pa.bool_())
                 return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
-            children = [c([g(v) for v in vals]) for g, c in zip(getters, convs)]
+            children = [c(list(map(g, vals))) for g, c in zip(getters, convs)]
             if not vals:
                 return pa.array([], type=atype)
             return pa.StructArray.from_arrays(children, fields=fields)
@@ -176,7 +181,7 @@ class ArrowCodec:
         self._fix = _fixer(info)
 
     def to_table(self, objs: Sequence[msgspec.Struct]) -> pa.Table:
-        cols = [c([g(o) for o in objs]) for g, c in zip(self._getters, self._convs)]
+        cols = [c(list(map(g, objs))) for g, c in zip(self._getters, self._convs)]
         return pa.Table.from_arrays(cols, schema=self.schema)
 
     def to_table_pylist(self, objs: Sequence[msgspec.Struct]) -> pa.Table:

@@ -80,6 +80,24 @@ class Source:
     def reject(self, ref: str | Path, reason: str) -> Reject:
         return Reject(source=self.name, ref=str(ref), reason=reason, stage="source")
 
+    def table_rows(
+        self, rows: Iterable[tuple[int, list[str] | None, str | None]], ncols: int, table: str | Path
+    ) -> Iterator[tuple[str, int, list[str]] | Reject]:
+        """Data rows of a table streamed by ``read_csv_rows``: ``(ref, line number, cells)`` for each
+        usable row,
+        a Reject for a line that could not be read or whose cell count differs from the header's.
+        Blank lines are not records and are passed over."""
+        for lineno, row, err in rows:
+            ref = f"{table}:{lineno}"
+            if row is None:
+                yield self.reject(ref, err or "unreadable line")
+            elif not any(x.strip() for x in row):
+                continue
+            elif len(row) != ncols:
+                yield self.reject(ref, f"{len(row)} cells, header has {ncols}")
+            else:
+                yield ref, lineno, row
+
 
 def _default_ontology() -> Any:
     from radvqa.ontology import load_ontology  # type: ignore[attr-defined]

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from radvqa.model import Image, Label, Study
+from radvqa.model import Image, Label, Reject, Study
 from radvqa.sources.base import (
     DirCache,
     LabelMapper,
@@ -83,16 +83,11 @@ class CheXpertSource(Source):
             split = t.stem.lower().replace("_labels", "")
             group: list[tuple[str, list[str]]] = []
             key = None
-            for lineno, row, err in rows:
-                ref = f"{t}:{lineno}"
-                if row is None:
-                    yield self.reject(ref, err or "unreadable line")
+            for item in self.table_rows(rows, len(header), t):
+                if isinstance(item, Reject):
+                    yield item
                     continue
-                if not any(x.strip() for x in row):
-                    continue
-                if len(row) != len(header):
-                    yield self.reject(ref, f"{len(row)} cells, header has {len(header)}")
-                    continue
+                ref, _, row = item
                 m = _PATH_RE.search(row[c["path"]].strip().replace("\\", "/"))
                 if m is None:
                     yield self.reject(ref, f"Path {row[c['path']]!r} is not .../patientN/studyM/file")

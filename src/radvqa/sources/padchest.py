@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from radvqa.model import Image, Label, Study
+from radvqa.model import Image, Label, Reject, Study
 from radvqa.sources.base import (
     LabelMapper,
     Record,
@@ -95,16 +95,11 @@ class PadChestSource(Source):
                 raise SourceError(f"padchest: {t}: empty or unreadable header")
             header = first[1]
             c = header_index(header, _COLS, str(t))
-            for lineno, row, err in rows:
-                ref = f"{t}:{lineno}"
-                if row is None:
-                    yield self.reject(ref, err or "unreadable line")
+            for item in self.table_rows(rows, len(header), t):
+                if isinstance(item, Reject):
+                    yield item
                     continue
-                if not any(x.strip() for x in row):
-                    continue
-                if len(row) != len(header):
-                    yield self.reject(ref, f"{len(row)} cells, header has {len(header)}")
-                    continue
+                ref, lineno, row = item
                 sid = row[c["study"]].strip()
                 if not sid:
                     yield self.reject(ref, "empty StudyID")

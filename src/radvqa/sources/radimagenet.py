@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from radvqa.model import Image, Label, Study
+from radvqa.model import Image, Label, Reject, Study
 from radvqa.sources.base import (
     LabelMapper,
     Record,
@@ -101,16 +101,11 @@ class RadImageNetSource(Source):
         if pcol is None:
             raise SourceError(f"radimagenet: {t}: no filename/path/image column (header {first[1]})")
         scol = low.index("split") if "split" in low else None
-        for lineno, row, err in rows:
-            ref = f"{t}:{lineno}"
-            if row is None:
-                yield self.reject(ref, err or "unreadable line")
+        for item in self.table_rows(rows, len(low), t):
+            if isinstance(item, Reject):
+                yield item
                 continue
-            if not any(x.strip() for x in row):
-                continue
-            if len(row) != len(low):
-                yield self.reject(ref, f"{len(row)} cells, header has {len(low)}")
-                continue
+            ref, _, row = item
             rel = row[pcol].strip().replace("\\", "/")
             parts = rel.split("/")
             if _us_organ(parts):
