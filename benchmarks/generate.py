@@ -1,12 +1,20 @@
 """QA generation throughput on synthetic scene graphs (one process).
 
     .venv/bin/python benchmarks/generate.py [--studies 2000] [--strategies qba,vindr,rin,diff]
+    .venv/bin/python benchmarks/generate.py --scene-graphs OUT_DIR [--profile 25] [--digest]
 
 Builds typical scene graphs from the packaged ontology: chest X-ray report studies (2 images,
 region boxes on the frontal one, 3-9 observations: positives with regions / severities, negatives,
 a device), box-labelled NIH/VinDr-style images (3 readers + fused box), follow-up pairs of a
 patient (diff) and RadImageNet-style CT/MR images, then times ``Generator.generate`` alone and prints
 QA rows per second. Target (issue 5): >= 40,000 QA/s per process.
+
+``--scene-graphs DIR`` times the generator on the scene graphs of a finished build instead
+(``DIR/scene_graphs/*.parquet``, e.g. from ``radvqa build synthetic --studies 3000 --out DIR`` or
+``radvqa build openi ...``): realistic graphs from the real chain, each study paired with its
+patient's previous study as the runner does. ``--profile N`` prints the N costliest functions
+(cProfile, one pass); ``--digest`` prints a hash of every generated row (msgspec JSON), so a speed
+change can be checked to leave the output byte-identical.
 """
 
 from __future__ import annotations
@@ -96,10 +104,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--studies", type=int, default=2000)
     ap.add_argument("--strategies", default="qba,vindr,rin,diff")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--scene-graphs", metavar="DIR", default=None,
+                    help="time generation over the scene graphs of a finished build (DIR/scene_graphs)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="print the N costliest functions of one pass (cProfile)")
+    ap.add_argument("--digest", action="store_true", help="print a hash of all generated rows")
     args = ap.parse_args(argv)
     from radvqa.ontology import load_ontology
 
     onto = load_ontology()
+    if args.scene_graphs:
+        pairs0 = _pairs_from_build(args.scene_graphs)
+        return _time(onto, pairs0, args)
     rng = random.Random(0)
     chest, devices = _findings(onto)
     regions = [r for r in sorted(onto.regions) if onto.regions[r].boxable][:30]
@@ -120,7 +136,50 @@ def main(argv: list[str] | None = None) -> int:
                 pairs.append((b, a))
             else:
                 pairs.append((rin_sg(i, rng, onto), None))
+    return _time(onto, pairs, args)
+
+
+def _pairs_from_build(out: str) -> list[tuple[SceneGraph, SceneGraph | None]]:
+    """Scene graphs of a build in stored order, each with the prior the runner would pass
+    (the patient's previous study when the scene graph links it)."""
+    from radvqa.io.parquet import read_scene_graphs
+
+    sgs = read_scene_graphs(out)
+    if not sgs:
+        raise SystemExit(f"no scene graphs under {out}/scene_graphs")
+    pairs: list[tuple[SceneGraph, SceneGraph | None]] = []
+    prev: SceneGraph | None = None
+    for sg in sgs:
+        prior = prev if (prev is not None and sg.prior_study_id and prev.study_id == sg.prior_study_id) else None
+        pairs.append((sg, prior))
+        prev = sg
+    return pairs
+
+
+def _time(onto, pairs: list[tuple[SceneGraph, SceneGraph | None]], args) -> int:
     gen = Generator(onto, GenerateOptions(strategies=tuple(args.strategies.split(",")), seed=0))
+    if args.digest:
+        import hashlib
+
+        import msgspec
+
+        h = hashlib.blake2b(digest_size=16)
+        enc = msgspec.json.Encoder()
+        for sg, prior in pairs:
+            for r in gen.generate(sg, prior):
+                h.update(enc.encode(r))
+                h.update(b"\n")
+        print(f"digest of all rows: {h.hexdigest()}")
+    if args.profile:
+        import cProfile
+        import pstats
+
+        pr = cProfile.Profile()
+        pr.enable()
+        for sg, prior in pairs:
+            gen.generate(sg, prior)
+        pr.disable()
+        pstats.Stats(pr).sort_stats("tottime").print_stats(args.profile)
     best = 0.0
     best_cpu = 0.0
     n = 0
@@ -147,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"qba rows with several answer parts: {multi / c['qba']:.1%}")
     print(f"generation throughput (best of {args.repeat}, one process): {best:,.0f} QA/s wall clock, "
           f"{best_cpu:,.0f} QA/s per CPU-second (the machine is shared: CPU time is the steadier figure)")
+    print(f"CPU-seconds per 100k QA rows: {100_000 / best_cpu:.2f}")
     return 0
 
 

@@ -83,3 +83,66 @@ def test_deterministic_and_cache_independent(ex):
 def test_indication_keeps_the_question_not_the_history(ex):
     e = ex.extract("INDICATION:  ___F with history of CHF, now with dyspnea  // ?pna\nFINDINGS: No pneumonia.", "s")
     assert e.indication is not None and e.indication.evaluate == ["pneumonia"]
+
+
+# ---- QA audit follow-up (issue 3): evidence supports the final certainty ---------------------
+
+def _evidence_sentences(e, o):
+    return [sp.sentence_id for sp in o.evidence]
+
+
+def test_present_observation_never_cites_the_negating_sentence(ex):
+    # "free of focal airspace disease" negates an opacity; a later sentence states one
+    text = ("FINDINGS: The lungs are free of focal airspace disease. A few bandlike opacities are "
+            "present on the lateral view.")
+    e = ex.extract(text, "s")
+    (o,) = _obs(e, "lung_opacity")
+    assert o.certainty == "present"
+    assert [sp.text for sp in o.evidence] == ["opacities"]
+    assert _evidence_sentences(e, o) == ["S02"]
+    assert o.regions == []  # "lungs" was named only by the negating sentence
+
+
+@pytest.mark.parametrize("text, certainty, cited", [
+    ("FINDINGS: No pneumonia. IMPRESSION: Pneumonia.", "present", ["S02"]),
+    ("FINDINGS: No pneumonia. IMPRESSION: Possible pneumonia.", "uncertain", ["S02"]),
+    ("FINDINGS: Possible pneumonia. IMPRESSION: Pneumonia.", "present", ["S02"]),
+    ("FINDINGS: No pneumonia. IMPRESSION: No evidence of pneumonia.", "absent", ["S01", "S02"]),
+])
+def test_evidence_is_the_mentions_of_the_final_certainty(ex, text, certainty, cited):
+    e = ex.extract(text, "s")
+    obs = _obs(e, "pneumonia")
+    assert {o.certainty for o in obs} == {certainty}
+    assert sorted(sid for o in obs for sid in _evidence_sentences(e, o)) == cited
+
+
+def test_attributes_come_from_supporting_mentions_only(ex):
+    e = ex.extract("FINDINGS: No large pleural effusion. IMPRESSION: Small pleural effusion, new.", "s")
+    (o,) = _obs(e, "pleural_effusion")
+    assert (o.certainty, o.severity, o.change) == ("present", "small", "new")
+    assert _evidence_sentences(e, o) == ["S02"]
+
+
+def test_every_observation_keeps_evidence_and_non_lateralised_findings_have_no_side(ex):
+    from pathlib import Path
+
+    from radvqa.extract.inputs import read_reports
+
+    onto = ex.ontology
+    n = 0
+    for rec in read_reports(Path(__file__).parent / "data" / "extract" / "openi"):
+        if not isinstance(rec, tuple):
+            continue
+        e = ex.extract(rec[1], rec[0])
+        for o in e.observations:
+            n += 1
+            assert o.evidence, (rec[0], o.finding)
+            if not onto.findings[o.finding].lateralised:
+                assert o.laterality is None, (rec[0], o.finding, o.laterality)
+    assert n > 500
+
+
+def test_mediastinal_shift_has_a_direction_not_a_side(ex):
+    assert ex.ontology.findings["mediastinal_shift"].lateralised is False
+    e = ex.extract("There is mediastinal shift to the right and to the left.", "s")
+    assert [o.laterality for o in _obs(e, "mediastinal_shift")] == [None]

@@ -30,6 +30,9 @@ def _matches(o, certainty: str, attrs: dict[str, str]) -> bool:
         if field == "regions":
             if v not in got:
                 return False
+        elif v == "none":  # the field must be empty ("lat=none": no side)
+            if got is not None:
+                return False
         elif field == "size_mm":
             if got is None or abs(got - float(v)) > 1e-6:
                 return False

@@ -10,8 +10,14 @@ Rules (documented contract of the rules backend):
 - a mention without regions joins the observation of the same finding and side that has regions
   ("small right pleural effusion ... small right effusion, new": one observation), when there is
   exactly one such observation;
-- attributes (severity, size, change, temporal): the first mention that gives one wins; sizes keep
-  the largest; every mention span is kept as evidence, linking the observation to its sentences.
+- evidence and attributes come only from the mentions that support the final certainty: the
+  first supporting mention that gives severity / change / temporal wins, sizes keep the largest
+  ("no large effusion ... small effusion" is a small present effusion, not a large one);
+- evidence is the mentions that support the final certainty: a present observation never cites
+  the sentence that negated the same finding ("lungs are free of airspace disease" is not evidence
+  of an opacity stated elsewhere); the IR has no place for dissenting mentions, so they are dropped;
+- findings the ontology marks non-lateralised (cardiomegaly, edema, mediastinal shift...) get no
+  laterality: "right" near them names a region or a direction, not the side of the finding.
 """
 
 from __future__ import annotations
@@ -23,8 +29,7 @@ _RANK = {"absent": 0, "uncertain": 1, "present": 2}
 
 
 class _Obs:
-    __slots__ = ("finding", "certainty", "laterality", "regions", "severity", "size_mm", "change",
-                 "temporal", "evidence", "order", "implicit")
+    __slots__ = ("finding", "certainty", "laterality", "regions", "mentions", "order", "implicit")
 
     def __init__(self, finding: str, certainty: str, laterality: str | None, regions: tuple[str, ...],
                  order: int, implicit: bool):
@@ -32,19 +37,18 @@ class _Obs:
         self.certainty = certainty
         self.laterality = laterality
         self.regions = regions
-        self.severity: str | None = None
-        self.size_mm: float | None = None
-        self.change: str | None = None
-        self.temporal: str | None = None
-        self.evidence: list[Span] = []
+        # (span, certainty, attributes, own): own is False for a merged region-less mention
+        self.mentions: list[tuple[Span, str, AttrValues | None, bool]] = []
         self.order = order
         self.implicit = implicit
 
 
 class Aggregator:
-    def __init__(self, region_side: dict[str, str | None]):
+    def __init__(self, region_side: dict[str, str | None], lateralised: frozenset[str] | set[str] | None = None):
+        """``lateralised``: finding ids that can have a side; None = every finding (no check)."""
         self._by_key: dict[tuple[str, str | None, tuple[str, ...]], _Obs] = {}
         self._side = region_side
+        self._lateralised = lateralised
 
     def add(self, finding: str, certainty: str, span: Span, v: AttrValues | None, implicit: bool = False) -> None:
         lat = regions = None
@@ -57,6 +61,8 @@ class Aggregator:
                     lat = sides.pop()
                 elif len(sides) > 1:
                     lat = "bilateral"
+            if lat is not None and self._lateralised is not None and finding not in self._lateralised:
+                lat = None
         key = (finding, lat, regions or ())
         o = self._by_key.get(key)
         if o is None:
@@ -69,16 +75,7 @@ class Aggregator:
                 o.certainty = certainty  # the explicit statement replaces the implied one
             elif _RANK[certainty] > _RANK[o.certainty]:
                 o.certainty = certainty
-        if v is not None:
-            if o.severity is None:
-                o.severity = v.severity
-            if v.size_mm is not None:
-                o.size_mm = v.size_mm if o.size_mm is None else max(o.size_mm, v.size_mm)
-            if o.change is None:
-                o.change = v.change
-            if o.temporal is None:
-                o.temporal = v.temporal
-        o.evidence.append(span)
+        o.mentions.append((span, certainty, v, True))
 
     def _merge_regionless(self) -> list[_Obs]:
         obs = sorted(self._by_key.values(), key=lambda x: x.order)
@@ -97,21 +94,33 @@ class Aggregator:
             t = targets[0]
             if _RANK[o.certainty] > _RANK[t.certainty]:
                 t.certainty = o.certainty
-            t.severity = t.severity or o.severity
-            t.change = t.change or o.change
-            t.temporal = t.temporal or o.temporal
-            if o.size_mm is not None:
-                t.size_mm = o.size_mm if t.size_mm is None else max(t.size_mm, o.size_mm)
-            t.evidence.extend(o.evidence)
-            t.evidence.sort(key=lambda sp: sp.start)
+            t.mentions.extend((sp, c, v, False) for sp, c, v, _own in o.mentions)
+            t.mentions.sort(key=lambda m: m[0].start)
         return out
 
     def observations(self) -> list[Observation]:
         out = []
         for n, o in enumerate(self._merge_regionless(), 1):
+            cert = o.certainty
+            evidence: list[Span] = []
+            own = False
+            severity = size = change = temporal = None
+            for sp, c, v, mine in o.mentions:
+                if c != cert:
+                    continue  # a dissenting mention is neither evidence nor a source of attributes
+                evidence.append(sp)
+                own = own or mine
+                if v is not None:
+                    severity = severity or v.severity
+                    change = change or v.change
+                    temporal = temporal or v.temporal
+                    if v.size_mm is not None and (size is None or v.size_mm > size):
+                        size = v.size_mm
+            # regions come from the observation's own mentions: when only merged region-less
+            # mentions support the final certainty, the regions were named by a dissenting one
             out.append(Observation(
-                id=f"O{n:02d}", finding=o.finding, certainty=o.certainty, laterality=o.laterality,
-                regions=list(o.regions), severity=o.severity, size_mm=o.size_mm, change=o.change,
-                temporal=o.temporal, evidence=o.evidence, source="report",
+                id=f"O{n:02d}", finding=o.finding, certainty=cert, laterality=o.laterality,
+                regions=list(o.regions) if own else [], severity=severity, size_mm=size, change=change,
+                temporal=temporal, evidence=evidence, source="report",
             ))
         return out

@@ -12,9 +12,10 @@ from typing import Any
 from radvqa.extract._trie import trie_regex
 
 # Roles a cue phrase can play (bit flags: one phrase may be a pre and a post cue).
-DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST, PSEUDO, TERM = (1 << i for i in range(10))
+DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST, PSEUDO, TERM, HYPO_POST = (
+    1 << i for i in range(11))
 PRE_MASK = DOM_PRE | NEG_PRE | UNC_PRE | HYPO | HIST
-POST_MASK = DOM_POST | NEG_POST | UNC_POST
+POST_MASK = DOM_POST | NEG_POST | UNC_POST | HYPO_POST
 
 _KEYS: tuple[tuple[str, str | None, int], ...] = (
     ("uncertain_dominant", "pre", DOM_PRE),
@@ -24,6 +25,7 @@ _KEYS: tuple[tuple[str, str | None, int], ...] = (
     ("uncertainty_pre", None, UNC_PRE),
     ("uncertainty_post", None, UNC_POST),
     ("hypothetical", None, HYPO),
+    ("hypothetical_post", None, HYPO_POST),
     ("historical", None, HIST),
     ("pseudo", None, PSEUDO),
     ("terminators", None, TERM),
@@ -128,6 +130,10 @@ class ContextRules:
                         post_cue.setdefault(f, c)
         if pre & (HYPO | HIST) and not pre & (NEG_PRE | DOM_PRE):
             return None, pre_cue.get(HYPO) or pre_cue.get(HIST)
+        # "tuberculosis should be excluded": asked about, not seen (without this the mention
+        # read as present, and present beats a later "no X" at aggregation)
+        if post & HYPO_POST and not pre & (NEG_PRE | DOM_PRE):
+            return None, post_cue[HYPO_POST]
         if pre & DOM_PRE:
             return "uncertain", pre_cue[DOM_PRE]
         if post & DOM_POST:
@@ -143,4 +149,4 @@ class ContextRules:
         return "present", None
 
 
-_FLAGS = (DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST)
+_FLAGS = (DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST, HYPO_POST)

@@ -40,10 +40,16 @@ class RulesExtractor:
         ctx_data = load_data("context")
         # The ontology's cue lists are merged unless our context data says to use ours only.
         self.context = ContextRules(ctx_data, None if ctx_data.get("ours_only", True) else onto_cues)
-        self.mentions = MentionMatcher(ontology.finding_terms(), load_data("patterns"), set(ontology.findings))
+        patterns = load_data("patterns")
+        self.mentions = MentionMatcher(ontology.finding_terms(), patterns, set(ontology.findings))
+        self.redacted_device = frozenset(" ".join(str(p).lower().split())
+                                         for p in patterns.get("redacted_device_phrases", []) or [])
+        self.devices = frozenset(fid for fid, f in ontology.findings.items() if f.category == "DEVICE")
         side = {rid: r.side for rid, r in ontology.regions.items()}
         self.attributes = AttributeMatcher(ontology.region_terms(), side, mods, load_data("attributes"))
         self.region_side = side
+        # findings that can have a side; the others get no laterality at aggregation
+        self.lateralised = frozenset(fid for fid, f in ontology.findings.items() if getattr(f, "lateralised", True))
 
     # ------------------------------------------------------------------------------------------
     def extract(self, text: object, study_id: str = "") -> Extraction:
@@ -65,7 +71,7 @@ class RulesExtractor:
         lower = lower_same_length(text)
         sections = split_sections(text)
         sentences: list[Sentence] = []
-        agg = Aggregator(self.region_side)
+        agg = Aggregator(self.region_side, self.lateralised)
         ind_texts: list[str] = []
         ind_findings: list[str] = []
         ind_spans: list[Span] = []
@@ -129,6 +135,18 @@ class RulesExtractor:
                     part = (p, False)
         return part, self._mentions(seg, indication)
 
+    def _drop_device_parts(self, seg: str, mentions: list) -> list:
+        """Drop a redacted-device phrase ("tip") that follows a named device in the sentence:
+        "tracheostomy tube tip at the clavicles" is one tracheostomy tube, not also a catheter."""
+        out = []
+        named = False
+        for m in mentions:
+            if named and m.rule is None and seg[m.start:m.end] in self.redacted_device:
+                continue
+            named = named or any(f in self.devices for f in m.findings)
+            out.append(m)
+        return out
+
     def _mentions(self, seg: str, indication: bool) -> tuple[tuple, ...]:
         """Mentions of one (lower-cased) sentence with their certainty and attributes, offsets
         relative to the sentence. A pure function of the sentence text (context never crosses a
@@ -138,6 +156,8 @@ class RulesExtractor:
         mentions = self.mentions.find(seg, 0, n)
         if not mentions:
             return ()
+        if self.redacted_device and len(mentions) > 1:
+            mentions = self._drop_device_parts(seg, mentions)
         ctx = self.context
         cues = ctx.cues(seg, 0, n)
         out = []

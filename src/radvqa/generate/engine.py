@@ -70,7 +70,7 @@ class StudyCtx:
 
     __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "sizes", "rboxes", "sentences",
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
-                 "n_boxable_images", "implied")
+                 "n_boxable_images", "implied", "no_strs", "no_boxes", "shared")
 
     def __init__(self, gen: "Generator", sg: SceneGraph, split: str) -> None:
         self.gen = gen
@@ -101,6 +101,20 @@ class StudyCtx:
             self.by_finding.setdefault(obs.finding, []).append(f)
         self.rows: list[QA] = []
         self.strategy = ""
+        # empty lists shared by this study's rows and parts (rows are never mutated after
+        # generation, see facts.py): fewer container objects per row means less work for Python's
+        # cyclic GC, which dominates generation time while the writer holds a row group in memory
+        self.no_strs: list[str] = []
+        self.no_boxes: list[Box] = []
+        self.shared: dict[tuple[Any, ...], Any] = {}
+
+    def strs(self, items: list[str]) -> list[str]:
+        """One shared list per distinct list of strings in this study (read-only)."""
+        key = (1, *items)
+        hit = self.shared.get(key)
+        if hit is None:
+            hit = self.shared[key] = items
+        return hit
 
     def stream(self, name: str) -> random.Random:
         r = self._rngs.get(name)
@@ -179,6 +193,20 @@ class StudyCtx:
     ) -> None:
         sg = self.sg
         sid = study_id or sg.study_id
+        # identical lists within a study become one shared (read-only) list: the rows of a study
+        # repeat the same part lists, findings and provenance many times over, and every list that
+        # outlives the call is one more object for the cyclic GC to traverse while rows wait in
+        # the writer's buffer (measured: the GC cost more than the rest of emit)
+        shared = self.shared
+        key = (0, *map(id, parts))  # ids stay valid: the cached list keeps the parts alive
+        hit = shared.get(key)
+        if hit is None:
+            hit = shared[key] = (parts, union_boxes(parts))
+        parts, boxes = hit
+        findings = self.strs(findings) if findings else self.no_strs
+        regions = self.strs(regions) if regions else self.no_strs
+        if provenance:
+            provenance = self.strs(provenance)
         self.rows.append(QA(
             qa_id=make_qa_id(sid, tpl.id, slot_key, widx),
             source=sg.source,
@@ -196,12 +224,12 @@ class StudyCtx:
             answer_short=answer_short,
             choices=choices,
             polarity=polarity,
-            findings=findings if findings is not None else [],
-            regions=regions if regions is not None else [],
+            findings=findings,
+            regions=regions,
             answer_parts=parts,
-            boxes=union_boxes(parts),
+            boxes=boxes,
             grade=GRADES[grade[0]],
-            grade_reasons=list(grade[1]),
+            grade_reasons=self.gen.reasons_list(grade[1]),
             provenance=provenance or [f"scene_graph:{sid}"],
             modality=sg.modality,
             reference_study_id=reference,
@@ -247,6 +275,9 @@ class Generator:
         check_unique(families)
         self.templates = {t.id: t for fam in families for t in fam.templates.values()}
         self.rejects: list[Reject] = []
+        # grade reasons -> one list shared by every row with those reasons (read-only, see emit)
+        self._reasons: dict[tuple[str, ...], list[str]] = {}
+        self._caps: dict[str, int | None] = {}
         # (finding, *regions) -> (location informative, location narrows the finding): facts.py
         self.loc_cache: dict[tuple[str, ...], tuple[bool, bool]] = {}
 
@@ -257,7 +288,23 @@ class Generator:
                 return load_family(p, specs, phrases)
         return load_family(fname, specs, phrases)
 
+    def reasons_list(self, reasons: Sequence[str]) -> list[str]:
+        key = tuple(reasons)
+        hit = self._reasons.get(key)
+        if hit is None:
+            hit = self._reasons[key] = list(key)
+        return hit
+
     def cap(self, tpl: Template, default: int | None = None) -> int | None:
+        if default is None:
+            key = tpl.id
+            if key in self._caps:
+                return self._caps[key]
+            c = self._caps[key] = self._cap(tpl, None)
+            return c
+        return self._cap(tpl, default)
+
+    def _cap(self, tpl: Template, default: int | None) -> int | None:
         c = tpl.cap if tpl.cap is not None else default
         if c is None:
             return None

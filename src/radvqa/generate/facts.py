@@ -251,6 +251,10 @@ def implied_negative(ctx: "StudyCtx", fid: str) -> Fact:
 
 
 def union_boxes(parts: list[AnswerPart]) -> list[Box]:
+    if len(parts) == 1:
+        bs = parts[0].boxes
+        if len(bs) <= 1:  # nothing to de-duplicate: share the part's (read-only) list
+            return bs
     seen: dict[int, Box] = {}
     for p in parts:
         for b in p.boxes:

@@ -188,8 +188,16 @@ class Strategy:
             return  # e.g. "Where is the degenerative change of the spine?" -> "the spine": degenerate
         lead = ctx.pick(tpl.answers[key]).format_map({**slots, **lvars} if slots else lvars)
         if not parts:
-            parts = [AnswerPart(part_type="main", text=lead, tag=lead_tag or key,
-                                regions=regions or [], boxes=lead_boxes or [])]
+            tag = lead_tag or key
+            rl = ctx.strs(regions) if regions else ctx.no_strs
+            bl = lead_boxes or ctx.no_boxes
+            # the same lead ("No devices are seen.") recurs across a study's rows: one part object
+            pkey = (2, lead, tag, id(rl), id(bl))
+            p0 = ctx.shared.get(pkey)
+            if p0 is None:
+                p0 = ctx.shared[pkey] = AnswerPart(part_type="main", text=lead, tag=tag, findings=ctx.no_strs,
+                                                   regions=rl, boxes=bl)
+            parts = [p0]
             answer = lead
         else:
             body = " ".join(p.text for p in parts)
@@ -197,9 +205,9 @@ class Strategy:
         if len(facts) == 1 and not extra:  # the common case, without the merging loops
             f0 = facts[0]
             grade = f0.grade
-            prov = list(f0.prov)
+            prov = f0.prov  # shared, read-only from here on (facts are complete before questions)
             if findings is None:
-                findings = [f0.fid]
+                findings = f0.main.findings  # [fid], shared
         else:
             grades = [f.grade for f in facts]
             if extra:
@@ -223,7 +231,7 @@ class Strategy:
         elif not prov:  # an answer that rests on no observation: the report mentions nothing of it
             prov = ["report:no_matching_observation"]
         ctx.emit(tpl, slot_key, widx, question, answer, parts, grade, answer_short=short,
-                 polarity=polarity, findings=findings, regions=regions or [], provenance=prov)
+                 polarity=polarity, findings=findings, regions=regions or ctx.no_strs, provenance=prov)
 
     def _desc(self, ctx: StudyCtx, tpl: Template, slots: dict[str, str], slot_key: str,
               pos: list[Fact], neg: list[Fact], with_negatives: bool, **kw: Any) -> None:
@@ -460,6 +468,8 @@ class Strategy:
         regions = base + sampled
         base_set = set(base)
         neg_cache: dict[str, list[Fact]] = {}
+        rlists: dict[str, list[str]] = {}
+        rboxes: dict[str, list] = {}
 
         def neg_for(r: str) -> list[Fact]:
             # "the lungs are clear" speaks for the right lung too: negatives stated for the region
@@ -484,10 +494,14 @@ class Strategy:
             for r in rs:
                 rname = v.region_name(r)
                 slots = {"region": rname}
-                rb = ctx.region_boxes_for([r])
+                rl = rlists.get(r)
+                if rl is None:  # one [r] (and one box list) shared by the region's rows
+                    rl = rlists[r] = [r]
+                    rboxes[r] = ctx.region_boxes_for(rl)
+                rb = rboxes[r]
                 pos = index.get(r, [])
                 neg_r = neg_for(r)
-                kw = {"regions": [r], "lead_boxes": rb}
+                kw = {"regions": rl, "lead_boxes": rb}
                 if qt == "C01_describe_region":
                     self._desc(ctx, tpl, slots, r, pos, neg_r, True, **kw)
                 elif qt == "C02_describe_abnormal_region":
@@ -500,17 +514,17 @@ class Strategy:
                     if pos:
                         parts = [p for f in pos for p in self.parts_of(f)]
                         self.out(ctx, tpl, slots, r, "devices", {"list": join_list([f.a_phrase for f in pos]),
-                                 "n": str(len(pos))}, parts, pos, polarity="positive", regions=[r])
+                                 "n": str(len(pos))}, parts, pos, polarity="positive", regions=rl)
                     else:
                         self.out(ctx, tpl, slots, r, "none", {"list": "", "n": "0"}, [], [],
-                                 polarity="negative", regions=[r], lead_tag=f"no devices, {rname}",
+                                 polarity="negative", regions=rl, lead_tag=f"no devices, {rname}",
                                  lead_boxes=rb)
                 else:
                     if pos:
                         self._yn(ctx, tpl, slots, r, True, pos, [], **kw)
                     else:
                         self.out(ctx, tpl, slots, r, "no", {"list": "", "n": "0"}, [], [], short="no",
-                                 polarity="negative", regions=[r], lead_tag=f"no devices, {rname}",
+                                 polarity="negative", regions=rl, lead_tag=f"no devices, {rname}",
                                  lead_boxes=rb)
 
     # D -------------------------------------------------------------------------------------------
@@ -561,13 +575,13 @@ class Strategy:
                     lv = {"phrase": f0.phrase, "location": f0.location or "the image"}
                     self.out(ctx, tpl, slots, fid, key, lv, parts, fs,
                              short=("yes" if key == "present" else "possibly") if qt == "D02_has_finding" else None,
-                             polarity="positive", regions=list(f0.regions))
+                             polarity="positive", regions=f0.regions)
                 else:
                     nf = self.fact_for(ctx, fid)
                     rel = self._related_to_absent(nf)
                     self.out(ctx, tpl, slots, fid, "absent", {"phrase": nf.phrase, "location": "the image"},
                              [nf.main, *rel], [nf], short="no" if qt == "D02_has_finding" else None,
-                             polarity="negative", regions=list(nf.regions))
+                             polarity="negative", regions=nf.regions)
         tpl = t.get("D03_where_is_finding")
         if tpl is not None:
             located = [f for f in ab_pos if self._informative(f) or f.lat]
@@ -582,14 +596,14 @@ class Strategy:
                 # is in the answer text
                 self.out(ctx, tpl, {"finding": f.name}, f.obs.id, "located" if self._informative(f) else "sided",
                          {"phrase": f.phrase, "location": loc}, self.parts_of(f), [f],
-                         short=loc, polarity="positive", regions=list(f.regions))
+                         short=loc, polarity="positive", regions=f.regions)
         tpl = t.get("D04_how_severe_is_finding")
         if tpl is not None:
             graded = [f for f in ab_pos if f.severity]
             for f in sample_capped(self.rng, graded, self.gen.cap(tpl)):
                 self.out(ctx, tpl, {"finding": f.name}, f.obs.id, "severity",
                          {"phrase": f.phrase, "severity": f.severity or ""}, self.parts_of(f), [f],
-                         short=f.severity, polarity="positive", regions=list(f.regions))
+                         short=f.severity, polarity="positive", regions=f.regions)
 
     def _informative(self, f: Fact) -> bool:
         """A location says more than the finding's name: explicit regions that are not just the
@@ -673,19 +687,19 @@ class Strategy:
                     self.out(ctx, tpl, slots, d, "present", {"phrase": f0.phrase, "location": f0.location or "the image"},
                              [p for f in fs for p in self.parts_of(f)], fs,
                              short="yes" if qt == "D06_has_device" else None, polarity="positive",
-                             regions=list(f0.regions))
+                             regions=f0.regions)
                 else:
                     nf = self.fact_for(ctx, d)
                     self.out(ctx, tpl, slots, d, "absent", {"phrase": nf.phrase, "location": "the image"},
                              [nf.main], [nf], short="no" if qt == "D06_has_device" else None,
-                             polarity="negative", regions=list(nf.regions))
+                             polarity="negative", regions=nf.regions)
         tpl = t.get("D07_where_is_device")
         if tpl is not None:
             located = [f for f in devs if self._informative(f)]
             for f in sample_capped(self.rng, located, self.gen.cap(tpl)):
                 self.out(ctx, tpl, {"device": f.name}, f.obs.id, "located",
                          {"phrase": f.phrase, "location": f.location}, self.parts_of(f), [f],
-                         short=f.location, polarity="positive", regions=list(f.regions))
+                         short=f.location, polarity="positive", regions=f.regions)
 
     _all_pos: list[Fact] = []
 

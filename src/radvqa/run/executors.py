@@ -39,12 +39,29 @@ def run_local(tasks: list[dict[str, Any]], on_done: Callback,
     return results
 
 
+def _pool_context(options: dict[str, Any]) -> Any:
+    """Workers start clean (no inherited threads or locks from the progress display): forked from a
+    fork server that is itself a fresh interpreter. The fork server preloads ``radvqa.run._warm``,
+    which builds this build's pipeline once, so workers do not each import pyarrow and compile the
+    rules extractor. Where fork servers do not exist (Windows), plain spawn."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    import json
+
+    # read by the fork server when it starts (the first pool of this process); a later build with
+    # other options simply builds its pipeline in the workers (make_pipeline keys by options)
+    os.environ["RADVQA_WARM_OPTIONS"] = json.dumps(options, sort_keys=True, default=str)
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["radvqa.run._warm"])
+    return ctx
+
+
 def run_pool(tasks: list[dict[str, Any]], workers: int, on_done: Callback) -> list[dict[str, Any]]:
-    # spawn: workers start clean (no inherited threads or locks from the progress display).
-    ctx = mp.get_context("spawn")
     results: list[dict[str, Any]] = []
+    ctx = _pool_context(tasks[0]["options"] if tasks else {})
     pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx)
-    futures = {pool.submit(run_shard, t): t["shard"] for t in tasks}
+    env = dict(os.environ)
+    futures = {pool.submit(_pool_shard, t, env): t["shard"] for t in tasks}
     pending = set(futures)
     try:
         while pending:
@@ -68,7 +85,31 @@ def run_pool(tasks: list[dict[str, Any]], workers: int, on_done: Callback) -> li
         raise _fail("interrupted", len(results), len(tasks)) from None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        _stop_forkserver(ctx)
     return results
+
+
+def _pool_shard(task: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    """run_shard with the parent's environment as it is now (as a spawned worker would have it):
+    a fork server keeps the environment of the moment it started."""
+    if os.environ != env:
+        os.environ.clear()
+        os.environ.update(env)
+    return run_shard(task)
+
+
+def _stop_forkserver(ctx: Any) -> None:
+    """The fork server holds a warm pipeline (~200 MB); stop it so the next build in this process
+    starts a fresh one with its own options. Private API, hence the guard: if it is missing, the
+    server just stays (correct, only not freed)."""
+    if ctx.get_start_method() != "forkserver":
+        return
+    try:
+        from multiprocessing import forkserver
+
+        forkserver._forkserver._stop()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def run_ray(tasks: list[dict[str, Any]], workers: int, on_done: Callback) -> list[dict[str, Any]]:
