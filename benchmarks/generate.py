@@ -14,7 +14,8 @@ QA rows per second. Target (issue 5): >= 40,000 QA/s per process.
 ``radvqa build openi ...``): realistic graphs from the real chain, each study paired with its
 patient's previous study as the runner does. ``--profile N`` prints the N costliest functions
 (cProfile, one pass); ``--digest`` prints a hash of every generated row (msgspec JSON), so a speed
-change can be checked to leave the output byte-identical.
+change can be checked to leave the output byte-identical; ``--hold 10000`` keeps rows alive as
+the writer's row-group buffer does, which is where Python's cyclic GC makes a difference.
 """
 
 from __future__ import annotations
@@ -109,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="print the N costliest functions of one pass (cProfile)")
     ap.add_argument("--digest", action="store_true", help="print a hash of all generated rows")
+    ap.add_argument("--hold", type=int, default=0, metavar="ROWS",
+                    help="keep the last ROWS rows alive, as the writer's row-group buffer does in a real "
+                         "build (10000): the cyclic GC then costs far more per row")
     args = ap.parse_args(argv)
     from radvqa.ontology import load_ontology
 
@@ -189,9 +193,14 @@ def _time(onto, pairs: list[tuple[SceneGraph, SceneGraph | None]], args) -> int:
         t0 = time.perf_counter()
         c0 = time.process_time()
         n = 0
+        held: list = []
         for sg, prior in pairs:
             rows = gen.generate(sg, prior)
             n += len(rows)
+            if args.hold:
+                held.extend(rows)
+                if len(held) >= args.hold:
+                    held = []
             if rep == 0:
                 for r in rows:
                     c[r.strategy] += 1

@@ -203,10 +203,24 @@ class StudyCtx:
         if hit is None:
             hit = shared[key] = (parts, union_boxes(parts))
         parts, boxes = hit
-        findings = self.strs(findings) if findings else self.no_strs
-        regions = self.strs(regions) if regions else self.no_strs
+        if findings:
+            k = (1, *findings)
+            findings = shared.setdefault(k, findings)
+        else:
+            findings = self.no_strs
+        if regions:
+            k = (1, *regions)
+            regions = shared.setdefault(k, regions)
+        else:
+            regions = self.no_strs
         if provenance:
-            provenance = self.strs(provenance)
+            k = (1, *provenance)
+            provenance = shared.setdefault(k, provenance)
+        reasons = grade[1]
+        k = (3, *reasons)
+        grade_reasons = shared.get(k)
+        if grade_reasons is None:
+            grade_reasons = shared[k] = self.gen.reasons_list(reasons)
         self.rows.append(QA(
             qa_id=make_qa_id(sid, tpl.id, slot_key, widx),
             source=sg.source,
@@ -229,7 +243,7 @@ class StudyCtx:
             answer_parts=parts,
             boxes=boxes,
             grade=GRADES[grade[0]],
-            grade_reasons=self.gen.reasons_list(grade[1]),
+            grade_reasons=grade_reasons,
             provenance=provenance or [f"scene_graph:{sid}"],
             modality=sg.modality,
             reference_study_id=reference,

@@ -102,6 +102,7 @@ class Strategy:
         self.min_neg = int(cfg.get("min_negatives", 2))
         self.deid_mask = str(cfg.get("deid_mask", "xxxx")).lower()
         self.ind_filler = F(w.lower() for w in cfg.get("indication_filler_words", ()))
+        self._bal: dict[str, tuple[float, int]] = {}
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
         if sg.modality.upper() not in self.modalities:
@@ -208,21 +209,18 @@ class Strategy:
             prov = f0.prov  # shared, read-only from here on (facts are complete before questions)
             if findings is None:
                 findings = f0.main.findings  # [fid], shared
-        else:
-            grades = [f.grade for f in facts]
-            if extra:
-                grades.extend(extra)
-            grade = combine(grades) if grades else _NONE
-            prov = []
-            for f in facts:
-                for p in f.prov:
-                    if p not in prov:
-                        prov.append(p)
+        elif not extra:  # the same fact lists recur across a study's questions: merge once
+            fkey = (4, *map(id, facts))
+            hit = ctx.shared.get(fkey)
+            if hit is None:  # the tuple of facts keeps them alive, so their ids stay theirs
+                hit = ctx.shared[fkey] = (tuple(facts), *_merged(facts, None))
+            grade, prov, fl = hit[1], hit[2], hit[3]
             if findings is None:
-                findings = []
-                for f in facts:
-                    if f.fid not in findings:
-                        findings.append(f.fid)
+                findings = fl
+        else:
+            grade, prov, fl = _merged(facts, extra)
+            if findings is None:
+                findings = fl
         if not facts and polarity == "negative":
             # a "no" / "nothing" that no stated negative supports rests on the report's silence:
             # graded like every other implied negative (B), whatever the question type
@@ -362,8 +360,11 @@ class Strategy:
         the anchor's prior-weighted negatives appear even when the report negates many things.
         Template ``balance`` overrides the family config."""
         sampled = sampled or []
-        ys = float(tpl.balance.get("yes_share", self.yes_share))
-        mn = int(tpl.balance.get("min_negatives", self.min_neg))
+        hit = self._bal.get(tpl.id)
+        if hit is None:  # per template, not per study
+            hit = self._bal[tpl.id] = (float(tpl.balance.get("yes_share", self.yes_share)),
+                                       int(tpl.balance.get("min_negatives", self.min_neg)))
+        ys, mn = hit
         n_all_neg = len(neg) + len(sampled)
         cap_n = cap_n if cap_n is not None else len(pos) + n_all_neg
         n_pos = min(len(pos), max(1, int(round(cap_n * ys))) if pos else 0)
@@ -702,6 +703,24 @@ class Strategy:
                          short=f.location, polarity="positive", regions=f.regions)
 
     _all_pos: list[Fact] = []
+
+
+def _merged(facts: list[Fact], extra: list | None) -> tuple[Any, list[str], list[str]]:
+    """(combined grade, provenance, finding ids) of several facts, first occurrences in order."""
+    grades = [f.grade for f in facts]
+    if extra:
+        grades.extend(extra)
+    grade = combine(grades) if grades else _NONE
+    prov: list[str] = []
+    for f in facts:
+        for p in f.prov:
+            if p not in prov:
+                prov.append(p)
+    findings: list[str] = []
+    for f in facts:
+        if f.fid not in findings:
+            findings.append(f.fid)
+    return grade, prov, findings
 
 
 def _leaks(short: str, question: str) -> bool:

@@ -111,8 +111,19 @@ class ShardWriter:
             self._flush()
 
     def extend(self, objs: Sequence[msgspec.Struct]) -> None:
-        for o in objs:
-            self._buf.append(o)
+        buf = self._buf
+        room = self.row_group_rows - len(buf)
+        if len(objs) < room:  # the common case: one study's rows fit in the open row group
+            buf.extend(objs)
+            return
+        # row groups keep exactly row_group_rows rows whatever the batch sizes (byte-stable output)
+        buf.extend(objs[:room])
+        self._flush()
+        rest = objs[room:]
+        while rest:
+            n = self.row_group_rows
+            self._buf.extend(rest[:n])
+            rest = rest[n:]
             if len(self._buf) >= self.row_group_rows:
                 self._flush()
 

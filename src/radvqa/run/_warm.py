@@ -9,6 +9,7 @@ itself (``make_pipeline`` caches by the full options, so a stale warm pipeline i
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 
@@ -24,6 +25,10 @@ def _warm() -> None:
         codec("scene_graphs")
         if raw:
             make_pipeline(json.loads(raw))
+        # what is built so far lives as long as the workers: keep it out of every collection, and
+        # keep the collector from touching (and so copying) the forked pages
+        gc.collect()
+        gc.freeze()
     except Exception:  # noqa: BLE001 - the fork server must survive any failure here
         pass
 

@@ -15,6 +15,7 @@ to resume a run made with other options (the fingerprint in ``.radvqa/run.json``
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -33,6 +34,7 @@ from radvqa.sources.base import SourceError
 from radvqa.run.imagepaths import PathRelativizer, image_roots_for
 from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, SpillWriter, plan_shards
 from radvqa.run.worker import (
+    GC_THRESHOLD,
     clear_shard, marker_path, rejects_path, shard_is_complete, state_dir, write_text_atomic,
 )
 
@@ -182,6 +184,17 @@ def _source_records(opts: BuildOptions, progress: Progress) -> Any:
 
 def _read_phase(out: Path, opts: BuildOptions, progress: Progress,
                 records: Iterable[Study | Reject] | None = None) -> dict[str, Any]:
+    # many short-lived objects per study, freed by reference counting: see worker.run_shard
+    gc_before = gc.get_threshold()
+    gc.set_threshold(GC_THRESHOLD, 20, 10)
+    try:
+        return _read_sources(out, opts, progress, records)
+    finally:
+        gc.set_threshold(*gc_before)
+
+
+def _read_sources(out: Path, opts: BuildOptions, progress: Progress,
+                  records: Iterable[Study | Reject] | None) -> dict[str, Any]:
     st = state_dir(out)
     done = st / "spill.done.json"
     if opts.resume and done.exists():

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from radvqa.model import Study
 
+MEMO_MAX = 65_536
+
 
 def image_roots_for(inputs: Sequence[Path | str]) -> list[str]:
     """Absolute roots of the build inputs, in order, without duplicates or the file system root."""
@@ -53,6 +55,8 @@ class PathRelativizer:
         got = self._memo.get(path)
         if got is not None:
             return got
+        if len(self._memo) >= MEMO_MAX:  # most paths are seen once: keep memory flat in N
+            self._memo.clear()
         if os.path.isabs(path):
             p = os.path.normpath(path)
         else:
