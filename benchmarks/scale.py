@@ -18,6 +18,19 @@ and flat in N.
   python benchmarks/scale.py writer --rows 200000
   python benchmarks/scale.py synthetic --studies 10000,100000 --workers 1,2 --pipeline real
   python benchmarks/scale.py openi --studies 20000 --workers 2 --data ../shared/data/iu-xray
+
+Measured 2026-11-26 on the shared 2-core dev VM (other jobs running; load average in each row):
+
+  run (--pipeline real)            QA rows     wall s  rows/s   rows/CPU-s  peak RSS  load
+  synthetic 10k,  1 worker            464,117    18.0   25,835     25,552    211 MiB   1.2
+  synthetic 100k, 2 workers         4,682,941    78.7   59,514     32,202    521 MiB   1.7
+  openi 200k (replicated), 2 wkrs  10,858,950   252.6   42,997     33,984    505 MiB   2.3
+  writer only (to_parquet, zstd)      200,020     1.2  172,961          -          -     1.2
+
+Before this round (same VM): synthetic 10k 1 worker 21,932 rows/CPU-s; 20k 2 workers ~18,900.
+Gains: gen-0 GC threshold raised inside shards and the read phase (GC was ~15% of CPU), workers
+forked from a fork server that built the pipeline once (-2 CPU-s per build and per-worker start),
+C-level counting and column extraction; the rest came with generator changes made meanwhile.
 """
 
 from __future__ import annotations
