@@ -79,6 +79,26 @@ def test_counts_rejects_and_manifest(clean_run: Path) -> None:
     assert not (clean_run / ".radvqa" / "spill").exists()  # spill removed after success
 
 
+def test_rejects_summarised_by_reason(clean_run: Path) -> None:
+    m = json.loads((clean_run / "manifest.json").read_text())
+    assert sum(m["rejects_by_reason"].values()) == m["counts"]["rejected_lines"] == 2
+    assert m["rejects_by_reason"]["source: unreadable record"] == 1
+    assert any(k.startswith("localize: ") for k in m["rejects_by_reason"])
+
+
+def test_strict_stops_at_the_first_source_reject(tmp_path: Path) -> None:
+    with pytest.raises(BuildError, match=r"--strict: synthetic row 6: unreadable record"):
+        build(opts(tmp_path / "strict", strict=True), records=records())
+    assert not (tmp_path / "strict" / "manifest.json").exists()
+
+
+def test_strict_fails_on_a_later_stage_reject(tmp_path: Path) -> None:
+    recs = [r for r in records() if not isinstance(r, Reject)]  # only the image-less study is bad
+    with pytest.raises(BuildError, match=r"--strict: 1 reject\(s\); first: localize synthetic:noimg"):
+        build(opts(tmp_path / "strict2", strict=True), records=recs)
+    assert not (tmp_path / "strict2" / "manifest.json").exists()
+
+
 def test_patients_in_one_shard_in_time_order_with_prior(clean_run: Path) -> None:
     where: dict[str, set[str]] = {}
     for f in shard_files(clean_run, "scene_graphs"):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterable, Sequence
@@ -65,6 +66,7 @@ class BuildOptions:
     pipeline: str | None = None  # "module:factory" replacing the real stage chain (tests, benchmarks)
     pipeline_options: dict[str, Any] = field(default_factory=dict)  # extra options for that factory
     keep_spill: bool = False
+    strict: bool = False  # the first reject is an error (source rejects stop the read at once)
 
     def fingerprint(self) -> dict[str, Any]:
         """What must match for ``--resume`` to continue a run (not workers / executor)."""
@@ -216,6 +218,8 @@ def _read_sources(out: Path, opts: BuildOptions, progress: Progress,
                 if isinstance(rec, Study):
                     writer.add(relativize(rec))
                 elif isinstance(rec, Reject):
+                    if opts.strict:
+                        raise BuildError(f"--strict: {rec.source} {rec.ref}: {rec.reason}")
                     rf.write(json.dumps({"source": rec.source, "ref": rec.ref, "reason": rec.reason, "stage": rec.stage or "source"}, ensure_ascii=False) + "\n")
                     n_rej += 1
                 else:
@@ -313,6 +317,12 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     total = merge_shard_stats(stats_list)
     counts = build_counts(total, int(read["source_rejects"]), int(read["studies"]))
     _merge_rejects(out, n_shards)
+    by_reason = reject_reasons(out / "rejected.jsonl")
+    if opts.strict and by_reason:
+        with open(out / "rejected.jsonl", encoding="utf-8") as f:
+            first = json.loads(f.readline())
+        raise BuildError(f"--strict: {sum(by_reason.values())} reject(s); first: {first.get('stage')} "
+                         f"{first.get('ref')}: {first.get('reason')}")
     # files of a previous run with more shards must not linger
     keep = {f"part-{k:05d}.parquet" for k in range(n_shards)}
     for kind in ("qa", "scene_graphs"):
@@ -342,6 +352,7 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
             "shard_studies": opts.shard_studies, "resumed_shards": resumed,
         },
         "counts": counts,
+        "rejects_by_reason": by_reason,
         "shards": {"count": n_shards, "qa": [f"qa/part-{k:05d}.parquet" for k in range(n_shards)],
                    "scene_graphs": [f"scene_graphs/part-{k:05d}.parquet" for k in range(n_shards)]},
         "timings": timings,
@@ -373,6 +384,24 @@ def _default_inputs(source: str) -> list[str]:
     from radvqa.sources import sample_inputs
 
     return [str(p) for p in sample_inputs()]
+
+
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def reject_reasons(path: Path) -> dict[str, int]:
+    """Reject lines grouped by stage and reason, numbers and quoted values folded ("3 cells, header
+    has 5" and "4 cells, header has 5" are one reason), most frequent first."""
+    counts: dict[str, int] = {}
+    if path.exists():
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    r = json.loads(line)
+                    key = f"{r.get('stage', 'source')}: " + _DIGITS.sub("N", _QUOTED.sub("'…'", str(r.get("reason", ""))))
+                    counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _merge_rejects(out: Path, n_shards: int) -> None:

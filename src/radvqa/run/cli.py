@@ -80,6 +80,16 @@ def _summary(console: Any, manifest: dict[str, Any], out: Path) -> None:
     if wall > 0:
         t.add_row("QA rows / s", f"{c.get('qa_rows', 0) / wall:,.0f}")
     console.print(t)
+    reasons = manifest.get("rejects_by_reason") or {}
+    if reasons:
+        r = Table(title="rejected records by reason (rejected.jsonl)")
+        r.add_column("stage: reason")
+        r.add_column("lines", justify="right")
+        for k, v in list(reasons.items())[:15]:
+            r.add_row(k, f"{v:,}")
+        if len(reasons) > 15:
+            r.add_row(f"... {len(reasons) - 15} more reasons", f"{sum(list(reasons.values())[15:]):,}")
+        console.print(r)
 
 
 def register(app: typer.Typer) -> None:
@@ -101,6 +111,7 @@ def register(app: typer.Typer) -> None:
         llm_url: Optional[str] = typer.Option(None, "--llm-url", help="--extractor llm: OpenAI-compatible base URL"),
         llm_model: Optional[str] = typer.Option(None, "--llm-model", help="--extractor llm: model name"),
         shard_studies: int = typer.Option(2000, "--shard-studies", min=1, help="target studies per shard (shard count is a power of two)"),
+        strict: bool = typer.Option(False, "--strict", help="stop with an error at the first rejected record"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
         pipeline: Optional[str] = typer.Option(None, "--pipeline", hidden=True,
                                                help="module:factory replacing the stage chain (tests, benchmarks)"),
@@ -126,7 +137,7 @@ def register(app: typer.Typer) -> None:
         opts = BuildOptions(
             source=source, inputs=[str(p) for p in inputs or []], out=str(out), strategies=strat, seed=seed,
             workers=workers, executor=executor, limit=limit, resume=resume, studies=studies, extractor=extractor,
-            extractor_options=ex_opts, shard_studies=shard_studies, pipeline=pipeline,
+            extractor_options=ex_opts, shard_studies=shard_studies, pipeline=pipeline, strict=strict,
         )
         try:
             with _RichProgress(console, enabled=not quiet) as prog:
