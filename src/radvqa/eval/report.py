@@ -193,7 +193,19 @@ def markdown(rep: dict[str, Any], plots: list[str]) -> str:
         for k, v in rep["parse_failures"].items()
     ])]
     if "tags" in rep:
-        md += ["", "## Tags", "", "```", json.dumps(rep["tags"], indent=1), "```"]
+        t = rep["tags"]
+        rows = []
+        mp = t.get("multi_part") or {}
+        for kind in ("findings", "regions"):
+            if kind in mp:
+                c = mp[kind]
+                rows.append([f"{kind} tags (multi-part answers)", mp.get("questions", ""), _pct(c["precision"]), _pct(c["recall"]), _pct(c["f1"]), f"{c['tp']} / {c['fp']} / {c['fn']}"])
+        vf = t.get("vindr_f1")
+        if vf:
+            rows.append(["VinDr-style F1", vf["questions"], _pct(vf["precision"]), _pct(vf["recall"]), _pct(vf["f1"]), f"{vf['tp']} / {vf['fp']} / {vf['fn']}"])
+        md += ["", "## Tags", "", _table(["what", "questions", "P", "R", "F1", "tp / fp / fn"], rows)]
+        if vf:
+            md += ["", f"VinDr-style F1: {vf['definition']}."]
     if "judge" in rep:
         j = rep["judge"]
         md += ["", "## Judge", "", f"model `{j['model']}`, prompt v{j['prompt_version']}, temperature 0: {j['judged']} judged, "
