@@ -1,9 +1,68 @@
-"""Commands of the quality area."""
+"""Commands of the quality area: ``radvqa grade`` (judge pass over a built dataset)."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the ``radvqa`` app."""
+
+    @app.command("grade")
+    def grade_cmd(
+        dataset: Path = typer.Argument(..., help="a radvqa build output folder"),
+        judge_url: str = typer.Option(..., "--judge-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1"),
+        judge_model: str = typer.Option(..., "--judge-model", help="model name sent to the server"),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="write here (default: DATASET in place)"),
+        limit: Optional[int] = typer.Option(None, "--limit", min=0, help="ask the judge about at most N rows"),
+        concurrency: int = typer.Option(4, "--concurrency", "-k", min=1, help="requests in flight"),
+        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="judge cache folder (default: RADVQA_CACHE_DIR or ~/.cache/radvqa/predict/grade-judge)"),
+        resume: bool = typer.Option(False, "--resume", help="finish an interrupted pass (finished shards are kept)"),
+        api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY, optional)"),
+        retries: int = typer.Option(4, "--retries", min=0, help="retries per request on 429/5xx/connection errors"),
+        timeout_s: float = typer.Option(120.0, "--timeout", help="seconds per request"),
+        as_json: bool = typer.Option(False, "--json", help="print the manifest's judge section as JSON"),
+    ) -> None:
+        """Judge every QA row against its report (CXR-QBA's criteria: entailment, relevance,
+        completeness, question and answer clarity); grade = min(rule grade, judge criteria).
+        Rewrites the qa shards and adds a "judge" section to manifest.json."""
+        from radvqa.models.base import AdapterError
+        from radvqa.quality.judge import CriteriaJudge
+        from radvqa.quality.regrade import GradeError, grade_dataset
+
+        try:
+            judge = CriteriaJudge(judge_url, judge_model, cache_dir=cache_dir, api_key_env=api_key_env,
+                                  timeout_s=timeout_s, max_retries=retries)
+        except AdapterError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+
+        def on_shard(name: str, st: object) -> None:
+            s = st.__dict__  # type: ignore[attr-defined]
+            typer.echo(f"{name}: {s['rows']} rows, judged {s['judged']}, failed {s['failed']}, "
+                       f"not applicable {s['not_applicable']}, lowered {s['lowered']}", err=True)
+
+        try:
+            sec = grade_dataset(dataset, judge, out, limit=limit, concurrency=concurrency, resume=resume,
+                                on_shard=on_shard)
+        except (GradeError, FileNotFoundError, ValueError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        finally:
+            judge.close()
+        if as_json:
+            typer.echo(json.dumps(sec, indent=1))
+            return
+        typer.echo(f"judge {sec['model']} (prompt {sec['prompt_version']}): {sec['rows']} rows; judged "
+                   f"{sec['judged']} ({sec['from_cache']} from cache), failed {sec['failed']}, not applicable "
+                   f"{sec['not_applicable']}, not judged (--limit) {sec['not_judged_limit']}; lowered {sec['lowered']}")
+        typer.echo(f"grades before {sec['grades_before']}")
+        typer.echo(f"grades after  {sec['grades_after']}")
+        if sec["failed"]:
+            typer.echo(f"failures: {sec['failure_reasons']}", err=True)
+            if not sec["judged"]:  # nothing got through: most likely a wrong URL or model name
+                raise typer.Exit(1)
