@@ -15,7 +15,9 @@ QA rows per second. Target (issue 5): >= 40,000 QA/s per process.
 patient's previous study as the runner does. ``--profile N`` prints the N costliest functions
 (cProfile, one pass); ``--digest`` prints a hash of every generated row (msgspec JSON), so a speed
 change can be checked to leave the output byte-identical; ``--hold 10000`` keeps rows alive as
-the writer's row-group buffer does, which is where Python's cyclic GC makes a difference.
+the writer's row-group buffer does, which is where Python's cyclic GC makes a difference. The
+GC threshold is set as the build runner sets it per shard (``run.worker.GC_THRESHOLD``), so the
+figure is what real builds spend.
 """
 
 from __future__ import annotations
@@ -161,6 +163,12 @@ def _pairs_from_build(out: str) -> list[tuple[SceneGraph, SceneGraph | None]]:
 
 
 def _time(onto, pairs: list[tuple[SceneGraph, SceneGraph | None]], args) -> int:
+    import gc
+
+    from radvqa.run.worker import GC_THRESHOLD
+
+    # as the build runner does per shard (run/worker.py): time what real builds run
+    gc.set_threshold(GC_THRESHOLD, 20, 10)
     gen = Generator(onto, GenerateOptions(strategies=tuple(args.strategies.split(",")), seed=0))
     if args.digest:
         import hashlib

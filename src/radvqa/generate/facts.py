@@ -128,43 +128,29 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.implied = implied
     fid = obs.finding
     f.fid = fid
-    f.name = name = v.finding_name(fid)
-    f.certainty = c = obs.certainty
+    c = obs.certainty
     if c not in _CERTAINTIES:
         raise ValueError(f"{ctx.sg.study_id}: observation {obs.id or obs.finding} has certainty {c!r}; "
                          f"expected one of {sorted(_CERTAINTIES)}")
+    # names, categories, phrase and tag depend on (finding, certainty, side, severity) alone:
+    # worked out once per generator (``Generator.fact_words``), not for every observation
+    wkey = (fid, c, obs.laterality, obs.severity)
+    words = gen.fact_words.get(wkey)
+    if words is None:
+        words = gen.fact_words[wkey] = _fact_words(gen, fid, c, obs.laterality, obs.severity)
+    (name, f.category, f.subcategory, f.is_device, f.is_technical, f.is_artifact, f.abnormal, lat, shown,
+     phrase, f.a_phrase, f.be, f.tag, dflt_regions) = words
+    f.name = name
+    f.certainty = c
     f.present = c == "present"
     f.uncertain = c == "uncertain"
     f.absent = c == "absent"
-    f.category = v.fcat.get(fid, "")
-    f.subcategory = v.fsub.get(fid, "")
-    f.is_device = f.category in gen.device_categories
-    f.is_technical = f.category in gen.technical_categories
-    f.is_artifact = f.subcategory in gen.artifact_subcategories or fid in gen.artifact_ids
-    f.abnormal = v.fabnormal.get(fid, True) and not f.is_device and not f.is_technical
-    lat = obs.laterality if obs.laterality in ("left", "right", "bilateral") else None
-    # a side on a finding the ontology does not lateralise ("bilateral hyperinflation", "right
-    # catheter") is an extraction artefact: not rendered, not tagged (unknown findings keep theirs)
-    if lat and not v.flateral.get(fid, True):
-        lat = None
     f.lat = lat
     f.severity = obs.severity
-    words = []
-    if obs.severity:
-        words.append(obs.severity)
-    if lat:
-        words.append(lat)
-    # "bilateral" makes a countable finding plural: "small bilateral pleural effusions are seen",
-    # not "a small bilateral pleural effusion"
-    shown = name
-    if lat == "bilateral" and c != "absent":
-        shown = gen.lexicon.plural(name)
-    words.append(shown)
-    f.phrase = phrase = " ".join(words)
-    f.a_phrase, f.be = gen.lexicon.forms(shown, phrase)
+    f.phrase = phrase
     explicit = [r for r in obs.regions]
     f.explicit_regions = explicit
-    regions = explicit or [r for r in v.fdefault_regions.get(fid, ()) if r in v.rname]
+    regions = explicit or list(dflt_regions)
     f.regions = regions
     f.location = region_phrase(ctx, explicit) if explicit else ""
     # a location is worth saying only when it adds to the finding's name ("the pleural effusion is
@@ -196,11 +182,6 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
             kind = "fallback" if boxes else "none"
     f.boxes = boxes
     f.loc_kind = kind
-    f.tag = f"{name}, {lat}" if lat else name
-    if f.absent:
-        f.tag = "no " + f.tag
-    elif f.uncertain:
-        f.tag = "possible " + f.tag
     if implied:
         f.grade = IMPLIED_NEGATIVE
     else:
@@ -238,6 +219,47 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     return f
 
 
+def _fact_words(gen: Any, fid: str, c: str, laterality: str | None,
+                severity: str | None) -> tuple[Any, ...]:
+    """(name, category, subcategory, is_device, is_technical, is_artifact, abnormal, side, shown
+    name, phrase, phrase with article, verb, tag, default regions) of a finding stated with this certainty, side
+    and severity."""
+    v = gen.vocab
+    name = v.finding_name(fid)
+    category = v.fcat.get(fid, "")
+    subcategory = v.fsub.get(fid, "")
+    is_device = category in gen.device_categories
+    is_technical = category in gen.technical_categories
+    is_artifact = subcategory in gen.artifact_subcategories or fid in gen.artifact_ids
+    abnormal = v.fabnormal.get(fid, True) and not is_device and not is_technical
+    lat = laterality if laterality in ("left", "right", "bilateral") else None
+    # a side on a finding the ontology does not lateralise ("bilateral hyperinflation", "right
+    # catheter") is an extraction artefact: not rendered, not tagged (unknown findings keep theirs)
+    if lat and not v.flateral.get(fid, True):
+        lat = None
+    words = []
+    if severity:
+        words.append(severity)
+    if lat:
+        words.append(lat)
+    # "bilateral" makes a countable finding plural: "small bilateral pleural effusions are seen",
+    # not "a small bilateral pleural effusion"
+    shown = name
+    if lat == "bilateral" and c != "absent":
+        shown = gen.lexicon.plural(name)
+    words.append(shown)
+    phrase = " ".join(words)
+    a_phrase, be = gen.lexicon.forms(shown, phrase)
+    tag = f"{name}, {lat}" if lat else name
+    if c == "absent":
+        tag = "no " + tag
+    elif c == "uncertain":
+        tag = "possible " + tag
+    dflt_regions = tuple(r for r in v.fdefault_regions.get(fid, ()) if r in v.rname)
+    return (name, category, subcategory, is_device, is_technical, is_artifact, abnormal, lat, shown,
+            phrase, a_phrase, be, tag, dflt_regions)
+
+
 def _detail(ctx: "StudyCtx", wordings: tuple[str, ...], vars_: dict[str, str], f: Fact) -> AnswerPart:
     return AnswerPart(part_type="details", text=ctx.pick(wordings).format_map(vars_), level=1,
                       tag=f.tag, findings=[f.fid], regions=list(f.regions), laterality=f.lat,
@@ -245,9 +267,81 @@ def _detail(ctx: "StudyCtx", wordings: tuple[str, ...], vars_: dict[str, str], f
 
 
 def implied_negative(ctx: "StudyCtx", fid: str) -> Fact:
-    """A negative fact for a finding the study does not mention (absence implied by silence)."""
+    """A negative fact for a finding the study does not mention (absence implied by silence).
+
+    Everything but the boxes and the drawn wording depends on the finding alone, so it is built
+    once per generator (``Generator.implied_cache``) and copied here; the wording draw stays in
+    place (same stream, same order) and picks from the pre-formatted sentences. Equal to
+    ``build_fact(ctx, Observation(finding=fid, certainty="absent", ...), implied=True)``."""
+    cache = ctx.gen.implied_cache
+    hit = cache.get(fid)
+    if hit is None:
+        hit = cache[fid] = _implied_base(ctx, fid)
+    base, texts = hit
+    f = Fact()
+    f.obs = base.obs  # read-only (never mutated, like the scene graph's own observations)
+    f.implied = True
+    f.fid = fid
+    f.name = base.name
+    f.certainty = "absent"
+    f.present = f.uncertain = False
+    f.absent = True
+    f.category = base.category
+    f.subcategory = base.subcategory
+    f.is_device = base.is_device
+    f.is_technical = base.is_technical
+    f.is_artifact = base.is_artifact
+    f.abnormal = base.abnormal
+    f.lat = None
+    f.severity = None
+    f.phrase = base.phrase
+    f.a_phrase = base.a_phrase
+    f.be = base.be
+    f.explicit_regions = []
+    f.regions = regions = list(base.regions)
+    f.location = ""
+    f.informative = False
+    f.in_location = ""
+    boxes = ctx.region_boxes_for(regions)
+    f.boxes = boxes
+    f.loc_kind = "fallback" if boxes else "none"
+    f.tag = tag = base.tag
+    f.grade = IMPLIED_NEGATIVE
+    f.prov = ["report:not_mentioned"]
+    f.main = AnswerPart(part_type="main", text=ctx.pick(texts), level=0, tag=tag, findings=[fid],
+                        regions=list(regions), laterality=None, certainty="absent", severity=None,
+                        boxes=boxes)
+    f._related = None
+    f.details = []
+    return f
+
+
+class _NoStudy:
+    """The parts of a study context ``build_fact`` reads, for a study with nothing in it: builds
+    the finding-only template of an implied negative (no boxes, first wording, no draws)."""
+
+    rboxes: dict[str, list[Box]] = {}
+    n_boxable_images = 0
+    extract_grade = None
+
+    def __init__(self, gen: Any) -> None:
+        self.gen = gen
+
+    def region_boxes_for(self, regions: Any) -> list[Box]:
+        return []
+
+    def pick(self, wordings: Any) -> str:
+        return wordings[0]
+
+
+def _implied_base(ctx: "StudyCtx", fid: str) -> tuple[Fact, tuple[str, ...]]:
+    gen = ctx.gen
     obs = Observation(id="", finding=fid, certainty="absent", source="default", from_report=False)
-    return build_fact(ctx, obs, implied=True)
+    base = build_fact(_NoStudy(gen), obs, implied=True)  # type: ignore[arg-type]
+    vars_ = {"name": base.name, "phrase": base.phrase, "a_phrase": base.a_phrase,
+             "A_phrase": cap(base.a_phrase), "be": base.be, "in_location": ""}
+    texts = tuple(w.format_map(vars_) for w in gen.common.phrases["statement_absent"])
+    return base, texts
 
 
 def union_boxes(parts: list[AnswerPart]) -> list[Box]:

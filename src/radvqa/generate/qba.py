@@ -103,6 +103,7 @@ class Strategy:
         self.deid_mask = str(cfg.get("deid_mask", "xxxx")).lower()
         self.ind_filler = F(w.lower() for w in cfg.get("indication_filler_words", ()))
         self._bal: dict[str, tuple[float, int]] = {}
+        self._counts: dict[tuple[Any, ...], tuple[int, int, int]] = {}
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
         if sg.modality.upper() not in self.modalities:
@@ -187,7 +188,10 @@ class Strategy:
         question = qs[widx].format_map(slots)
         if short and "answer_not_in_question" in tpl.constraints and _leaks(short, question):
             return  # e.g. "Where is the degenerative change of the spine?" -> "the spine": degenerate
-        lead = ctx.pick(tpl.answers[key]).format_map({**slots, **lvars} if slots else lvars)
+        ws = tpl.answers[key]  # ctx.pick, inlined (one call per row): same stream, same draw
+        n = len(ws)
+        lead = (ws[0] if n == 1 else ws[int(ctx.rng.random() * n)]).format_map(
+            {**slots, **lvars} if slots else lvars)
         if not parts:
             tag = lead_tag or key
             rl = ctx.strs(regions) if regions else ctx.no_strs
@@ -201,7 +205,7 @@ class Strategy:
             parts = [p0]
             answer = lead
         else:
-            body = " ".join(p.text for p in parts)
+            body = " ".join([p.text for p in parts])
             answer = f"{lead} {body}" if lead else body
         if len(facts) == 1 and not extra:  # the common case, without the merging loops
             f0 = facts[0]
@@ -360,6 +364,20 @@ class Strategy:
         the anchor's prior-weighted negatives appear even when the report negates many things.
         Template ``balance`` overrides the family config."""
         sampled = sampled or []
+        # the counts depend on the template and the three lengths only: worked out once each
+        ckey = (tpl.id, cap_n, len(pos), len(neg), len(sampled))
+        counts = self._counts.get(ckey)
+        if counts is None:
+            counts = self._counts[ckey] = self._balance_counts(len(pos), len(neg), len(sampled), cap_n, tpl)
+        n_pos, n_e, n_s = counts
+        return pos[:n_pos] + neg[:n_e] + sampled[:n_s]
+
+    def _balance_counts(self, n_pos_all: int, n_neg: int, n_sampled: int, cap_n: int | None,
+                        tpl: Template) -> tuple[int, int, int]:
+        """(positives, explicit negatives, sampled negatives) that ``_balance`` keeps."""
+        pos = range(n_pos_all)
+        neg = range(n_neg)
+        sampled = range(n_sampled)
         hit = self._bal.get(tpl.id)
         if hit is None:  # per template, not per study
             hit = self._bal[tpl.id] = (float(tpl.balance.get("yes_share", self.yes_share)),
@@ -374,7 +392,7 @@ class Strategy:
         n_s = min(len(sampled), max(1, n_neg // 2)) if n_neg else 0
         n_e = min(len(neg), n_neg - n_s)
         n_s = min(len(sampled), n_neg - n_e)
-        return pos[:n_pos] + neg[:n_e] + sampled[:n_s]
+        return n_pos, n_e, n_s
 
     def devices_study(self, ctx: StudyCtx, devs: list[Fact]) -> None:
         t = self.t
@@ -470,7 +488,6 @@ class Strategy:
         base_set = set(base)
         neg_cache: dict[str, list[Fact]] = {}
         rlists: dict[str, list[str]] = {}
-        rboxes: dict[str, list] = {}
 
         def neg_for(r: str) -> list[Fact]:
             # "the lungs are clear" speaks for the right lung too: negatives stated for the region
@@ -484,24 +501,29 @@ class Strategy:
                 neg_cache[r] = hit
             return hit
 
+        # the region lists of the two indexes, each worked out once for its templates
+        split_by: dict[int, tuple[list[str], list[str], list[str]]] = {}
+        # region -> (name, slots, [r], its boxes, negatives), shared by the region's questions
+        per_r: dict[str, tuple[str, dict[str, str], list[str], list, list[Fact]]] = {}
         for qt in qts:
             tpl = t.get(qt)
             if tpl is None:
                 continue
             index = dev_at if qt in ("C07_describe_device_region", "C08_has_device_region") else pos_at
-            rs = self._balance([r for r in regions if r in index],
-                               [r for r in base if r not in index], self.gen.cap(tpl), tpl,
-                               [r for r in sampled if r not in index and r not in base_set])
+            lists = split_by.get(id(index))
+            if lists is None:
+                lists = split_by[id(index)] = (
+                    [r for r in regions if r in index], [r for r in base if r not in index],
+                    [r for r in sampled if r not in index and r not in base_set])
+            rs = self._balance(lists[0], lists[1], self.gen.cap(tpl), tpl, lists[2])
             for r in rs:
-                rname = v.region_name(r)
-                slots = {"region": rname}
-                rl = rlists.get(r)
-                if rl is None:  # one [r] (and one box list) shared by the region's rows
-                    rl = rlists[r] = [r]
-                    rboxes[r] = ctx.region_boxes_for(rl)
-                rb = rboxes[r]
+                hit_r = per_r.get(r)
+                if hit_r is None:
+                    rname = v.region_name(r)
+                    rl = rlists[r] = [r]  # one [r] (and one box list) shared by the region's rows
+                    hit_r = per_r[r] = (rname, {"region": rname}, rl, ctx.region_boxes_for(rl), neg_for(r))
+                rname, slots, rl, rb, neg_r = hit_r
                 pos = index.get(r, [])
-                neg_r = neg_for(r)
                 kw = {"regions": rl, "lead_boxes": rb}
                 if qt == "C01_describe_region":
                     self._desc(ctx, tpl, slots, r, pos, neg_r, True, **kw)
@@ -558,31 +580,43 @@ class Strategy:
         fids = [x for x in base + sampled if x in pos_by or x in stated or x not in unknowable]
         base = [x for x in base if x in fids]
         sampled = [x for x in sampled if x in fids]
+        lists = ([x for x in fids if x in pos_by], [x for x in base if x not in pos_by],
+                 [x for x in sampled if x not in pos_by])
+        # fid -> what both templates say about it (name, answer key, parts, lead variables,
+        # facts, regions): worked out at its first question, the same objects for the second
+        per_fid: dict[str, tuple[Any, ...]] = {}
         for qt in ("D01_describe_finding", "D02_has_finding"):
             tpl = t.get(qt)
             if tpl is None:
                 continue
-            chosen = self._balance([x for x in fids if x in pos_by], [x for x in base if x not in pos_by],
-                                   self.gen.cap(tpl), tpl, [x for x in sampled if x not in pos_by])
+            chosen = self._balance(lists[0], lists[1], self.gen.cap(tpl), tpl, lists[2])
+            d02 = qt == "D02_has_finding"
             for fid in chosen:
-                name = v.finding_name(fid)
-                slots = {"finding": name}
-                fs = pos_by.get(fid)
-                if fs:
-                    f0 = fs[0]
-                    key = "present" if any(f.present for f in fs) else "uncertain"
-                    parts = [p for f in fs for p in self.parts_of(f)]
-                    parts.extend(self._related(fs))
-                    lv = {"phrase": f0.phrase, "location": f0.location or "the image"}
-                    self.out(ctx, tpl, slots, fid, key, lv, parts, fs,
-                             short=("yes" if key == "present" else "possibly") if qt == "D02_has_finding" else None,
-                             polarity="positive", regions=f0.regions)
+                hit = per_fid.get(fid)
+                if hit is None:
+                    slots = {"finding": v.finding_name(fid)}
+                    fs = pos_by.get(fid)
+                    if fs:
+                        f0 = fs[0]
+                        key = "present" if any(f.present for f in fs) else "uncertain"
+                        parts = [p for f in fs for p in self.parts_of(f)]
+                        parts.extend(self._related(fs))
+                        lv = {"phrase": f0.phrase, "location": f0.location or "the image"}
+                        hit = (slots, key, parts, lv, fs, f0.regions)
+                    else:  # may build the implied negative (a wording draw): in the same order as before
+                        nf = self.fact_for(ctx, fid)
+                        rel = self._related_to_absent(nf)
+                        hit = (slots, "absent", [nf.main, *rel], {"phrase": nf.phrase, "location": "the image"},
+                               [nf], nf.regions)
+                    per_fid[fid] = hit
+                slots, key, parts, lv, fs, regs = hit
+                if key == "absent":
+                    self.out(ctx, tpl, slots, fid, "absent", lv, parts, fs, short="no" if d02 else None,
+                             polarity="negative", regions=regs)
                 else:
-                    nf = self.fact_for(ctx, fid)
-                    rel = self._related_to_absent(nf)
-                    self.out(ctx, tpl, slots, fid, "absent", {"phrase": nf.phrase, "location": "the image"},
-                             [nf.main, *rel], [nf], short="no" if qt == "D02_has_finding" else None,
-                             polarity="negative", regions=nf.regions)
+                    self.out(ctx, tpl, slots, fid, key, lv, parts, fs,
+                             short=("yes" if key == "present" else "possibly") if d02 else None,
+                             polarity="positive", regions=regs)
         tpl = t.get("D03_where_is_finding")
         if tpl is not None:
             located = [f for f in ab_pos if self._informative(f) or f.lat]

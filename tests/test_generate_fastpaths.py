@@ -1,0 +1,94 @@
+"""The generator's speed shortcuts give exactly what the plain code paths give: cached implied
+negatives vs ``build_fact``, prototype rows vs full ``QA`` construction, cached balance counts vs
+the arithmetic, cached finding words across studies."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "data" / "generate"))
+from helpers import cxr_report_sg, mini_ontology, normal_report_sg  # noqa: E402
+
+from radvqa.generate import GenerateOptions, Generator, make_qa_id  # noqa: E402
+from radvqa.generate.engine import StudyCtx  # noqa: E402
+from radvqa.generate.facts import Fact, build_fact, implied_negative  # noqa: E402
+from radvqa.model import AnswerPart, Observation, to_json  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def gen() -> Generator:
+    return Generator(mini_ontology(), GenerateOptions(strategies=("qba",)))
+
+
+def _same_fact(a: Fact, b: Fact) -> None:
+    for slot in Fact.__slots__:
+        va, vb = getattr(a, slot), getattr(b, slot)
+        assert va == vb, slot
+
+
+@pytest.mark.parametrize("boxes", [True, False])
+def test_implied_negative_equals_build_fact(gen, boxes):
+    sg = cxr_report_sg(region_boxes=boxes)
+    for fid in sorted(gen.vocab.fname):
+        # two contexts of one study: same seeded streams, so the same wording draw
+        c1, c2 = StudyCtx(gen, sg, "train"), StudyCtx(gen, sg, "train")
+        fast = implied_negative(c1, fid)
+        plain = build_fact(c2, Observation(id="", finding=fid, certainty="absent", source="default",
+                                           from_report=False), implied=True)
+        _same_fact(fast, plain)
+        assert c1.rng.random() == c2.rng.random()  # the stream advanced alike
+    # a second study reuses the cache and still gets its own boxes and lists
+    a = implied_negative(StudyCtx(gen, cxr_report_sg(region_boxes=True), "train"), "pneumothorax")
+    b = implied_negative(StudyCtx(gen, cxr_report_sg(region_boxes=False), "train"), "pneumothorax")
+    assert a.boxes and not b.boxes
+    assert a.main.boxes is a.boxes and a.regions is not b.regions
+
+
+def test_fact_words_cache_does_not_leak_between_studies(gen):
+    obs = Observation(id="O1", finding="pleural_effusion", certainty="present", laterality="bilateral",
+                      severity="small")
+    sg = normal_report_sg()
+    f1 = build_fact(StudyCtx(gen, sg, "train"), obs)
+    f2 = build_fact(StudyCtx(gen, sg, "train"), obs)  # served from Generator.fact_words
+    _same_fact(f1, f2)
+    assert f1.phrase == "small bilateral pleural effusions" and f1.be == "are"
+    neg = build_fact(StudyCtx(gen, sg, "train"), msgspec.structs.replace(obs, certainty="absent"))
+    assert neg.tag.startswith("no ") and neg.phrase != f1.phrase  # absent: not pluralised
+
+
+def test_prototype_rows_equal_full_construction(gen):
+    sg = cxr_report_sg()
+    tpl = gen.templates["qba.D02_has_finding"]
+    part = AnswerPart(part_type="main", text="There is a small effusion.", tag="pleural effusion")
+    rows = []
+    for force_plain in (False, True):
+        ctx = StudyCtx(gen, sg, "train")
+        for i in range(3):  # the second and third rows reuse the prototype and the hash prefix
+            ctx.emit(tpl, f"slot{i}", i, "Is there X?", "Yes.", [part], (0, ()), answer_short="yes",
+                     polarity="positive", findings=["pleural_effusion"], regions=["left_lung"],
+                     provenance=["S01: x"], study_id=sg.study_id if force_plain else None)
+        rows.append(ctx.rows)
+    fast, plain = rows
+    assert [to_json(r) for r in fast] == [to_json(r) for r in plain]
+    assert fast[2].qa_id == make_qa_id(sg.study_id, tpl.id, "slot2", 2)
+    assert fast[0] is not fast[1] and fast[1].question_type == "D02_has_finding"
+
+
+def test_balance_counts_cached_equal_computed(gen):
+    strat = gen.strategies[0]
+    tpl = gen.templates["qba.D02_has_finding"]
+    for cap in (None, 1, 3, 6):
+        for npos in range(4):
+            for nneg in range(4):
+                for ns in range(3):
+                    pos, neg, smp = list(range(npos)), list(range(10, 10 + nneg)), list(range(20, 20 + ns))
+                    got = strat._balance(pos, neg, cap, tpl, smp)
+                    again = strat._balance(pos, neg, cap, tpl, smp)  # from the cache
+                    a, b, c = strat._balance_counts(npos, nneg, ns, cap, tpl)
+                    assert got == again == pos[:a] + neg[:b] + smp[:c]
+                    if cap is not None:
+                        assert len(got) <= cap
