@@ -1,7 +1,8 @@
 """Scoring throughput: N predictions of mixed types (yes/no, multiple choice, counts, open,
 grounding with 1-3 boxes, some missing / unparsable / boxes in <box> tags), scored on one
 core by the same code path as ``radvqa eval`` (load + join + parse + score + aggregate +
-bootstrap CIs; report files not written). Target (issue 7): 1,000,000 in under 30 s.
+bootstrap CIs; report files not written). Target (issue 7): 1,000,000 in under 30 s; peak
+RSS is printed (memory must stay bounded: compact per-question columns, see eval/README.md).
 
     .venv/bin/python benchmarks/eval_scale.py [--n 1000000] [--workdir /tmp/radvqa-eval-scale]
 """
@@ -128,6 +129,11 @@ def main() -> None:
     print(f"timings: {rep['timings_s']}")
     print(f"scored {o['n']:,} predictions in {wall:.1f} s wall, {cpu:.1f} s CPU (one process, one thread; "
           f"target < 30 s for 1,000,000; wall exceeds CPU only when other processes share the core)")
+    import resource
+
+    # peak resident memory of this process (fixture building included when it was built now)
+    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB "
+          f"({resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / o['n']:.0f} bytes a question)")
     print(f"load average now: {os.getloadavg()[0]:.1f}")
 
 

@@ -22,7 +22,7 @@ from radvqa.eval.dataset import load_qa
 from radvqa.eval.evaluate import evaluate
 from radvqa.eval.importers import iter_slake, iter_vqa_rad, write_dataset
 from radvqa.eval.parsers import Parser
-from radvqa.eval.predictions import PredictionError, load_predictions
+from radvqa.eval.predictions import PredictionError, join, load_predictions
 from radvqa.eval.report import write_report
 from radvqa.eval.text import Normalizer, llava_normalize, llava_token_prf, token_prf
 from radvqa.model import QA, Box
@@ -333,6 +333,11 @@ def test_report_files(small: tuple[Path, Path], tmp_path: Path) -> None:
     assert "| closed accuracy | 66.7 |" in md and "1 missing (scored wrong)" in md
     lines = paths["per_question.jsonl"].read_text().splitlines()
     assert len(lines) == 15 and json.loads(lines[3])["status"] == "missing"
+    # multiple choice as a table: single pass over the 4 choice questions (75.0), circular
+    # over the 2 groups with rotations (50.0), not a JSON dump
+    assert "| single pass (every choice question) | 4 | 75.0 | - |" in md
+    assert "| circular (groups with rotations; 2 rotations: 2) | 2 | 50.0 |" in md
+    assert '"groups_with_rotations"' not in md
     # same input and seed: byte-identical report files (timings live in timings.json)
     write_report(evaluate(root, pf, bootstrap=50), tmp_path / "r2")
     for name in ("report.json", "metrics.json", "report.md", "report.html", "per_question.jsonl"):
@@ -555,3 +560,53 @@ def test_null_prediction_keeps_tool_error(tmp_path: Path) -> None:
     pf = rep["parse_failures"]["yes_no"]
     assert pf["missing"] == 1 and rep["overall"]["closed"]["correct"] == 0
     assert rep["_per_question"]["scores"].reason[0] == "prediction is null (HTTP 500 after 5 retries)"
+
+
+def test_compact_columns_keep_values_and_share_strings(tmp_path: Path) -> None:
+    """Per-question floats live in 8-byte arrays (None kept as None on read); repeated
+    category strings of the QA rows are one shared object; predictions are columns."""
+    from radvqa.eval.dataset import interned_pylist
+    from radvqa.eval.predictions import PredictionStore
+    from radvqa.eval.scoring import FloatColumn, InternedList
+
+    import pyarrow as pa
+
+    col = FloatColumn([0.5, None, 1.0])
+    assert list(col) == [0.5, None, 1.0] and col[1] is None and col.numpy()[2] == 1.0 and len(col) == 3
+    vals = interned_pylist(pa.chunked_array([["qba", None, "qba"], ["rin", "qba"]]))
+    assert vals == ["qba", None, "qba", "rin", "qba"] and vals[0] is vals[2] is vals[4]
+    reasons = InternedList()
+    for k in range(3):
+        reasons.append("".join(["no ", "prediction"]))  # equal strings built apart
+    reasons.append(None)
+    assert reasons[0] is reasons[2] and reasons[3] is None
+    f = tmp_path / "p.jsonl"
+    f.write_text('{"qa_id": "a", "prediction": "yes"}\n{"qa_id": "b", "prediction": "x", "boxes": [[1, 2, 3, 4]]}\n')
+    p = load_predictions(f)
+    assert isinstance(p.by_id, PredictionStore) and p.by_id.extras.keys() == {1}
+    j = join(["b", "c", "a"], p)
+    assert [None if x is None else x.text for x in j.preds] == ["x", None, "yes"]
+    assert j.preds[0].boxes == [[1, 2, 3, 4]] and j.missing_ids == ["c"] and j.preds.texts() == ["x", None, "yes"]
+
+
+def test_category_columns_read_like_lists(small: tuple[Path, Path]) -> None:
+    """load_qa's CatColumns (codes + table) read, slice, take and group like the lists they
+    replace; batching the read (batch_size=4 over 15 rows) changes nothing."""
+    from collections import defaultdict
+
+    from radvqa.eval.dataset import CatColumn
+
+    root, _ = small
+    whole = load_qa(root)
+    batched = load_qa(root, batch_size=4)
+    for c, col in whole.items():
+        assert list(col) == list(batched[c]), c
+    st = whole["strategy"]
+    assert isinstance(st, CatColumn) and st.codes.dtype.itemsize == 1
+    plain = list(st)
+    naive: dict[str, list[int]] = defaultdict(list)
+    for i, v in enumerate(plain):
+        if v:
+            naive[v].append(i)
+    assert st.groups() == dict(naive)
+    assert list(st.take([3, 0])) == [plain[3], plain[0]] and st[1:3] == plain[1:3] and st[2] == plain[2]

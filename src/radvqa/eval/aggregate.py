@@ -56,7 +56,9 @@ def mean_ci(values: np.ndarray, B: int = 1000, seed: int = 0) -> dict[str, Any]:
     return {"mean": m, "ci95": [float(lo), float(hi)], "n": n, "ci_method": method}
 
 
-def _arr(xs: list[float | None]) -> np.ndarray:
+def _arr(xs: Any) -> np.ndarray:
+    if hasattr(xs, "numpy"):
+        return xs.numpy()
     return np.array([np.nan if x is None else x for x in xs], dtype=float)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import numpy as np
 
@@ -25,7 +25,7 @@ def _subset(rows: dict[str, Any], idx: list[int]) -> dict[str, Any]:
     return {k: (v.take(idx) if hasattr(v, "take") else [v[i] for i in idx]) for k, v in rows.items()}
 
 
-def choose_split(rows: dict[str, list[Any]], pred_ids: set[str], split: str) -> tuple[list[int], str]:
+def choose_split(rows: dict[str, list[Any]], pred_ids: Collection[str], split: str) -> tuple[list[int], str]:
     """Rows to evaluate. ``auto``: the splits that hold matched predictions, when that is not
     every split (VQA-RAD answer files cover the test split only: the 1,797 train questions
     are not "missing"); else all rows. ``all``: every row. Otherwise the named split."""
@@ -201,7 +201,7 @@ def _evaluate(
     t0 = time.perf_counter()
     all_rows = load_qa(dataset)
     preds = load_predictions(predictions, id_field, text_field)
-    idx, split_rule = choose_split(all_rows, set(preds.by_id), split)
+    idx, split_rule = choose_split(all_rows, preds.by_id, split)  # a mapping: `in` and len() are all it needs
     rows = _subset(all_rows, idx)
     joined = join(rows["qa_id"], preds)
     if joined.matched == 0:
@@ -209,9 +209,19 @@ def _evaluate(
             f"no prediction matches a question: ids like {next(iter(preds.by_id), None)!r} (field {preds.id_field!r}) "
             f"vs qa_id like {rows['qa_id'][0]!r}; use --id-field"
         )
+    n_records = len(preds.by_id)
+    if hasattr(preds.by_id, "drop_index"):
+        # the joined rows point into the store by position: the id -> position table (a
+        # million id strings, ~130 MB) is not needed any more
+        preds.by_id.drop_index()
     t_load = time.perf_counter()
     scorer = Scorer(protocol, box_format=box_format, sizes=ImageSizes(dataset))
     scores = scorer.score(rows, joined.preds, progress)
+    # from here on only the texts are read (tags, judge): let the predicted boxes go
+    texts = joined.preds.texts() if hasattr(joined.preds, "texts") else [None if p is None else p.text for p in joined.preds]
+    joined.preds = []
+    if hasattr(preds.by_id, "extras"):
+        preds.by_id.extras.clear()
     t_score = time.perf_counter()
     agg = Aggregator(rows, scores, B=bootstrap, seed=seed)
     report: dict[str, Any] = {
@@ -227,7 +237,7 @@ def _evaluate(
             "id_field": preds.id_field,
             "text_field": preds.text_field,
             "joined_by": joined.key,
-            "records": len(preds.by_id),
+            "records": n_records,
             "matched": joined.matched,
             "missing": len(joined.missing_ids),
             "missing_ids": joined.missing_ids[:50],
@@ -251,7 +261,6 @@ def _evaluate(
     if grd:
         report["grounding"] = grd
     report["breakdowns"] = agg.breakdowns()
-    texts = [None if p is None else p.text for p in joined.preds]
     if protocol == "radvqa":
         tags = tag_scores(rows, texts, scores)
         if tags:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import msgspec
 
@@ -34,12 +34,94 @@ class Prediction:
     error: str | None = None  # what the predicting tool recorded when it got no answer
 
 
+class PredictionStore(Mapping[str, Prediction]):
+    """id -> Prediction, stored as columns: the id's row number, the texts, and the rarer
+    extras (boxes, box format, image size, error) only for records that have them. A
+    Prediction object per record (plus its dict slot) was ~250 bytes a record; this keeps a
+    million-line file at about the size of its ids and texts. Objects are built on access."""
+
+    __slots__ = ("index", "texts", "extras", "_pool")
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.texts: list[str | None] = []
+        self.extras: dict[int, tuple[Any, str | None, tuple[int, int] | None, str | None]] = {}
+        self._pool: dict[str, str] = {}
+
+    def add(self, key: str, p: Prediction) -> None:
+        i = len(self.texts)
+        self.index[key] = i
+        self.texts.append(self.add_text(p.text))
+        if p.boxes is not None or p.box_format is not None or p.image_size is not None or p.error is not None:
+            self.extras[i] = (p.boxes, p.box_format, p.image_size, p.error)
+
+    def add_text(self, text: str | None) -> str | None:
+        """Share repeated outputs ("Yes.", "B"): the decoder makes a new str per line."""
+        if text is None or len(text) > 64:
+            return text
+        hit = self._pool.get(text)
+        if hit is None:
+            if len(self._pool) < 65_536:
+                self._pool[text] = text
+            return text
+        return hit
+
+    def drop_index(self) -> None:
+        """Forget id -> position once rows are joined (Aligned reads by position); lookups
+        by id fail after this."""
+        self.index = {}
+        self._pool = {}
+
+    def at(self, i: int) -> Prediction:
+        ex = self.extras.get(i)
+        return Prediction(self.texts[i]) if ex is None else Prediction(self.texts[i], *ex)
+
+    def __getitem__(self, key: str) -> Prediction:
+        return self.at(self.index[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+class Aligned(Sequence[Optional[Prediction]]):
+    """Predictions in dataset row order: the store's row per question (-1: none), as an
+    int32 array; Prediction objects are built when a row is read."""
+
+    def __init__(self, store: PredictionStore, pos: Any) -> None:
+        self.store = store
+        self.pos = pos
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        j = int(self.pos[i])
+        return None if j < 0 else self.store.at(j)
+
+    def __iter__(self) -> Iterator[Prediction | None]:
+        at = self.store.at
+        for j in self.pos.tolist():
+            yield None if j < 0 else at(j)
+
+    def texts(self) -> list[str | None]:
+        t = self.store.texts
+        return [None if j < 0 else t[j] for j in self.pos.tolist()]
+
+
 @dataclass(slots=True)
 class Predictions:
     path: str
     id_field: str
     text_field: str
-    by_id: dict[str, Prediction]
+    by_id: PredictionStore
     lines: int
     blank_lines: int = 0
 
@@ -64,7 +146,8 @@ def load_predictions(
     """Parse a JSONL file. Errors (bad JSON, a record without the id, duplicate ids, a
     non-string text) name the line: a prediction file is never half-read silently."""
     path = str(path)
-    by_id: dict[str, Prediction] = {}
+    by_id = PredictionStore()
+    index, texts, extras, pool = by_id.index, by_id.texts, by_id.extras, by_id._pool
     idf = txf = None
     n = blank = 0
     typed = None
@@ -82,17 +165,25 @@ def load_predictions(
                     raise PredictionError(f"{path}:{lineno}: {e}") from e
                 except msgspec.DecodeError as e:
                     raise PredictionError(f"{path}:{lineno}: not JSON ({e})") from e
-                key = str(r.id)
-                if key in by_id:
+                key = r.id if type(r.id) is str else str(r.id)
+                if key in index:
                     raise PredictionError(f"{path}:{lineno}: duplicate prediction for id {key!r}")
-                size = r.image_size
-                by_id[key] = Prediction(
-                    text=r.text,
-                    boxes=r.boxes if r.boxes is not None else (r.pred_boxes if r.pred_boxes is not None else r.bbox),
-                    box_format=r.box_format or r.box_convention,
-                    image_size=(int(size[0]), int(size[1])) if isinstance(size, list) and len(size) == 2 else None,
-                    error=r.error if isinstance(r.error, str) else None,
-                )
+                # straight into the store's columns (the hot loop of a million-line file)
+                i = len(texts)
+                index[key] = i
+                t = r.text
+                if t is not None and len(t) <= 64:
+                    t = pool.setdefault(t, t) if len(pool) < 65_536 else pool.get(t, t)
+                texts.append(t)
+                boxes = r.boxes if r.boxes is not None else (r.pred_boxes if r.pred_boxes is not None else r.bbox)
+                size, err, fmt = r.image_size, r.error, r.box_format or r.box_convention
+                if boxes is not None or size is not None or err is not None or fmt is not None:
+                    extras[i] = (
+                        boxes,
+                        fmt,
+                        (int(size[0]), int(size[1])) if isinstance(size, list) and len(size) == 2 else None,
+                        err if isinstance(err, str) else None,
+                    )
                 continue
             try:
                 rec = _decode(line)
@@ -107,13 +198,13 @@ def load_predictions(
                 raise PredictionError(f"{path}:{lineno}: {txf!r} must be a string or null, got {type(text).__name__}")
             box_field = next((b for b in BOX_FIELDS if b in rec), None)
             size = rec.get("image_size")
-            by_id[str(rec[idf])] = Prediction(
+            by_id.add(str(rec[idf]), Prediction(
                 text=text,
                 boxes=rec.get(box_field) if box_field else None,
                 box_format=rec.get("box_format") or rec.get("box_convention"),
                 image_size=(int(size[0]), int(size[1])) if isinstance(size, list) and len(size) == 2 else None,
                 error=rec.get("error") if isinstance(rec.get("error"), str) else None,
-            )
+            ))
             typed = _typed_decoder(idf, txf)
     if idf is None or txf is None:
         raise PredictionError(f"{path}: no predictions in the file")
@@ -137,7 +228,7 @@ def _typed_decoder(idf: str, txf: str) -> Any:
 class Joined:
     """Predictions aligned with the dataset's rows (None where missing)."""
 
-    preds: list[Prediction | None]
+    preds: Sequence[Prediction | None]  # Aligned: built per row on access
     key: str  # "qa_id" or "native" (the id after "<source>:")
     matched: int
     missing_ids: list[str]
@@ -158,8 +249,20 @@ def join(qa_ids: list[str], preds: Predictions) -> Joined:
         native = [native_id(q) for q in qa_ids]
         if sum(1 for q in native if q in by) > direct:
             keys, how = native, "native"
-    aligned = [by.get(k) for k in keys]
-    missing = [q for q, p in zip(qa_ids, aligned) if p is None]
+    import numpy as np
+
+    index = by.index if isinstance(by, PredictionStore) else None
+    if index is None:  # a plain dict of Prediction objects
+        store = PredictionStore()
+        for k, p in by.items():
+            store.add(k, p)
+        index = store.index
+    else:
+        store = by
+    get = index.get
+    pos = np.fromiter((get(k, -1) for k in keys), dtype=np.int32, count=len(keys))
+    miss = np.flatnonzero(pos < 0).tolist()
+    missing = [qa_ids[i] for i in miss]
     keyset = set(keys)
     extra = [k for k in by if k not in keyset]
-    return Joined(preds=aligned, key=how, matched=len(qa_ids) - len(missing), missing_ids=missing, extra_ids=extra)
+    return Joined(preds=Aligned(store, pos), key=how, matched=len(qa_ids) - len(missing), missing_ids=missing, extra_ids=extra)

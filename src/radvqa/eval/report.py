@@ -129,6 +129,24 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(out)
 
 
+def _mc_table(mc: dict[str, Any]) -> str:
+    """The circular-evaluation block as a table: single pass over every choice question,
+    then circular accuracy over the groups with rotated copies (or why it does not apply)."""
+    n = mc.get("questions", 0)
+    single = mc.get("single_pass_accuracy")
+    rows: list[list[Any]] = [["single pass (every choice question)", n, _pct(single), "-"]]
+    groups = mc.get("groups_with_rotations", 0)
+    if groups:
+        rot = ", ".join(f"{k} rotations: {v}" for k, v in sorted(mc.get("rotations_per_group", {}).items(), key=lambda kv: int(kv[0])))
+        rows.append([f"circular (groups with rotations; {rot})", groups, _pct(mc.get("circular_accuracy")), _ci(mc.get("ci95"))])
+    else:
+        rows.append(["circular", 0, "n/a", "-"])
+    table = _table(["metric", "n", "accuracy", "95% CI"], rows)
+    if mc.get("note"):
+        table += f"\n\n{mc['note']}."
+    return table
+
+
 def markdown(rep: dict[str, Any], plots: list[str]) -> str:
     p = rep["predictions"]
     o = rep["overall"]
@@ -184,7 +202,7 @@ def markdown(rep: dict[str, Any], plots: list[str]) -> str:
                   f"Positive questions without a predicted box: {g['positives_without_predicted_box']}. Box read errors: {g['box_read_errors'] or 'none'}.")
     if "multiple_choice" in rep:
         mc = rep["multiple_choice"]
-        md += ["", "## Multiple choice", "", "```", json.dumps(mc, indent=1), "```"]
+        md += ["", "## Multiple choice", "", _mc_table(mc)]
     if "yes_no_confusion" in rep:
         yn = rep["yes_no_confusion"]
         md += ["", "## Yes/no confusion", "", _table(["gold \\ predicted", "yes", "no", "unparsed", "missing"], [[f"gold {g}"] + [yn[g][c] for c in ("yes", "no", "unparsed", "missing")] for g in ("yes", "no")])]
@@ -298,12 +316,21 @@ def write_report(rep: dict[str, Any], out: str | Path, plots: bool = True) -> di
     paths["report.html"] = out / "report.html"
     if per is not None:
         s = per["scores"]
+        # streamed from the compact columns, a block of lines per write: no per-question
+        # dicts are kept, whatever the number of questions
         with open(out / "per_question.jsonl", "w", encoding="utf-8") as fh:
-            for i, q in enumerate(per["qa_id"]):
-                fh.write(json.dumps({
-                    "qa_id": q, "kind": s.kind[i], "status": s.status[i], "reason": s.reason[i], "extracted": s.value[i],
-                    "correct": s.correct[i], "token_f1": s.tok_f1[i], "iou": s.iou[i],
-                }, ensure_ascii=False) + "\n")
+            cols = (per["qa_id"], s.kind, s.status, s.reason, s.value, s.correct, s.tok_f1, s.iou)
+            buf: list[str] = []
+            for q, kind, st, why, val, ok, f1, iou in zip(*cols):
+                buf.append(json.dumps({
+                    "qa_id": q, "kind": kind, "status": st, "reason": why, "extracted": val,
+                    "correct": ok, "token_f1": f1, "iou": iou,
+                }, ensure_ascii=False))
+                if len(buf) >= 8192:
+                    fh.write("\n".join(buf) + "\n")
+                    buf.clear()
+            if buf:
+                fh.write("\n".join(buf) + "\n")
         paths["per_question.jsonl"] = out / "per_question.jsonl"
         rep["_per_question"] = per
     if timings is not None:

@@ -8,8 +8,9 @@ prediction is scored as wrong (closed: 0, open: 0 recall / F1) with status "miss
 from __future__ import annotations
 
 import re
+from array import array
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from radvqa.eval.boxes import BoxError, boxes_from_text, coerce_boxes, matched_iou, to_pixels
 from radvqa.eval.dataset import ImageSizes
@@ -22,31 +23,94 @@ PROTOCOLS = ("radvqa", "llava-med")
 _ROW_COLUMNS = ("answer_short", "choices", "question_type", "question", "answer", "boxes", "image_ids", "image_paths", "polarity")
 PROTOCOL_VERSIONS = {"radvqa": 1, "llava-med": 1}
 CLOSED_KINDS = ("yes_no", "choice", "count", "short")
+# distinct (kind, text, options) parses remembered: ~200 bytes each; repeated outputs
+# ("Yes.", "B") are met early, unique ones never hit, so a larger cache only costs memory
+PARSE_CACHE_MAX = 65_536
+
+
+_NAN = float("nan")
+_list_append = list.append
+
+
+class FloatColumn:
+    """``float | None`` per question in 8 bytes: an ``array('d')`` with None stored as NaN
+    (no score is ever NaN). A list of Python floats costs 32 bytes a row; a run of a million
+    questions holds seven such columns. Reads give back None where None was appended."""
+
+    __slots__ = ("a",)
+
+    def __init__(self, values: Any = ()) -> None:
+        self.a = array("d")
+        for v in values:
+            self.append(v)
+
+    def append(self, x: float | None) -> None:
+        self.a.append(_NAN if x is None else x)
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+    def __getitem__(self, i: int) -> float | None:
+        v = self.a[i]
+        return None if v != v else v
+
+    def __iter__(self) -> Iterator[float | None]:
+        for v in self.a:
+            yield None if v != v else v
+
+    def numpy(self) -> Any:
+        """A float64 copy (NaN where None)."""
+        import numpy as np
+
+        return np.frombuffer(self.a, dtype=np.float64).copy() if len(self.a) else np.zeros(0)
+
+
+class InternedList(list):  # type: ignore[type-arg]
+    """A list whose appended strings are shared: parse-failure reasons and box errors repeat
+    ("no prediction for this question") but are built per row by f-strings. The pool is
+    bounded so a run where every reason is distinct does not keep a second copy of each."""
+
+    __slots__ = ("_pool",)
+    POOL_MAX = 100_000
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pool: dict[Any, Any] = {}
+
+    def append(self, v: Any) -> None:
+        if v is not None:
+            hit = self._pool.get(v)
+            if hit is None and len(self._pool) < self.POOL_MAX:
+                self._pool[v] = v
+            elif hit is not None:
+                v = hit
+        super().append(v)
 
 
 @dataclass
 class Scores:
-    """Columnar per-question results."""
+    """Columnar per-question results: one column per field, one entry per question; float
+    columns in 8 bytes a row (FloatColumn), repeated strings shared."""
 
     protocol: str
     kind: list[str] = field(default_factory=list)
     status: list[str] = field(default_factory=list)  # parsed / unparsed / missing
-    reason: list[str | None] = field(default_factory=list)
+    reason: list[str | None] = field(default_factory=InternedList)
     value: list[str | None] = field(default_factory=list)
-    correct: list[float | None] = field(default_factory=list)  # closed kinds
-    exact: list[float | None] = field(default_factory=list)  # open / short: normalised exact match
-    tok_p: list[float | None] = field(default_factory=list)
-    tok_r: list[float | None] = field(default_factory=list)
-    tok_f1: list[float | None] = field(default_factory=list)
+    correct: FloatColumn = field(default_factory=FloatColumn)  # closed kinds
+    exact: FloatColumn = field(default_factory=FloatColumn)  # open / short: normalised exact match
+    tok_p: FloatColumn = field(default_factory=FloatColumn)
+    tok_r: FloatColumn = field(default_factory=FloatColumn)
+    tok_f1: FloatColumn = field(default_factory=FloatColumn)
     # grounding
     grounding: list[bool] = field(default_factory=list)
     gold_boxes: list[int] = field(default_factory=list)
     pred_boxes: list[int | None] = field(default_factory=list)  # None: no box could be read
-    box_error: list[str | None] = field(default_factory=list)
-    iou: list[float | None] = field(default_factory=list)
+    box_error: list[str | None] = field(default_factory=InternedList)
+    iou: FloatColumn = field(default_factory=FloatColumn)
     # llava-med only: what the v1.0 script scored (None: the script dropped the question
     # from its denominator, or not a llava-med closed question); see Scorer._row_llava
-    script_score: list[float | None] = field(default_factory=list)
+    script_score: FloatColumn = field(default_factory=FloatColumn)
 
 
 _LIST_SPLIT = re.compile(r",|;|\band\b")
@@ -113,15 +177,18 @@ class Scorer:
     # -- scoring ---------------------------------------------------------------------------
     def score(self, rows: dict[str, list[Any]], preds: list[Prediction | None], progress: Any = None) -> Scores:
         n = len(rows["qa_id"])
+        if len(preds) != n:
+            raise ValueError(f"{len(preds)} predictions for {n} rows: align them first (predictions.join)")
         # only the columns scoring reads: a dict per row is the hot path's main cost
         cols = [c for c in _ROW_COLUMNS if c in rows]
         out = Scores(protocol=self.protocol)
         fn = self._row_radvqa if self.protocol == "radvqa" else self._row_llava
         col_lists = [rows[c] for c in cols]
-        for i, vals in enumerate(zip(*col_lists)):
+        # iterate the predictions (not preds[i]): Aligned builds them fastest in order
+        for i, (vals, p) in enumerate(zip(zip(*col_lists), preds)):
             row = dict(zip(cols, vals))
-            fn(row, preds[i], out)
-            self._row_boxes(row, preds[i], out)
+            fn(row, p, out)
+            self._row_boxes(row, p, out)
             if progress is not None and i % 10000 == 0:
                 progress(i, n)
         if progress is not None:
@@ -130,31 +197,36 @@ class Scorer:
 
     def _parse(self, kind: str, text: str, choices: list[str] | None) -> Any:
         # Model outputs repeat ("Yes.", "B", "No evidence of it."): parse each distinct
-        # (kind, text, options) once. Bounded so memory stays flat on huge runs.
+        # (kind, text, options) once. Bounded (PARSE_CACHE_MAX) so memory stays flat on huge runs.
         key = (kind, text, tuple(choices)) if choices else (kind, text)
         hit = self._parse_cache.get(key)
         if hit is None:
             hit = self.parser.parse(kind, text, choices)
-            if len(self._parse_cache) < 500_000:
+            if len(self._parse_cache) < PARSE_CACHE_MAX:
                 self._parse_cache[key] = hit
         return hit
 
     def _append(self, out: Scores, kind: str, res: Any, correct: float | None, exact: float | None, prf: tuple[float, float, float] | None, script: float | None = None) -> None:
         out.kind.append(kind)
         out.status.append(res.status)
-        out.reason.append(res.reason)
-        out.value.append(res.value)
-        out.correct.append(correct)
-        out.exact.append(exact)
-        if prf is None:
-            out.tok_p.append(None)
-            out.tok_r.append(None)
-            out.tok_f1.append(None)
+        why = res.reason
+        if why is None:
+            _list_append(out.reason, None)  # the common case, without InternedList's Python-level append
         else:
-            out.tok_p.append(prf[0])
-            out.tok_r.append(prf[1])
-            out.tok_f1.append(prf[2])
-        out.script_score.append(script)
+            out.reason.append(why)
+        out.value.append(res.value)
+        # straight into the arrays (None -> NaN): FloatColumn.append per value costs ~2 s a million rows
+        out.correct.a.append(_NAN if correct is None else correct)
+        out.exact.a.append(_NAN if exact is None else exact)
+        if prf is None:
+            out.tok_p.a.append(_NAN)
+            out.tok_r.a.append(_NAN)
+            out.tok_f1.a.append(_NAN)
+        else:
+            out.tok_p.a.append(prf[0])
+            out.tok_r.a.append(prf[1])
+            out.tok_f1.a.append(prf[2])
+        out.script_score.a.append(_NAN if script is None else script)
 
     def _row_radvqa(self, row: dict[str, Any], pred: Prediction | None, out: Scores) -> None:
         kind = self.kind_of(row)
@@ -248,8 +320,8 @@ class Scorer:
             out.grounding.append(False)
             out.gold_boxes.append(0)
             out.pred_boxes.append(None)
-            out.box_error.append(None)
-            out.iou.append(None)
+            _list_append(out.box_error, None)
+            out.iou.a.append(_NAN)
             return
         image_ids = row.get("image_ids") or []
         first = image_ids[0] if image_ids else None
@@ -264,14 +336,14 @@ class Scorer:
         out.box_error.append(err)
         out.pred_boxes.append(None if pboxes is None else len(pboxes))
         if gold:
-            out.iou.append(matched_iou(gold, pboxes or [])[0])
+            out.iou.a.append(matched_iou(gold, pboxes or [])[0])
         elif self._is_negative(row):
             # negative grounding question: right when the model draws nothing
-            out.iou.append(1.0 if not pboxes else 0.0)
+            out.iou.a.append(1.0 if not pboxes else 0.0)
         else:
             # a positive "where" question whose finding has no box (no image / no region box
             # in the source): nothing to compare, so no IoU; counted as "ungroundable"
-            out.iou.append(None)
+            out.iou.a.append(_NAN)
 
     def _is_negative(self, row: dict[str, Any]) -> bool:
         if row.get("polarity") == "negative":

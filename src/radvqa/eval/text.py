@@ -79,6 +79,9 @@ def llava_token_prf(prediction: str, gold: str) -> tuple[float, float, float]:
 
 # --- radvqa strict normalisation -------------------------------------------------------
 
+# distinct texts remembered; model outputs that repeat do so among the first few thousand,
+# and a bigger cache only holds unique answers that are never asked for again
+CACHE_MAX = 65_536
 _NON_WORD = re.compile(r"(?<!\d)\.|\.(?!\d)|[^\w.]+")
 _SPACES = re.compile(r"\s+")
 
@@ -107,7 +110,7 @@ class Normalizer:
         s = _NON_WORD.sub(" ", s).replace("_", " ")
         toks = [self._num.get(t, t) for t in s.split() if t not in self._articles]
         out = " ".join(toks)
-        if len(self._cache) < 200_000:
+        if len(self._cache) < CACHE_MAX:
             self._cache[text] = out
         return out
 
