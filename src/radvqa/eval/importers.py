@@ -89,19 +89,7 @@ def iter_vqa_rad(path: str | Path) -> Iterable[QA | Reject]:
         a = rec.get("answer")
         atype = str(rec.get("answer_type", "")).strip().upper()
         img = str(rec.get("image_name", "")).strip()
-        problem = None
-        if not qid:
-            problem = "no qid"
-        elif qid in seen:
-            problem = f"duplicate qid {qid}"
-        elif not isinstance(q, str) or not q.strip():
-            problem = "empty question"
-        elif a is None or not str(a).strip():
-            problem = "empty answer"
-        elif atype not in ("OPEN", "CLOSED"):
-            problem = f"answer_type {rec.get('answer_type')!r} is neither OPEN nor CLOSED"
-        elif not img:
-            problem = "no image_name"
+        problem = _record_problem(qid, seen, q, a, atype, rec.get("answer_type"), img, "image_name")
         if problem:
             yield Reject(source="vqa-rad", ref=f"{ref} qid={qid}", reason=problem)
             continue
@@ -198,19 +186,7 @@ def iter_slake(path: str | Path, lang: str = "en") -> Iterable[QA | Reject]:
             q, a = rec.get("question"), rec.get("answer")
             atype = str(rec.get("answer_type", "")).strip().upper()
             img_name = str(rec.get("img_name", "")).strip()
-            problem = None
-            if not qid:
-                problem = "no qid"
-            elif qid in seen:
-                problem = f"duplicate qid {qid}"
-            elif not isinstance(q, str) or not q.strip():
-                problem = "empty question"
-            elif a is None or not str(a).strip():
-                problem = "empty answer"
-            elif atype not in ("OPEN", "CLOSED"):
-                problem = f"answer_type {rec.get('answer_type')!r} is neither OPEN nor CLOSED"
-            elif not img_name:
-                problem = "no img_name"
+            problem = _record_problem(qid, seen, q, a, atype, rec.get("answer_type"), img_name, "img_name")
             if problem:
                 yield Reject(source="slake", ref=f"{ref} qid={qid}", reason=problem)
                 continue
@@ -288,3 +264,21 @@ def write_dataset(out: str | Path, records: Iterable[QA | Reject], source: str, 
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", "utf-8")
     return manifest
+
+
+def _record_problem(qid: str, seen: set[str], q: object, a: object, atype: str, raw_type: object,
+                    image: str, image_key: str) -> str | None:
+    """Why a benchmark question record (VQA-RAD or SLAKE: same fields) cannot be imported, or None."""
+    if not qid:
+        return "no qid"
+    if qid in seen:
+        return f"duplicate qid {qid}"
+    if not isinstance(q, str) or not q.strip():
+        return "empty question"
+    if a is None or not str(a).strip():
+        return "empty answer"
+    if atype not in ("OPEN", "CLOSED"):
+        return f"answer_type {raw_type!r} is neither OPEN nor CLOSED"
+    if not image:
+        return f"no {image_key}"
+    return None
