@@ -429,10 +429,11 @@ PADCHEST_COLS = (
 )
 
 
-def _pad_row(image, study, patient, labels, locs="[]", rows="2800", cols="2500", photometric="MONOCHROME2", proj="PA"):
+def _pad_row(image, study, patient, labels, locs="[]", rows="2800", cols="2500", photometric="MONOCHROME2", proj="PA",
+             sent="[['pleural effusion', 'loc left']]"):
     return (
         f'{image},0,20090102,{study},{patient},1950,M,POSTEROANTERIOR,{proj},Manual review,No,CR,Philips,{photometric},0,,0.139,12,,,'
-        f'{rows},{cols},,,,,4711,derrame pleural izquierd .,Physician,"{labels}","{locs}","[[\'pleural effusion\', \'loc left\']]",[],[]'
+        f'{rows},{cols},,,,,4711,derrame pleural izquierd .,Physician,"{labels}","{locs}","{sent}",[],[]'
     )
 
 
@@ -469,6 +470,8 @@ def test_padchest_fixture_labels_map_to_ontology(onto):
     by = {s.id: s for s in studies}
     got = {sid: [(lab.name, lab.value, lab.findings) for lab in s.labels] for sid, s in by.items()}
     assert got["padchest:S1"] == [("pleural effusion", 1, ["pleural_effusion"]), ("cardiomegaly", 1, ["cardiomegaly"])]
+    # [['pleural effusion', 'loc left', 'loc pleural'], ['cardiomegaly']]: a region-level label
+    assert [lab.regions for lab in by["padchest:S1"].labels] == [["left_pleura"], []]
     # "normal": a Label with no finding (is_normal_label), which localize records as no finding
     assert got["padchest:S2"] == [("normal", 1, [])] and onto.is_normal_label("padchest", "normal")
     # dataset spellings: upper-case "COPD signs"/"NSG tube", a leading blank, "Kerley lines" vs "kerley lines"
@@ -486,6 +489,82 @@ def test_padchest_fixture_labels_map_to_ontology(onto):
     sg, _ = build_scene_graph(by["padchest:S4"], None, ontology=onto)
     assert [(o.finding, o.certainty) for o in sg.observations] == [("aortic_enlargement", "present")]
     assert "no_finding_label" not in sg.meta  # "unchanged" must not read as a normal study
+
+
+def test_padchest_localizations_give_region_level_labels(onto, tmp_path):
+    # LabelsLocalizationsBySentence as PadChest ships it: per sentence, labels then "loc ..." terms
+    rows = [
+        # region + side in one sentence; cardiomegaly's sentence has no localization
+        _pad_row("a.png", "S1", "P1", "['pleural effusion', 'cardiomegaly']", "['loc left', 'loc costophrenic angle']",
+                 sent="[['pleural effusion', 'loc left', 'loc costophrenic angle'], ['cardiomegaly']]"),
+        # side only: the finding's default regions (pleura, costophrenic angles) on that side
+        _pad_row("b.png", "S2", "P2", "['pleural effusion']", "['loc right']", sent="[['pleural effusion', 'loc right']]"),
+        # "basal bilateral": both lower zones; a label in two sentences takes the union; an unknown
+        # term goes to meta; a descriptive term is known and maps to nothing; a label of the
+        # sentences missing from Labels makes no Label (the label set is the Labels column's)
+        _pad_row("c.png", "S3", "P3", "['atelectasis', 'nodule']", "['loc basal bilateral']",
+                 sent="[['atelectasis', 'loc basal bilateral'], ['nodule', 'loc left', 'loc upper lobe', 'loc subsegmental'], "
+                      "['nodule', 'loc martian'], ['hilar enlargement', 'loc hilar']]"),
+        # a side the finding's regions cannot take: no regions, noted
+        _pad_row("d.png", "S4", "P4", "['cardiomegaly']", "['loc left']", sent="[['cardiomegaly', 'loc left']]"),
+        # sided terms of the vocabulary; a sided region keeps its side next to a side term; case/blanks
+        _pad_row("e.png", "S5", "P5", "['pleural effusion', 'pneumonia']", "[]",
+                 sent="[['pleural effusion', 'loc bilateral costophrenic angle'], ['Pneumonia', 'loc right', 'loc  Left lower lobe']]"),
+    ]
+    t = write(tmp_path / "PADCHEST_chest_x_ray_images_labels_160K_01.02.19.csv", PADCHEST_COLS + "\n" + "\n".join(rows) + "\n")
+    studies, rejects = split(get_source("padchest").iter_records([t], ontology=onto))
+    assert rejects == [] and len(studies) == 5
+    by = {s.id.split(":")[1]: s for s in studies}
+    assert [(lab.name, lab.regions) for lab in by["S1"].labels] == [
+        ("pleural effusion", ["left_costophrenic_angle"]), ("cardiomegaly", [])]
+    assert [(lab.name, lab.regions) for lab in by["S2"].labels] == [("pleural effusion", ["right_costophrenic_angle", "right_pleura"])]
+    assert [(lab.name, lab.regions) for lab in by["S3"].labels] == [
+        ("atelectasis", ["left_lower_lung_zone", "right_lower_lung_zone"]), ("nodule", ["left_upper_lung_zone"])]
+    assert by["S3"].meta["unmapped_localizations"] == "loc martian"
+    assert by["S4"].labels[0].regions == [] and by["S4"].meta["unapplied_localizations"] == "cardiomegaly: loc left"
+    assert all("unmapped_localizations" not in by[k].meta for k in ("S1", "S2", "S4"))
+
+    def obs(sid):
+        sg, _ = build_scene_graph(by[sid], None, ontology=onto)
+        return [(o.finding, o.regions, o.laterality) for o in sg.observations]
+
+    assert obs("S1") == [("cardiomegaly", [], None), ("pleural_effusion", ["left_costophrenic_angle"], "left")]
+    assert obs("S2") == [("pleural_effusion", ["right_costophrenic_angle", "right_pleura"], "right")]
+    assert obs("S3") == [("atelectasis", ["left_lower_lung_zone", "right_lower_lung_zone"], "bilateral"),
+                         ("nodule", ["left_upper_lung_zone"], "left")]
+    assert obs("S4") == [("cardiomegaly", [], None)]
+    assert obs("S5") == [("pleural_effusion", ["left_costophrenic_angle", "right_costophrenic_angle"], "bilateral"),
+                         ("pneumonia", ["left_lower_lobe"], "left")]
+
+
+def test_padchest_malformed_sentence_cell_is_a_note(onto, tmp_path):
+    rows = [
+        # cut off inside the first sentence: nothing recoverable -> note, labels study-level
+        _pad_row("a.png", "S1", "P1", "['pleural effusion']", sent="[['pleural effusion', 'loc left'"),
+        # cut off in the second sentence: the complete first sentence is still read
+        _pad_row("b.png", "S2", "P2", "['pleural effusion', 'cardiomegaly']",
+                 sent="[['pleural effusion', 'loc left'], ['cardiomegaly', 'loc"),
+        # not a list of lists at all
+        _pad_row("c.png", "S3", "P3", "['pleural effusion']", sent="derrame"),
+    ]
+    t = write(tmp_path / "PADCHEST_chest_x_ray_images_labels_160K_01.02.19.csv", PADCHEST_COLS + "\n" + "\n".join(rows) + "\n")
+    studies, rejects = split(get_source("padchest").iter_records([t], ontology=onto))
+    assert rejects == [] and [s.id for s in studies] == ["padchest:S1", "padchest:S2", "padchest:S3"]
+    s1, s2, s3 = studies
+    assert "malformed LabelsLocalizationsBySentence" in s1.meta["labels_by_sentence_note"]
+    assert [(lab.name, lab.regions) for lab in s1.labels] == [("pleural effusion", [])]
+    assert "labels_by_sentence_note" not in s2.meta
+    assert [(lab.name, lab.regions) for lab in s2.labels] == [
+        ("pleural effusion", ["left_costophrenic_angle", "left_pleura"]), ("cardiomegaly", [])]
+    assert "malformed" in s3.meta["labels_by_sentence_note"] and s3.labels[0].regions == []
+
+
+def test_padchest_localization_table_names_real_regions(onto):
+    from radvqa.sources.padchest import _loc_table
+
+    terms, descriptive = _loc_table()
+    assert len(terms) > 50 and not (set(terms) & descriptive)
+    assert all(r in onto.regions for regs, _side in terms.values() for r in regs)
 
 
 def test_padchest_missing_and_corrupt_images(onto, tmp_path):

@@ -22,6 +22,17 @@ and the study is still used (PadChest's vocabulary is open-ended: a reject would
 mapped labels with it). Localizations and the per-sentence label/localization pairs
 are kept in ``meta`` as shipped.
 
+Region-level labels: ``LabelsLocalizationsBySentence`` (``[['pleural effusion', 'loc left',
+'loc costophrenic angle'], ['cardiomegaly']]``: per sentence, labels then "loc ..." terms, the terms
+applying to every label of that sentence) gives each Label its ``regions`` through
+``data/padchest_localizations.yaml``: region terms map to region ids, side terms ("loc left") make the
+sentence's regions (or, with none, the finding's ``default_regions``) sided with
+``Ontology.lateral_region``; a label found in several sentences takes the union. The study's label
+set is unchanged (one Label per name, as before). Unknown terms -> ``meta["unmapped_localizations"]``;
+a side no region of the finding can take -> ``meta["unapplied_localizations"]``; a cell that is not a
+list of lists even after a lenient re-read -> ``meta["labels_by_sentence_note"]`` (labels stay
+study-level, the study is kept).
+
 Rows are grouped by StudyID in memory (images of a study are not adjacent in the table): the long
 study-level cells once per study, short interned cells per image (roughly 1 KB a study).
 """
@@ -29,7 +40,10 @@ study-level cells once per study, short interned cells per image (roughly 1 KB a
 from __future__ import annotations
 
 import ast
+import re
 import sys
+from functools import lru_cache
+from importlib import resources
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -110,7 +124,7 @@ class PadChestSource(Source):
                 g[1].append((ti, lineno) + tuple(sys.intern(row[c[k]].strip()) for k in _IMAGE_KEYS))
         self._tables = tables
         for sid in list(groups):
-            yield self._study(sid, *groups.pop(sid), mapper, images, ignored)
+            yield self._study(sid, *groups.pop(sid), mapper, images, ignored, onto)
 
     def _study(
         self,
@@ -120,6 +134,7 @@ class PadChestSource(Source):
         mapper: LabelMapper,
         images: dict[str, Path] | None,
         ignored: frozenset[str] = frozenset(),
+        onto: Any = None,
     ) -> Record:
         refs = [f"{self._tables[r[0]]}:{r[1]}" for r in rows]
         ref = refs[0]
@@ -169,7 +184,9 @@ class PadChestSource(Source):
                 labels.append(Label(scheme="padchest", name=name, value=1, findings=mapper(name)))
             except UnknownLabel:
                 unmapped.append(name)
-        meta = {"report_es": r0["report"], "report_language": "es (stemmed)"}
+        meta: dict[str, Any] = {"report_es": r0["report"], "report_language": "es (stemmed)"}
+        if r0["by_sentence"] and labels and hasattr(onto, "lateral_region"):
+            _localize(labels, r0["by_sentence"], onto, meta)
         if unmapped:
             meta["unmapped_labels"] = "; ".join(unmapped)
         if tags:
@@ -215,3 +232,117 @@ def _pylist(cell: str) -> list[Any]:
     if not isinstance(v, list):
         raise ValueError(f"list cell is not a list: {s[:60]!r}")
     return v
+
+
+_SIDES = ("left", "right")
+
+
+@lru_cache(maxsize=1)
+def _loc_table() -> tuple[dict[str, tuple[tuple[str, ...], str | None]], frozenset[str]]:
+    """``data/padchest_localizations.yaml``: folded term -> (region ids, side), descriptive terms."""
+    import yaml
+
+    data = yaml.safe_load(resources.files("radvqa.sources").joinpath("data/padchest_localizations.yaml").read_text("utf-8"))
+    terms: dict[str, tuple[tuple[str, ...], str | None]] = {}
+    for term, spec in (data.get("terms") or {}).items():
+        side = (spec or {}).get("side")
+        if side not in (None, "left", "right", "bilateral"):
+            raise SourceError(f"padchest_localizations.yaml: {term!r}: bad side {side!r}")
+        terms[_fold(term)] = (tuple((spec or {}).get("regions") or ()), side)
+    return terms, frozenset(_fold(t) for t in data.get("descriptive") or ())
+
+
+def _fold(s: str) -> str:
+    return " ".join(s.lower().split())
+
+
+def _sentences(cell: str) -> list[list[str]] | None:
+    """The cell as a list of string lists; None when it is not one even read leniently.
+
+    ast.literal_eval first; the lenient re-read takes each innermost ``[...]`` and the quoted strings
+    in it (a cut-off or badly quoted cell still yields its complete sentences)."""
+    s = cell.strip()
+    if not s or s.lower() == "nan":
+        return []
+    try:
+        v = ast.literal_eval(s)
+        if isinstance(v, list) and all(isinstance(x, list) and all(isinstance(y, str) for y in x) for x in v):
+            return v
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        pass
+    groups = re.findall(r"\[([^\[\]]*)\]", s[1:] if s.startswith("[[") else s)
+    out = [[a or b for a, b in re.findall(r"'([^']*)'|\"([^\"]*)\"", g)] for g in groups]
+    out = [g for g in out if g]
+    return out or None
+
+
+def _localize(labels: list[Label], cell: str, onto: Any, meta: dict[str, Any]) -> None:
+    """Set each Label's ``regions`` from the per-sentence label/localization pairs (in place)."""
+    sents = _sentences(cell)
+    if sents is None:
+        meta["labels_by_sentence_note"] = f"malformed LabelsLocalizationsBySentence {cell.strip()[:60]!r}: labels kept study-level"
+        return
+    terms, descriptive = _loc_table()
+    regions_db = getattr(onto, "regions", {}) or {}
+    by_name = {_fold(lab.name): lab for lab in labels}
+    found: dict[str, list[str]] = {}
+    unmapped: list[str] = []
+    unapplied: list[str] = []
+    for sent in sents:
+        names = [_fold(x) for x in sent if not _fold(x).startswith("loc ")]
+        locs = [_fold(x) for x in sent if _fold(x).startswith("loc ")]
+        if not locs:
+            continue
+        regs: list[str] = []
+        sides: list[str] = []
+        for t in locs:
+            if t in descriptive:
+                continue
+            spec = terms.get(t)
+            if spec is None or any(r not in regions_db for r in spec[0]):
+                unmapped.append(t)
+                continue
+            regs.extend(spec[0])
+            if spec[1]:
+                sides.extend(_SIDES if spec[1] == "bilateral" else (spec[1],))
+        for n in names:
+            lab = by_name.get(n)
+            if lab is None or not lab.findings:  # not in Labels (set unchanged), or "normal"
+                continue
+            got = _place(lab, regs, sides, onto)
+            if got is None:
+                unapplied.append(f"{lab.name}: {', '.join(locs)}")
+                got = [r for r in dict.fromkeys(regs)]  # the unsided regions, when any
+            found.setdefault(n, []).extend(got)
+    for n, regs in found.items():
+        by_name[n].regions = sorted(set(by_name[n].regions) | set(regs))
+    if unmapped:
+        meta["unmapped_localizations"] = "; ".join(dict.fromkeys(unmapped))
+    if unapplied:
+        meta["unapplied_localizations"] = "; ".join(dict.fromkeys(unapplied))
+
+
+def _place(lab: Label, regs: list[str], sides: list[str], onto: Any) -> list[str] | None:
+    """Region ids of one label in one sentence; None when its sides fit none of its regions."""
+    if not sides:
+        return list(dict.fromkeys(regs))
+    base = list(dict.fromkeys(regs))
+    if not base:  # side only: the finding's own default regions
+        for fid in lab.findings:
+            f = onto.findings.get(fid)
+            base.extend(r for r in (f.default_regions if f else ()) if r not in base)
+    out: list[str] = []
+    lateral = False
+    for side in dict.fromkeys(sides):
+        for r in base:
+            # a region that is sided already ("loc left lower lobe") keeps its own side
+            own = getattr(onto.regions.get(r), "side", None) in _SIDES
+            sided = r if own else onto.lateral_region(r, side)
+            lateral = lateral or sided is not None
+            # a region the sentence names but that has no sided version stays as named; a default
+            # region without one is dropped (the side says where the finding is)
+            if sided is None and r in regs:
+                sided = r
+            if sided is not None and sided not in out:
+                out.append(sided)
+    return out if lateral else None
