@@ -148,16 +148,11 @@ class VinDrSource(Source):
                     mapper(name)
                 except UnknownLabel as e:
                     raise SourceError(f"vindr-cxr: {t}: {e} (column header)") from None
-            for lineno, row, err in rows:
-                ref = f"{t}:{lineno}"
-                if row is None:
-                    loose.append(self.reject(ref, err or "unreadable line"))
+            for item in self.table_rows(rows, len(header), t):
+                if isinstance(item, Reject):
+                    loose.append(item)
                     continue
-                if not any(x.strip() for x in row):
-                    continue
-                if len(row) != len(header):
-                    loose.append(self.reject(ref, f"{len(row)} cells, header has {len(header)}"))
-                    continue
+                ref, _, row = item
                 iid = row[icol].strip()
                 e = entry(iid, split)
                 reader = row[rcol].strip() if rcol is not None else None
