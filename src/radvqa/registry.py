@@ -77,6 +77,9 @@ class Registry(Generic[T]):
                        key=lambda i: (rank.get(getattr(items[i][1], "__module__", ""), len(rank)), i))
         return tuple(items[i][0] for i in order)
 
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.names())
+
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False

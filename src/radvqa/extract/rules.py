@@ -16,10 +16,12 @@ from radvqa.extract.sections import body_part_heading, section_role, split_secti
 from radvqa.extract.sentences import split_sentences
 from radvqa.extract.text import MAX_CHARS, check_text, lower_same_length
 from radvqa.model import Extraction, Indication, Report, Sentence, Span
+from radvqa.extract import EXTRACTORS
 
 VERSION = "rules:1"
 
 
+@EXTRACTORS.register("rules")
 class RulesExtractor:
     """Build once (compiles the ontology and rule data), then call ``extract`` per report."""
 

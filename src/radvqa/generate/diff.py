@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import msgspec
 
-from radvqa.generate.engine import StudyCtx, pick_index, sample_capped
+from radvqa.generate.engine import STRATEGY_REGISTRY, Generator, StudyCtx, pick_index, sample_capped
 from radvqa.generate.facts import Fact, cap, join_list
 from radvqa.generate.templates import Family, Op, Template
 from radvqa.model import AnswerPart, Reject, SceneGraph
@@ -67,10 +67,11 @@ def _time_key(t: str) -> tuple[int, float | str]:
         return (1, t)
 
 
+@STRATEGY_REGISTRY.register("diff")
 class Strategy:
     name = "diff"
 
-    def __init__(self, gen: Any, fam: Family) -> None:
+    def __init__(self, gen: Generator, fam: Family) -> None:
         self.gen = gen
         self.fam = fam
         self.t = {tpl.op: tpl for tpl in fam.templates.values()}
@@ -100,9 +101,7 @@ class Strategy:
             self.gen.rejects.append(Reject(source=sg.source, ref=f"{sg.study_id} vs {prior.study_id}",
                                            reason=f"diff: {err}", stage="generate"))
             return
-        from radvqa.generate.engine import StudyCtx as _Ctx
-
-        pctx = _Ctx(self.gen, prior, ctx.split)
+        pctx = StudyCtx(self.gen, prior, ctx.split)
         rng = ctx.stream("diff")
         v = self.gen.vocab
         ph = self.fam.phrases

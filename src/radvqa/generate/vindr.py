@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from radvqa.generate.engine import StudyCtx, pick_index
+from radvqa.generate.engine import STRATEGY_REGISTRY, Generator, StudyCtx, pick_index
 from radvqa.generate.facts import Fact, cap, join_list
 from radvqa.generate.templates import Family, Op, Template
 from radvqa.model import AnswerPart, Box, SceneGraph
@@ -82,10 +82,11 @@ def _zone(b: Box, h: float) -> str:
     return "upper" if cy < 0.4 else ("middle" if cy < 0.62 else "lower")
 
 
+@STRATEGY_REGISTRY.register("vindr")
 class Strategy:
     name = "vindr"
 
-    def __init__(self, gen: Any, fam: Family) -> None:
+    def __init__(self, gen: Generator, fam: Family) -> None:
         self.gen = gen
         self.fam = fam
         self.t = {tpl.op: tpl for tpl in fam.templates.values()}

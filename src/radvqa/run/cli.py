@@ -100,7 +100,8 @@ def register(app: typer.Typer) -> None:
         source: str = typer.Argument("sample", help="source name (sample, openi, nih-cxr14, synthetic, ...); default: the bundled sample"),
         inputs: Optional[list[Path]] = typer.Option(None, "--input", "-i", help="input file or folder (repeatable)"),
         out: Path = typer.Option(Path("radvqa-out"), "--out", "-o", help="output folder"),
-        strategies: str = typer.Option("qba,vindr,rin,diff", "--strategies", help="comma-separated QA strategies"),
+        strategies: Optional[str] = typer.Option(None, "--strategies",
+                                                 help="comma-separated QA strategies (default: all of them)"),
         seed: int = typer.Option(0, "--seed", help="random seed (same seed + input -> same rows)"),
         workers: int = typer.Option(1, "--workers", "-w", min=1, help="worker processes (or Ray CPUs)"),
         executor: str = typer.Option("local", "--executor", help="local or ray (ray joins RAY_ADDRESS, else starts one)"),
@@ -135,9 +136,9 @@ def register(app: typer.Typer) -> None:
         from radvqa.run.builder import BuildError, BuildOptions, build
 
         console = Console(stderr=True)
-        from radvqa.generate import GenerateOptions
+        from radvqa.generate import STRATEGIES, GenerateOptions
 
-        strat = tuple(s.strip() for s in strategies.split(",") if s.strip())
+        strat = tuple(s.strip() for s in strategies.split(",") if s.strip()) if strategies else STRATEGIES
         try:
             ratios = tuple(float(x) for x in split_ratios.split(","))
         except ValueError:
