@@ -138,6 +138,8 @@ class StudyTable:
 
 def _id(s: str) -> str:
     """Ids may be written as floats by pandas ("50000001.0")."""
+    if s.isdigit():
+        return s
     s = s.strip()
     return s[:-2] if s.endswith(".0") and s[:-2].isdigit() else s
 
@@ -215,28 +217,30 @@ def iter_medical_diff_vqa(path: str | Path, studies: str | Path | None = None, i
     with open_text(qa_path) as f:
         r = csv.reader(f)
         head = [c.strip().lstrip("\ufeff").lower() for c in next(r, [])]
-        ix = {c: i for i, c in enumerate(head)}
+        width = len(head)
+        i_main, i_ref, i_sub, i_type, i_q, i_a, i_split = (head.index(c) for c in (
+            "study_id", "ref_id", "subject_id", "question_type", "question", "answer", "split"))
+        types = frozenset(QUESTION_TYPES)
         for n, row in enumerate(r):
-            ref = f"{qa_path.name}:{n + 2}"
-            if len(row) != len(head):
-                yield Reject(source=SOURCE, ref=ref, reason=f"{len(row)} cells, expected {len(head)}")
+            if len(row) != width:
+                yield Reject(source=SOURCE, ref=f"{qa_path.name}:{n + 2}", reason=f"{len(row)} cells, expected {width}")
                 continue
-            main, refid, subject = _id(row[ix["study_id"]]), _id(row[ix["ref_id"]]), _id(row[ix["subject_id"]])
-            qtype = row[ix["question_type"]].strip().lower()
-            q, a = row[ix["question"]].strip(), row[ix["answer"]].strip()
-            split = row[ix["split"]].strip().lower() or "unknown"
-            if not main or not subject:
-                yield Reject(source=SOURCE, ref=ref, reason="empty study_id or subject_id")
-                continue
-            if qtype not in QUESTION_TYPES:
-                yield Reject(source=SOURCE, ref=ref, reason=f"unknown question_type {qtype!r} (known: {', '.join(QUESTION_TYPES)})")
-                continue
-            if not q or not a:
-                yield Reject(source=SOURCE, ref=ref, reason="empty question or answer")
+            main, refid, subject = _id(row[i_main]), _id(row[i_ref]), _id(row[i_sub])
+            qtype = row[i_type].strip().lower()
+            q, a = row[i_q].strip(), row[i_a].strip()
+            problem = (
+                "empty study_id or subject_id" if not main or not subject
+                else f"unknown question_type {qtype!r} (known: {', '.join(QUESTION_TYPES)})" if qtype not in types
+                else "empty question or answer" if not q or not a
+                else None
+            )
+            if problem:
+                yield Reject(source=SOURCE, ref=f"{qa_path.name}:{n + 2}", reason=problem)
                 continue
             reasons: list[str] = []
-            prov = [f"row={n}", f"question_type={qtype}", f"release={release}"]
-            if qtype == "difference" and refid and table is not None:
+            prov = [f"row={n}", f"release={release}"]
+            is_diff = qtype == "difference"
+            if is_diff and refid and table is not None:
                 key = (main, refid)
                 cls = pair_class.get(key)
                 if cls is None:
@@ -244,7 +248,7 @@ def iter_medical_diff_vqa(path: str | Path, studies: str | Path | None = None, i
                 rows_by_class[cls] += 1
                 if cls != "ok":
                     reasons.append(f"order:{cls}")
-                if cls == "reversed" and fix_order and qtype == "difference":
+                if cls == "reversed" and fix_order:
                     swapped = swap_difference_answer(a)
                     if swapped is None:
                         unfixed += 1
@@ -254,13 +258,17 @@ def iter_medical_diff_vqa(path: str | Path, studies: str | Path | None = None, i
                         prov.append(f"order fixed: study_id {main} <-> ref_id {refid}; answer was {a!r}")
                         main, refid, a = refid, main, swapped.strip()
                         reasons = ["order:fixed"]
-            closed = a.lower() in ("yes", "no")
-            ids = [main] + ([refid] if qtype == "difference" and refid else [])
-            dicoms = [table.dicom.get(s) if table else None for s in ids]
+            low = a.lower()
+            ids = [main, refid] if is_diff and refid else [main]
+            if table is not None:
+                image_ids = [table.dicom.get(x) or x for x in ids]
+                paths = [_image_path(root, subject, x, table.dicom.get(x)) for x in ids] if root else [""] * len(ids)
+            else:
+                image_ids, paths = ids, [""] * len(ids)
             yield QA(
                 qa_id=f"{SOURCE}:{n}",
                 source=SOURCE,
-                split=split,
+                split=row[i_split].strip().lower() or "unknown",
                 patient_id=f"mimic:{subject}",
                 study_id=f"mimic-cxr:{main}",
                 strategy=SOURCE,
@@ -269,9 +277,9 @@ def iter_medical_diff_vqa(path: str | Path, studies: str | Path | None = None, i
                 template_version=1,
                 question=q,
                 answer=a,
-                image_ids=[d or s for d, s in zip(dicoms, ids)],
-                image_paths=[_image_path(root, subject, s, d) for d, s in zip(dicoms, ids)],
-                answer_short=a.lower() if closed else None,
+                image_ids=image_ids,
+                image_paths=paths,
+                answer_short=low if low == "yes" or low == "no" else None,
                 grade_reasons=reasons,
                 provenance=prov,
                 modality="CR",
