@@ -141,3 +141,24 @@ def test_cli_and_captioning_metrics_in_eval(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["eval", str(out), "-p", str(preds), "--split", "all", "--out", str(tmp_path / "rep2")])
     rep2 = json.loads((tmp_path / "rep2" / "report.json").read_text())
     assert rep2["captioning"]["overall"]["bleu_1"] < 0.5
+
+
+def test_diff_family_compared_with_medical_diff_vqa(tmp_path: Path) -> None:
+    """The fixture's MIMIC reports (tests/data/medical_diff_vqa/mimic) were written so that each
+    figure below can be checked by hand: pair 50000002/50000001 adds a pneumothorax on both sides;
+    for 50000012/50000011 Medical-Diff-VQA claims atelectasis, edema and pneumonia added and
+    cardiomegaly missing, and the reports support all but pneumonia; "is there edema?" on 50000002
+    is no on both sides; "is there pneumothorax?" on 50000012 is hedged in its report."""
+    from radvqa.eval.diffcompare import compare
+
+    r = CliRunner().invoke(app, ["build", "mimic-cxr", "--input", str(FIX / "mimic"), "--out", str(tmp_path / "b"), "--strategies", "qba,diff"])
+    assert r.exit_code == 0, r.output
+    import_medical_diff_vqa(FIX, tmp_path / "m")
+    res = compare(tmp_path / "b", tmp_path / "m")
+    cov = res["coverage"]
+    assert (cov["pairs"], cov["pairs_with_both_studies_built"], cov["pairs_radvqa_asks_diff_questions_about"]) == (5, 2, 1)
+    p = res["presence"]
+    assert (p["compared"], p["agree"], p["radvqa_uncertain_left_out"]) == (1, 1, 1)
+    d = res["difference"]
+    assert (d["pairs_compared"], d["added_set_exact"], d["missing_set_exact"]) == (2, 1, 2)
+    assert d["items_tp_fp_fn"] == [4, 0, 1]
