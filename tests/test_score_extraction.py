@@ -93,3 +93,28 @@ def test_predictions_file_and_cli(tmp_path: Path) -> None:
     assert r.exit_code != 0 and "expected an object" in r.output
     with pytest.raises(GoldError, match="unknown format"):
         score(FIX / "train.json", "lunguage")
+
+
+def test_import_cxr_align(tmp_path: Path) -> None:
+    """CXR-Align as multiple choice: the original report among its negated and omitted versions."""
+    import pyarrow.parquet as pq
+
+    from radvqa.eval.cxralign import import_cxr_align
+
+    fix = Path(__file__).parent / "data" / "cxr_align"
+    m = import_cxr_align(fix, tmp_path / "o")
+    assert (m["counts"]["qa"], m["counts"]["rejected"]) == (13, 2)  # 15 cases in
+    rows = pq.read_table(tmp_path / "o" / "qa").to_pylist()
+    for r in rows:
+        assert r["choices"][ord(r["answer_short"]) - ord("A")] == r["answer"]  # the letter points at the original
+        assert len(set(r["choices"])) == len(r["choices"])
+    two = next(r for r in rows if r["qa_id"].endswith("two-only"))
+    assert len(two["choices"]) == 2 and two["findings"] == ["atelectasis"]
+    # positions spread over the letters (12 three-option cases), same for the same seed
+    letters = [r["answer_short"] for r in rows if len(r["choices"]) == 3]
+    assert len(set(letters)) == 3
+    again = import_cxr_align(fix, tmp_path / "o2")
+    assert again["counts"] == m["counts"]
+    assert [r["answer_short"] for r in pq.read_table(tmp_path / "o2" / "qa").to_pylist()] == [r["answer_short"] for r in rows]
+    r = CliRunner().invoke(app, ["import", "cxr-align", str(fix / "cxr-align.json"), "--out", str(tmp_path / "o3")])
+    assert r.exit_code == 0 and "13 questions, 2 rejected" in r.output
