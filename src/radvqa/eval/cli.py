@@ -89,7 +89,7 @@ def register(app: typer.Typer) -> None:
     @app.command("score-extraction")
     def score_extraction(
         gold: Path = typer.Option(..., "--gold", metavar="FILE", help="Gold entity graphs: RadGraph train/dev/test.json or a RadGraph2 file."),
-        fmt: str = typer.Option("radgraph", "--format", metavar="FORMAT", help="radgraph or radgraph2 (change entities scored)."),
+        fmt: str = typer.Option("radgraph", "--format", metavar="FORMAT", help="radgraph, radgraph2 (change entities scored) or lunguage (Lunguage.csv)."),
         pred: Optional[Path] = typer.Option(None, "--pred", metavar="SG.jsonl", help="Predictions from `radvqa extract` on the gold texts; default: run the rules extractor."),
         labeler: str = typer.Option("labeler_1", "--labeler", help="Which annotator of RadGraph's test.json (labeler_1 or labeler_2)."),
         json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Also write the figures as JSON."),
