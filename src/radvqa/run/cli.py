@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
                                                     help="folder of <family>.yaml templates replacing the packaged ones"),
         priors: Optional[Path] = typer.Option(None, "--priors", exists=True, dir_okay=False,
                                               help="priors YAML replacing the packaged one (negative sampling weights)"),
-        min_grade: Optional[str] = typer.Option(None, "--min-grade", help="drop QA rows graded below this (A++, A, B, C, D)"),
+        min_grade: Optional[str] = typer.Option(None, "--min-grade", help="drop QA rows graded below this (A++, A+, A, B, C or D)"),
         cap_scale: float = typer.Option(1.0, "--cap-scale", min=0.0, help="multiply every template's per-study cap (0.5: a lighter dataset)"),
         max_per_study: Optional[int] = typer.Option(None, "--max-per-study", min=1, help="most QA rows per study (after per-template caps)"),
         vindr_positive_share: float = typer.Option(0.417, "--vindr-positive-share", min=0.0, max=1.0,
