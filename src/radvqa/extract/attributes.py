@@ -65,7 +65,7 @@ class AttributeMatcher:
                 for w in words:
                     add(w, kind, value)
         for kind, groups in (extra or {}).items():
-            if kind in ("drop", "version", "ignore", "bilateral_regions", "override"):
+            if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -113,6 +113,11 @@ _DISTANCE_AFTER = re.compile(r"\s*(?:above|below|from|beyond|proximal|distal|sup
 # Coordination between two mentions ("scarring or atelectasis", "effusion and atelectasis",
 # "X/Y", "X, Y"): up to two modifier words before the second one ("or early atelectasis").
 _COORD = re.compile(r"\s*(?:,\s*)?(?:(?:and/or|and|or|versus|vs\.?|/|,)\s*)(?:[a-z-]+\s+){0,2}")
+# A diagnosis offered for a sign ("opacities in the lung bases compatible with scarring or
+# atelectasis") is located where the sign is.
+_EXPLAINS = re.compile(r"(?:compatible with|consistent with|represents?|representing|may represent|could represent|"
+                       r"reflects?|reflecting|may reflect|suggestive of|likely|due to|related to|secondary to)"
+                       r"\s+(?:[a-z-]+\s+){0,2}$")
 _SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
 MAX_GAP = 80  # characters between an attribute and the mention it can describe
 
@@ -207,17 +212,30 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
     for i in range(1, n + 1):
         if i < n and _COORD.fullmatch(lower, ends[i - 1], starts[i]):
             continue
+        if g0 > 0 and starts[g0] - ends[g0 - 1] <= 2 * MAX_GAP and _EXPLAINS.search(lower, ends[g0 - 1], starts[g0]) \
+                and (share is None or share[g0 - 1]):
+            sign = vals[g0 - 1]
+            for k in range(g0, i):
+                v = vals[k]
+                if (share is not None and not share[k]) or v.laterality or v.regions:
+                    continue
+                v.laterality = sign.laterality
+                v.regions.extend(sign.regions)
         if i - g0 > 1:  # group g0 .. i-1
             lo, hi = starts[g0], ends[i - 1]
             outside = [(k, a) for k in range(g0, i) for a in own_loc[k] if a.end <= lo or a.start >= hi]
             for k in range(g0, i):
-                if own_loc[k] or (share is not None and not share[k]):
+                if share is not None and not share[k]:
                     continue
                 v = vals[k]
+                own_side = any(a.kind == "laterality" for a in own_loc[k])
+                own_region = any(a.kind == "region" for a in own_loc[k])
                 for _src, a in outside:
                     if a.kind == "region":
-                        if a.value not in v.regions:
+                        if not own_region and a.value not in v.regions:
                             v.regions.append(a.value)
+                    elif own_side:
+                        continue
                     elif v.laterality is None or v.laterality == a.value:
                         v.laterality = a.value
                     else:

@@ -80,7 +80,11 @@ class RulesExtractor:
         self.attributes = AttributeMatcher(ontology.region_terms(), side, mods, attr_data)
         self.region_side = side
         # findings that can have a side; the others get no laterality at aggregation
-        self.lateralised = frozenset(fid for fid, f in ontology.findings.items() if getattr(f, "lateralised", True))
+        sided = set(attr_data.get("sided_findings") or [])
+        if sided - set(ontology.findings):
+            raise ValueError(f"attributes.yaml sided_findings: unknown finding id(s) {sorted(sided - set(ontology.findings))}")
+        self.lateralised = frozenset(fid for fid, f in ontology.findings.items()
+                                     if getattr(f, "lateralised", True) or fid in sided)
 
     # ------------------------------------------------------------------------------------------
     def extract(self, text: object, study_id: str = "") -> Extraction:
@@ -250,7 +254,12 @@ class RulesExtractor:
                 # "no acute cardiopulmonary disease": the pattern's own words describe the
                 # disease it negates, not each finding it implies
                 v.temporal = v.severity = None
-            out.append((m.start, m.end, m.findings, cert, m.certainty is not None, v, quals[i]))
+            findings = m.findings
+            if m.certainty is not None and quals[i] is not None:
+                # "lungs are grossly clear": a hedge on the lungs (the first finding the pattern
+                # names), not a statement about each finding a clear lung implies
+                findings = findings[:1]
+            out.append((m.start, m.end, findings, cert, m.certainty is not None, v, quals[i]))
         return tuple(out)
 
     def _qualifier(self, seg: str, a: int, b: int) -> str | None:

@@ -88,7 +88,8 @@ def section_role(name: str) -> str:
     return section_spec().roles.get(name, "observe")
 
 
-_SIDE_WORDS = ("left ", "right ", "bilateral ", "both ")
+_LIST_NO = re.compile(r"^\d{1,2}[.)]\s*")
+_SIDE_WORDS = ("the ", "left ", "right ", "bilateral ", "both ")  # "2. The knee." is a heading too
 
 
 @lru_cache(maxsize=1)
@@ -101,6 +102,7 @@ def body_part_heading(sentence_lower: str) -> str | None:
     """"chest" or "other" when a sentence is only a body-part heading ("Left knee.", "Chest:"),
     else None."""
     t = " ".join(sentence_lower.strip(" .:;-\t\n").split())
+    t = _LIST_NO.sub("", t)  # "2. left knee"
     if not t or len(t) > 40:
         return None
     chest, other = _body_parts()
