@@ -33,7 +33,12 @@ class RulesExtractor:
     version = VERSION
 
     def __init__(self, ontology: Any = None, *, max_chars: int = MAX_CHARS, cache_size: int = 50_000,
-                 max_sentence_chars: int = MAX_SENTENCE_CHARS):
+                 max_sentence_chars: int = MAX_SENTENCE_CHARS, hedges: str = "keep"):
+        """``hedges``: "keep" (default; alternatives and "likely"/"probable"/"borderline" are
+        uncertain: what a scene graph should say) or "commit" (both count as present, as label
+        benchmarks built from MeSH indexing do, e.g. the OpenI NIH-14 gold; version "rules:2-commit")."""
+        if hedges not in ("keep", "commit"):
+            raise ValueError(f"hedges must be 'keep' or 'commit', not {hedges!r}")
         if ontology is None:
             from radvqa.ontology import load_ontology
 
@@ -66,6 +71,13 @@ class RulesExtractor:
         if unknown:
             raise ValueError(f"context.yaml alternatives.signs: unknown finding id(s) {unknown}")
         self.alt_signs = frozenset(alt.get("signs") or [])
+        if hedges == "commit":
+            self.version = VERSION + "-commit"
+            self.alt_gap = None
+            for w in ctx_data.get("committing_hedges") or []:
+                w = " ".join(str(w).lower().split())
+                if w in self.context.roles:
+                    self.context.roles[w] = 0  # matched, but no cue
         patterns = load_data("patterns")
         self.mentions = MentionMatcher(ontology.finding_terms(), patterns, set(ontology.findings))
         self.redacted_device = frozenset(" ".join(str(p).lower().split())
@@ -134,9 +146,10 @@ class RulesExtractor:
                 entry = cache.get(key)
                 if entry is None:
                     entry = self._analyse(seg, indication)
-                    if len(cache) >= self.cache_size:
-                        cache.clear()  # bounded memory; results do not depend on the cache
-                    cache[key] = entry
+                    if self.cache_size > 0:
+                        if len(cache) >= self.cache_size:
+                            cache.clear()  # bounded memory; results do not depend on the cache
+                        cache[key] = entry
                 part, items = entry
                 if part is not None:
                     chest_part = part[0] == "chest"
