@@ -118,12 +118,14 @@ _COORD = re.compile(r"\s*(?:,\s*)?(?:(?:and/or|and|or|versus|vs\.?|/|,)\s*)(?:[a
 _EXPLAINS = re.compile(r"(?:compatible with|consistent with|represents?|representing|may represent|could represent|"
                        r"reflects?|reflecting|may reflect|suggestive of|likely|due to|related to|secondary to)"
                        r"\s+(?:[a-z-]+\s+){0,2}$")
+_VERB = re.compile(r"\b(?:is|are|was|were|appears?|remains?)\b")
+_APPOSITION = re.compile(r",\s*(?:[a-z-]+\s+){0,2}$")
 _SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
 MAX_GAP = 80  # characters between an attribute and the mention it can describe
 
 
 def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
-           share: list[bool] | None = None) -> list[AttrValues]:
+           share: list[bool] | None = None, signs: list[bool] | None = None) -> list[AttrValues]:
     """Give each attribute to the nearest mention of the sentence; returns one AttrValues per
     mention (same order as ``mention_spans``, which are in text order and do not overlap).
 
@@ -134,7 +136,9 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
       are bilateral;
     - a location (side, region) before or after a coordinated group of mentions governs every
       member that has none of its own ("scarring or atelectasis in the left base": both left);
-      ``share[i]`` False keeps mention i out (findings without a side);
+      ``share[i]`` False keeps mention i out (findings without a side); a diagnosis offered for a
+      sign ("opacity in the left base compatible with / , scarring or atelectasis"; ``signs[i]``
+      marks the signs) is located where the sign is;
     - a severity / change / temporal word right after a negation only describes what follows it."""
     n = len(mention_spans)
     vals = [AttrValues() for _ in mention_spans]
@@ -161,7 +165,9 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                 if a.kind == "size" and " of " in gap:
                     d = 1 << 30  # "1.9 cm interruption of the catheter": it measures the interruption
                 else:
-                    d = len(gap) + _penalty(gap)
+                    # "nodules in the left base are calcified": a verb between the location and
+                    # the next mention makes the location the subject's, not the predicate's
+                    d = len(gap) + _penalty(gap) + (20 if _VERB.search(gap) else 0)
             elif a.start >= me:  # after
                 if negated_mod:
                     i += 1
@@ -200,20 +206,22 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
             setattr(v, a.kind, a.value)
         v.spans.append((a.start, a.end))
     if n > 1:
-        _share_locations(vals, starts, ends, own_loc, lower, share)
+        _share_locations(vals, starts, ends, own_loc, lower, share, signs)
     return vals
 
 
 def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int], own_loc: list[list[Attr]],
-                     lower: str, share: list[bool] | None) -> None:
+                     lower: str, share: list[bool] | None, signs: list[bool] | None = None) -> None:
     """A location outside a coordinated group of mentions governs all its members."""
     n = len(vals)
     g0 = 0
     for i in range(1, n + 1):
         if i < n and _COORD.fullmatch(lower, ends[i - 1], starts[i]):
             continue
-        if g0 > 0 and starts[g0] - ends[g0 - 1] <= 2 * MAX_GAP and _EXPLAINS.search(lower, ends[g0 - 1], starts[g0]) \
-                and (share is None or share[g0 - 1]):
+        if g0 > 0 and starts[g0] - ends[g0 - 1] <= 2 * MAX_GAP and (share is None or share[g0 - 1]) and (
+                _EXPLAINS.search(lower, ends[g0 - 1], starts[g0])
+                # apposition after a sign: "opacity in the left base, scarring or atelectasis"
+                or (signs is not None and signs[g0 - 1] and _APPOSITION.search(lower, ends[g0 - 1], starts[g0]))):
             sign = vals[g0 - 1]
             for k in range(g0, i):
                 v = vals[k]
@@ -223,7 +231,10 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                 v.regions.extend(sign.regions)
         if i - g0 > 1:  # group g0 .. i-1
             lo, hi = starts[g0], ends[i - 1]
-            outside = [(k, a) for k in range(g0, i) for a in own_loc[k] if a.end <= lo or a.start >= hi]
+            # outside the group, or opening / closing it inside a lexicon term ("bibasilar
+            # atelectasis or scarring": "bibasilar" is part of the first term)
+            outside = [(k, a) for k in range(g0, i) for a in own_loc[k]
+                       if a.start <= lo or a.end >= hi]
             for k in range(g0, i):
                 if share is not None and not share[k]:
                     continue

@@ -228,7 +228,8 @@ class RulesExtractor:
             return tuple(out)
         attrs = self.attributes.find(seg, 0, n)
         share = [any(f in self.lateralised for f in m.findings) for m in mentions]
-        vals = attach(attrs, [(m.start, m.end) for m in mentions], seg, share) if attrs else None
+        signs = [all(f in self.alt_signs for f in m.findings) for m in mentions]
+        vals = attach(attrs, [(m.start, m.end) for m in mentions], seg, share, signs) if attrs else None
         certs: list[str | None] = []
         quals: list[str | None] = []
         prev_end = 0
