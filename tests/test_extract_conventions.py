@@ -147,10 +147,10 @@ def test_gold_scoring_counts_an_overclaim_and_a_wrong_side(onto):
 def _per_kchar(ex, n: int) -> float:
     text = ("pleural effusion " * (n // 17 + 1))[:n]
     best = float("inf")
-    for _ in range(3):
-        t = time.perf_counter()
+    for _ in range(5):  # CPU time, best of 5: wall time on a shared CI machine measures the neighbours
+        t = time.process_time()
         e = ex.extract(text, "long")
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.process_time() - t)
     assert e.error is None, e.error
     return best / (n / 1000)
 

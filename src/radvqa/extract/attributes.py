@@ -122,6 +122,7 @@ _VERB = re.compile(r"\b(?:is|are|was|were|appears?|remains?)\b")
 _APPOSITION = re.compile(r",\s*(?:[a-z-]+\s+){0,2}$")
 _SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
 MAX_GAP = 80  # characters between an attribute and the mention it can describe
+MAX_GROUP = 8  # a longer chain of coordinated mentions is a list, not one finding phrase (and bounds the work)
 
 
 def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
@@ -229,7 +230,7 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                     continue
                 v.laterality = sign.laterality
                 v.regions.extend(sign.regions)
-        if i - g0 > 1:  # group g0 .. i-1
+        if 1 < i - g0 <= MAX_GROUP:  # group g0 .. i-1
             lo, hi = starts[g0], ends[i - 1]
             # outside the group, or opening / closing it inside a lexicon term ("bibasilar
             # atelectasis or scarring": "bibasilar" is part of the first term)

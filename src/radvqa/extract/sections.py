@@ -42,6 +42,7 @@ def section_spec() -> SectionSpec:
 
 
 _SENT_END = re.compile(r"[.!?][ \t]+")
+_HEAD_WINDOW = 80  # longer than any header alias with its spacing
 
 
 def split_sections(text: str) -> list[Section]:
@@ -57,11 +58,17 @@ def split_sections(text: str) -> list[Section]:
     heads: list[tuple[int, int, str]] = []  # (header start, body start, name)
     i = text.find(":")
     while i >= 0:
-        line_start = text.rfind("\n", 0, i) + 1
+        # Only the last _HEAD_WINDOW characters before a colon can hold a header: looking further
+        # made a long one-line text with many colons quadratic (#20).
+        lo = max(0, i - _HEAD_WINDOW)
+        nl = text.rfind("\n", lo, i)
+        line_start = nl + 1 if nl >= 0 or lo == 0 else lo
         seg = text[line_start:i]
-        cand = " ".join(seg.split()).upper()
-        name = canonical.get(cand)
-        start = line_start + (len(seg) - len(seg.lstrip()))
+        name = None
+        if nl >= 0 or lo == 0:  # the line starts inside the window: "FINDINGS:" at its start
+            cand = " ".join(seg.split()).upper()
+            name = canonical.get(cand)
+            start = line_start + (len(seg) - len(seg.lstrip()))
         if name is None and seg:
             # after a sentence end on the same line
             last = None
