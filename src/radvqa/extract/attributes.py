@@ -206,7 +206,7 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
         elif getattr(v, a.kind) is None:
             setattr(v, a.kind, a.value)
         v.spans.append((a.start, a.end))
-    if n > 1:
+    if n > 1 and any(own_loc):  # no location at all: nothing to share
         _share_locations(vals, starts, ends, own_loc, lower, share, signs)
     return vals
 
@@ -219,8 +219,9 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
     for i in range(1, n + 1):
         if i < n and _COORD.fullmatch(lower, ends[i - 1], starts[i]):
             continue
-        if g0 > 0 and starts[g0] - ends[g0 - 1] <= 2 * MAX_GAP and (share is None or share[g0 - 1]) and (
-                _EXPLAINS.search(lower, ends[g0 - 1], starts[g0])
+        if g0 > 0 and (vals[g0 - 1].laterality or vals[g0 - 1].regions) and starts[g0] - ends[g0 - 1] <= 2 * MAX_GAP \
+                and (share is None or share[g0 - 1]) and (
+                _EXPLAINS.search(lower, max(ends[g0 - 1], starts[g0] - 48), starts[g0])
                 # apposition after a sign: "opacity in the left base, scarring or atelectasis"
                 or (signs is not None and signs[g0 - 1] and _APPOSITION.search(lower, ends[g0 - 1], starts[g0]))):
             sign = vals[g0 - 1]

@@ -67,6 +67,10 @@ class RulesExtractor:
         # list) and up to two modifiers of the second one ("scarring or early atelectasis")
         self.alt_gap = re.compile(rf"\s*(?:,\s*)?(?:(?:{conn})\s*)(?:[a-z-]+\s+){{0,2}}") if conn else None
         self.list_gap = re.compile(r"\s*,\s*(?:[a-z-]+\s+){0,2}")
+        # a cheap test first: most sentences hold no connector at all
+        words = [re.escape(c) for c in alt.get("connectors") or [] if c[:1].isalnum()]
+        marks = [re.escape(c) for c in alt.get("connectors") or [] if not c[:1].isalnum()]
+        self.alt_hint = re.compile("|".join(([rf"\b(?:{'|'.join(words)})\b"] if words else []) + marks) or "(?!x)x")
         unknown = [f for f in alt.get("signs") or [] if f not in ontology.findings]
         if unknown:
             raise ValueError(f"context.yaml alternatives.signs: unknown finding id(s) {unknown}")
@@ -97,6 +101,7 @@ class RulesExtractor:
             raise ValueError(f"attributes.yaml sided_findings: unknown finding id(s) {sorted(sided - set(ontology.findings))}")
         self.lateralised = frozenset(fid for fid, f in ontology.findings.items()
                                      if getattr(f, "lateralised", True) or fid in sided)
+        self._props: dict[tuple[str, ...], tuple[bool, bool]] = {}
 
     # ------------------------------------------------------------------------------------------
     def extract(self, text: object, study_id: str = "") -> Extraction:
@@ -227,9 +232,19 @@ class RulesExtractor:
                 out.append((m.start, m.end, m.findings, cert, False, None, None))
             return tuple(out)
         attrs = self.attributes.find(seg, 0, n)
-        share = [any(f in self.lateralised for f in m.findings) for m in mentions]
-        signs = [all(f in self.alt_signs for f in m.findings) for m in mentions]
-        vals = attach(attrs, [(m.start, m.end) for m in mentions], seg, share, signs) if attrs else None
+        vals = None
+        if attrs:
+            props = self._props
+            share: list[bool] = []
+            signs: list[bool] = []
+            for m in mentions:
+                p = props.get(m.findings)
+                if p is None:  # (can take a side, is a sign the alternatives explain)
+                    p = props[m.findings] = (any(f in self.lateralised for f in m.findings),
+                                             all(f in self.alt_signs for f in m.findings))
+                share.append(p[0])
+                signs.append(p[1])
+            vals = attach(attrs, [(m.start, m.end) for m in mentions], seg, share, signs)
         certs: list[str | None] = []
         quals: list[str | None] = []
         prev_end = 0
@@ -254,7 +269,7 @@ class RulesExtractor:
             certs.append(cert)
             quals.append(q)
             prev_end = m.end
-        if self.alt_gap is not None and len(mentions) > 1:
+        if self.alt_gap is not None and len(mentions) > 1 and "present" in certs and self.alt_hint.search(seg):
             self._alternatives(seg, mentions, certs, quals)
         for i, m in enumerate(mentions):
             cert = certs[i]
