@@ -7,7 +7,7 @@ exactly as the openi source gives it to the extractor.
 
 Stratum "marked": the FINDINGS/IMPRESSION text has a hedge, an alternative, a qualified negative, a
 side or a change word (what the gold set measures); "ordinary": the rest. Each split draws
-MARKED marked + ORDINARY ordinary reports. The dev set is drawn from the R2Gen train+val split and
+MARKED marked + ORDINARY ordinary reports, then SUPPLEMENT reports of the stricter STRICT stratum. The dev set is drawn from the R2Gen train+val split and
 also includes the train/val reports quoted in issue #12; the test set only from the R2Gen test split.
 """
 
@@ -26,6 +26,22 @@ from radvqa.sources import get_source
 SEED = 12
 MARKED = 60
 ORDINARY = 40
+# Supplement (drawn after the main draw, from its own random stream, so the first 100 stay as they
+# are): reports whose text has an alternative between findings, a hedge, a qualified negative or
+# a change word (not merely a side word or a negated list), to give the certainty and change
+# figures more cases.
+SUPPLEMENT = {"dev": 40, "test": 20}
+STRICT = re.compile(
+    r"\b(versus|vs|and/or|could|may|maybe|might|possible|possibly|probable|probably|likely|suggestive|"
+    r"suggests?|suggesting|concerning|concern|cannot|questionable|differential|represents?|"
+    r"representing|reflects?|borderline|upper limits? of normal|top normal|"
+    r"no (?:large|definite|significant|displaced|gross|obvious|overt|convincing|substantial|sizable|"
+    r"typical|suspicious)|grossly clear|improved|improving|increased|decreased|resolved|resolving|"
+    r"worsened|worsening|healed|sequelae?)\b|"
+    r"\b(?:atelectasis|scarring|infiltrate|pneumonia|fibrosis|edema|effusion|scar) or \w|"
+    r"\w or (?:atelectasis|scarring|infiltrate|pneumonia|fibrosis|edema|effusion|scar)\b",
+    re.IGNORECASE,
+)
 ISSUE_EXAMPLES = ["CXR1105", "CXR1513", "CXR1075", "CXR1542", "CXR1654", "CXR1339"]
 
 MARK = re.compile(
@@ -67,6 +83,9 @@ def main(tgz: str, split_csv: str, out: str) -> None:
         ordinary = [r for r in ids if not MARK.search(body(rows[r]["text"]))]
         pick = forced + rng.sample(marked, MARKED - len(forced)) + rng.sample(ordinary, ORDINARY)
         rng.shuffle(pick)
+        if SUPPLEMENT[name]:
+            strict = [r for r in ids if r not in set(pick) and STRICT.search(body(rows[r]["text"]))]
+            pick += random.Random(f"{SEED}-supplement-{name}").sample(strict, SUPPLEMENT[name])
         with open(outdir / f"candidates_{name}.jsonl", "w") as f:
             for r in pick:
                 f.write(json.dumps(rows[r]) + "\n")
