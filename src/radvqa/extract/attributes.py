@@ -116,8 +116,9 @@ _COORD = re.compile(r"\s*(?:,\s*)?(?:(?:and/or|and|or|versus|vs\.?|/|,)\s*)(?:[a
 # A diagnosis offered for a sign ("opacities in the lung bases compatible with scarring or
 # atelectasis") is located where the sign is.
 _EXPLAINS = re.compile(r"(?:compatible with|consistent with|represents?|representing|may represent|could represent|"
-                       r"reflects?|reflecting|may reflect|suggestive of|likely|due to|related to|secondary to)"
-                       r"\s+(?:[a-z-]+\s+){0,2}$")
+                       r"reflects?|reflecting|may reflect|suggestive of|likely|due to|related to|secondary to|"
+                       r"concerning for|suspicious for|worrisome for)"
+                       r"\s+(?:[a-z-]+\s+){0,3}$")
 _VERB = re.compile(r"\b(?:is|are|was|were|appears?|remains?)\b")
 _APPOSITION = re.compile(r",\s*(?:[a-z-]+\s+){0,2}$")
 _SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
@@ -221,7 +222,7 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
             continue
         if g0 > 0 and (vals[g0 - 1].laterality or vals[g0 - 1].regions) and starts[g0] - ends[g0 - 1] <= 2 * MAX_GAP \
                 and (share is None or share[g0 - 1]) and (
-                _EXPLAINS.search(lower, max(ends[g0 - 1], starts[g0] - 48), starts[g0])
+                _EXPLAINS.search(lower, max(ends[g0 - 1], starts[g0] - 64), starts[g0])
                 # apposition after a sign: "opacity in the left base, scarring or atelectasis"
                 or (signs is not None and signs[g0 - 1] and _APPOSITION.search(lower, ends[g0 - 1], starts[g0]))):
             sign = vals[g0 - 1]

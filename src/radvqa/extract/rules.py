@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from radvqa.extract._data import load_data
 from radvqa.extract._trie import trie_regex
 from radvqa.extract.aggregate import Aggregator
-from radvqa.extract.attributes import AttributeMatcher, attach
+from radvqa.extract.attributes import AttributeMatcher, AttrValues, attach
 from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, ContextRules
 from radvqa.extract.mentions import MentionMatcher
 from radvqa.extract.sections import body_part_heading, section_role, split_sections
@@ -66,6 +67,10 @@ class RulesExtractor:
         # the words between two alternatives: a connector (a comma may precede it or chain a
         # list) and up to two modifiers of the second one ("scarring or early atelectasis")
         self.alt_gap = re.compile(rf"\s*(?:,\s*)?(?:(?:{conn})\s*)(?:[a-z-]+\s+){{0,2}}") if conn else None
+        self.anaphora = re.compile(
+            r"\s*(?:\d{1,2}[.)]\s*)?(?:this|these|they|it|the\s+(?:findings?|opacit(?:y|ies)|densit(?:y|ies)|abnormalit(?:y|ies)))\b"
+            r"[^.;]{0,60}?\b(?:represents?|representing|reflects?|reflecting|suggest\w*|concerning|suspicious|compatible|"
+            r"consistent|due to|related to|secondary to|likely|may|could|might|possibly|probably)\b")
         self.list_gap = re.compile(r"\s*,\s*(?:[a-z-]+\s+){0,2}")
         # a cheap test first: most sentences hold no connector at all
         words = [re.escape(c) for c in alt.get("connectors") or [] if c[:1].isalnum()]
@@ -129,6 +134,7 @@ class RulesExtractor:
         ind_findings: list[str] = []
         ind_spans: list[Span] = []
         cache = self._cache
+        prev_loc: tuple[str | None, tuple[str, ...]] | None = None  # location of the last sentence's finding
         for sec in sections:
             # False after a heading of another body part ("Left knee."); a section starts as chest
             chest_part = True
@@ -163,7 +169,19 @@ class RulesExtractor:
                 if not chest_part:
                     continue
                 base = s.start
+                # "opacity in the left upper lobe. This may represent scarring": a diagnosis offered
+                # for the previous sentence's finding is located where that finding is
+                anaphoric = prev_loc is not None and not indication and self.anaphora.match(seg) is not None
+                loc = prev_loc
+                prev_loc = None
                 for a, b, findings, cert, implicit, v, qualifier in items:
+                    if not indication and cert != "absent":
+                        if anaphoric and (v is None or not (v.laterality or v.regions)) \
+                                and any(f in self.lateralised for f in findings):
+                            v = replace(v, laterality=loc[0], regions=list(loc[1])) if v is not None \
+                                else AttrValues(laterality=loc[0], regions=list(loc[1]))  # type: ignore[index]
+                        if v is not None and (v.laterality or v.regions):
+                            prev_loc = (v.laterality, tuple(v.regions))
                     span = Span(start=base + a, end=base + b, text=text[base + a:base + b], sentence_id=s.id)
                     if indication:
                         for f in findings:
@@ -257,7 +275,10 @@ class RulesExtractor:
             else:
                 cert, cue = ctx.certainty(seg, cues, m.start, m.end, starts)
                 if cert is not None and cue is not None and cert != "present" and cue.roles & (NEG_PRE | DOM_PRE | NEG_POST | DOM_POST):
-                    q = self._qualifier(seg, cue.start, cue.end)
+                    # a qualifier inside the cue ("no definite", "no suspicious") limits the first
+                    # finding after it, not the rest of a negated list ("no suspicious opacity,
+                    # pneumothorax": the pneumothorax is plainly absent)
+                    q = self._qualifier(seg, cue.start, cue.end) if cue.end > m.start or cue.start >= prev_end else None
                     if q is None and cue.roles & (NEG_PRE | DOM_PRE) and cue.end <= m.start:
                         # the mention's own phrase: after the cue and after the previous mention
                         # (and its own words: "no displaced rib fractures" is one lexicon term)
