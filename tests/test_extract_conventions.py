@@ -170,3 +170,15 @@ def test_a_sentence_beyond_the_limit_is_rejected_with_a_reason(onto):
     assert e.error is not None and "sentence too long" in e.error and e.observations == []
     ok = ex.extract("FINDINGS: " + "Small left pleural effusion. " * 400, "s")  # long report, short sentences
     assert ok.error is None and ok.observations
+
+
+def test_a_key_given_twice_in_the_rules_data_is_an_error():
+    # YAML keeps the last of two equal keys: a second `low_lung_volumes:` under `phrases` once
+    # dropped the first list of phrases without a word
+    import yaml as _yaml
+
+    from radvqa.extract._data import _NoDuplicates
+
+    with pytest.raises(ValueError, match="given twice"):
+        _yaml.load("phrases:\n  a: [x]\n  a: [y]\n", Loader=_NoDuplicates)
+    assert _yaml.load("phrases:\n  a: [x]\n  b: [y]\n", Loader=_NoDuplicates) == {"phrases": {"a": ["x"], "b": ["y"]}}

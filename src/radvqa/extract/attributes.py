@@ -111,8 +111,9 @@ _NEGATED_BEFORE = re.compile(r"(?:^|\W)(?:no|not|without|negative for|free of)\s
 # "4 cm above the carina", "2 cm from the hilum": a distance, not the size of anything.
 _DISTANCE_AFTER = re.compile(r"\s*(?:above|below|from|beyond|proximal|distal|superior|inferior|short of|into)\b")
 # Coordination between two mentions ("scarring or atelectasis", "effusion and atelectasis",
-# "X/Y", "X, Y"): up to two modifier words before the second one ("or early atelectasis").
-_COORD = re.compile(r"\s*(?:,\s*)?(?:(?:and/or|and|or|versus|vs\.?|/|,)\s*)(?:[a-z-]+\s+){0,2}")
+# "X/Y", "X, Y", "airspace disease with blunted costophrenic angle"): up to two modifier words
+# before the second one ("or early atelectasis").
+_COORD = re.compile(r"\s*(?:,\s*)?(?:(?:and/or|and|or|versus|vs\.?|/|,|with)\s*)(?:[a-z-]+\s+){0,2}")
 # A diagnosis offered for a sign ("opacities in the lung bases compatible with scarring or
 # atelectasis") is located where the sign is.
 _EXPLAINS = re.compile(r"(?:compatible with|consistent with|represents?|representing|may represent|could represent|"
