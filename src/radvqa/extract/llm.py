@@ -29,6 +29,7 @@ from radvqa.extract.sections import section_role, split_sections
 from radvqa.extract.sentences import split_sentences
 from radvqa.extract.text import MAX_CHARS, check_text
 from radvqa.model import Extraction, Indication, Observation, Report, Sentence, Span
+from radvqa.extract import EXTRACTORS
 
 PROMPT_VERSION = "2"  # 2: alternatives, qualified negatives (`qualifier`), scope, sides, chest only
 
@@ -119,6 +120,7 @@ def response_schema(finding_ids: list[str], region_ids: list[str]) -> dict[str, 
     }
 
 
+@EXTRACTORS.register("llm")
 class LLMExtractor:
     def __init__(self, ontology: Any = None, *, url: str, model: str, api_key: str | None = None,
                  concurrency: int = 8, timeout: float = 120.0, retries: int = 3, backoff: float = 1.0,
