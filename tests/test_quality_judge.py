@@ -1,5 +1,5 @@
 """`radvqa grade`: the per-criterion judge pass over a built dataset, against a local
-OpenAI-compatible server started here (real sockets, http.server in a thread)."""
+OpenAI-compatible server started here on loopback (127.0.0.1) (real sockets, http.server in a thread)."""
 
 from __future__ import annotations
 
