@@ -37,6 +37,52 @@ Record = Study | Reject
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".dcm", ".dicom")
 
 
+ROW_STAGE = "source-row"  # Reject.stage of a rejected row that is not a study
+
+
+class ReadCounts:
+    """What one ``iter_records`` pass read and yielded. ``read`` is counted by the adapter where it
+    reads (None when an adapter does not count); the rest by the base class from what it yields.
+    Contract: ``read == studies + rejects`` -- a record read and neither yielded nor rejected is a
+    silent drop."""
+
+    __slots__ = ("read", "studies", "rejects", "row_rejects")
+
+    def __init__(self) -> None:
+        self.read: int | None = None
+        self.studies = 0
+        self.rejects = 0
+        self.row_rejects = 0
+
+    def unaccounted(self) -> int:
+        """Records read but neither yielded as a study nor rejected (0 when the adapter counts
+        nothing)."""
+        return 0 if self.read is None else self.read - self.studies - self.rejects
+
+    def as_dict(self) -> dict[str, int | None]:
+        return {"records_read": self.read, "studies": self.studies, "rejects": self.rejects,
+                "row_rejects": self.row_rejects}
+
+
+class RecordStream:
+    """An iterator of records that also carries the pass's :class:`ReadCounts`."""
+
+    def __init__(self, records: Iterator[Any], counts: ReadCounts) -> None:
+        self._records = records
+        self.counts = counts
+
+    def __iter__(self) -> RecordStream:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._records)
+
+    def close(self) -> None:
+        close = getattr(self._records, "close", None)
+        if close is not None:
+            close()
+
+
 class SourceError(ValueError):
     """Inputs that cannot be used at all (no table found, unreadable header): raised, not a Reject,
     because there is no record to attach the reason to."""
@@ -60,25 +106,56 @@ class Source:
 
     def iter_records(
         self, inputs: Iterable[Path | str], *, ontology: Any = None, limit: int | None = None
-    ) -> Iterator[Record]:
-        """Yield at most ``limit`` records (studies and study-level rejects both count)."""
+    ) -> RecordStream:
+        """Yield at most ``limit`` records (studies and study-level rejects both count). The
+        returned stream's ``counts`` say how many input records the adapter read, counted where it
+        reads them, independently of what it yields (see :class:`ReadCounts`)."""
         paths = [Path(p) for p in inputs]
         for p in paths:
             if not p.exists():
                 raise SourceError(f"{self.name}: input not found: {p}")
         onto = ontology if ontology is not None else _default_ontology()
-        n = 0
-        for rec in self._records(paths, onto, limit):
-            if limit is not None and n >= limit:
+        self.counts = counts = ReadCounts()
+        return RecordStream(self._guarded(paths, onto, limit, counts), counts)
+
+    def _guarded(self, paths: list[Path], onto: Any, limit: int | None, counts: ReadCounts) -> Iterator[Record]:
+        records = self._records(paths, onto, limit)
+        while limit is None or counts.studies + counts.rejects < limit:
+            try:
+                rec = next(records)
+            except StopIteration:
                 return
+            except SourceError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the last net: one clear line, never a traceback
+                # (adapters turn what they can attribute to a row into a Reject; what reaches here
+                # is input that cannot be read at all, e.g. an unreadable file or a disk error)
+                raise SourceError(f"{self.name}: cannot read the input: {_one_line(e)}") from e
+            if isinstance(rec, Reject) and rec.stage == ROW_STAGE:
+                counts.row_rejects += 1
+            elif isinstance(rec, Reject):
+                counts.rejects += 1
+            else:
+                counts.studies += 1
             yield rec
-            n += 1
+
+    def count_read(self, n: int = 1) -> None:
+        """Adapters call this where they read a study-level input record (a table row, an XML
+        file or archive member, a JSON line), before deciding what becomes of it."""
+        counts = getattr(self, "counts", None)
+        if counts is not None:
+            counts.read = (counts.read or 0) + n
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
         raise NotImplementedError
 
     def reject(self, ref: str | Path, reason: str) -> Reject:
         return Reject(source=self.name, ref=str(ref), reason=reason, stage="source")
+
+    def reject_row(self, ref: str | Path, reason: str) -> Reject:
+        """A reject for a row that is not a study (a box, label or image-size row): written to
+        rejected.jsonl, counted apart from studies."""
+        return Reject(source=self.name, ref=str(ref), reason=reason, stage=ROW_STAGE)
 
     def table_rows(
         self, rows: Iterable[tuple[int, list[str] | None, str | None]], ncols: int, table: str | Path
@@ -97,6 +174,14 @@ class Source:
                 yield self.reject(ref, f"{len(row)} cells, header has {ncols}")
             else:
                 yield ref, lineno, row
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception as one short line: type, message, and the file it names if any."""
+    msg = " ".join(str(e).split()) or type(e).__name__
+    if not msg.startswith(type(e).__name__):
+        msg = f"{type(e).__name__}: {msg}"
+    return msg[:300]
 
 
 def _default_ontology() -> Any:
