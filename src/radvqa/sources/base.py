@@ -383,6 +383,21 @@ def image_index(dirs: list[Path], tables: list[Path], suffixes: tuple[str, ...] 
     return {} if any(d not in table_dirs for d in dirs) else None
 
 
+MAX_PIXELS_PER_SIDE = 1 << 16  # no radiograph is 65,536 pixels wide; a larger cell is a broken one
+
+
+def pixel_dim(s: str) -> int | None:
+    """An image side in pixels from a table cell ("2048", "2048.0"); None when blank. Raises
+    ValueError (never OverflowError) for inf, nan, 1e400, negative, zero or absurd sizes."""
+    s = s.strip()
+    if not s:
+        return None
+    v = float(s)
+    if not (0 < v <= MAX_PIXELS_PER_SIDE):
+        raise ValueError(f"not an image side in pixels: {s[:40]!r}")
+    return int(v)
+
+
 def fnum(s: str) -> float:
     """float() that rejects NaN/inf (a box coordinate must be a finite number)."""
     v = float(s)

@@ -68,7 +68,10 @@ class DicomSource(Source):
                     meta["photometric_note"] = "MONOCHROME1: inverted grey scale (white = low values)"
             sp = ds.get("PixelSpacing") or ds.get("ImagerPixelSpacing")
             if sp:
-                meta.setdefault("pixel_spacing_mm", ",".join(f"{float(x):g}" for x in sp))
+                try:
+                    meta.setdefault("pixel_spacing_mm", ",".join(f"{float(x):g}" for x in sp))
+                except (TypeError, ValueError, OverflowError):  # PixelSpacing "abcd\\efgh"
+                    meta.setdefault("pixel_spacing_note", f"unreadable PixelSpacing {str(sp)[:40]!r}: not recorded")
             desc = str(ds.get("StudyDescription", "") or "")
             if desc:
                 meta.setdefault("study_description", desc)

@@ -1,0 +1,251 @@
+"""Issue #20's reproducers: malformed inputs give one clear line naming the file (and row) or a
+reject line with a reason -- never a traceback -- and every record read is accounted for
+(records read = studies out + rejected, the read count kept by the adapter itself)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from radvqa.cli import app
+from radvqa.model import Reject, Study
+from radvqa.sources import get_source
+from radvqa.sources.base import SourceError, pixel_dim
+
+SAMPLE = Path(__file__).resolve().parents[1] / "src" / "radvqa" / "data" / "sample"
+XMLS = sorted((SAMPLE / "openi").glob("*.xml"))
+
+
+@pytest.fixture(scope="module")
+def onto():
+    from radvqa.ontology import load_ontology
+
+    return load_ontology()
+
+
+def read(source: str, inputs: list[Path], onto, **kw):
+    stream = get_source(source).iter_records(inputs, ontology=onto, **kw)
+    recs = list(stream)
+    studies = [r for r in recs if isinstance(r, Study)]
+    rejects = [r for r in recs if isinstance(r, Reject)]
+    c = stream.counts
+    # the adapter's own count of records read: none vanished without a reject line
+    assert c.read is None or c.read == c.studies + c.rejects, c.as_dict()
+    return studies, rejects, c
+
+
+def cli(*args: str):
+    r = CliRunner().invoke(app, list(args), env={"COLUMNS": "1000"})  # error lines unwrapped
+    # a clean exit (0, or an error line with exit code 1/2), never an exception escaping
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.output
+    assert "Traceback" not in r.output
+    return r
+
+
+def _tgz(path: Path, files: list[Path]) -> Path:
+    with tarfile.open(path, "w:gz") as tf:
+        for f in files:
+            tf.add(f, arcname=f"ecgen-radiology/{f.name}")
+    return path
+
+
+# -- OpenI -----------------------------------------------------------------------------------------
+def test_corrupt_random_empty_and_truncated_tgz_are_one_line(tmp_path, onto):
+    good = _tgz(tmp_path / "good.tgz", XMLS[:6]).read_bytes()
+    cases = {"random.tgz": os.urandom(3000), "empty.tgz": b"", "trunc.tgz": good[: len(good) // 2]}
+    corrupt = bytearray(good)
+    for i in range(64):  # 64 bytes XORed mid-file
+        corrupt[len(good) // 2 + i] ^= 0xFF
+    cases["corrupt.tgz"] = bytes(corrupt)
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        out = tmp_path / f"o-{name}"
+        r = cli("build", "openi", "--input", str(tmp_path / name), "--out", str(out))
+        if r.exit_code == 0:  # members before the damage were read: the rest is one reject line
+            assert name in ("trunc.tgz", "corrupt.tgz"), r.output
+            rej = [json.loads(x) for x in (out / "rejected.jsonl").read_text().splitlines()]
+            assert any(name in x["ref"] and "archive damaged after" in x["reason"] for x in rej), rej
+        else:
+            assert "error:" in r.output and name in r.output and "not a readable tar/tgz archive" in r.output
+
+
+def test_damage_after_some_members_keeps_them_and_rejects_the_rest(tmp_path, onto):
+    # an uncompressed tar cut inside its last member: the members before are read
+    t = tmp_path / "r.tar"
+    with tarfile.open(t, "w") as tf:
+        for f in XMLS[:5]:
+            tf.add(f, arcname=f.name)
+    data = t.read_bytes()
+    cut = tmp_path / "cut.tar"
+    with tarfile.open(t) as tf:
+        last = tf.getmembers()[-1]
+    cut.write_bytes(data[: last.offset_data + 10])
+    studies, rejects, c = read("openi", [cut], onto)
+    assert len(studies) + len([r for r in rejects if "empty report" in r.reason]) == 4
+    assert any("archive damaged after 4 member(s)" in r.reason for r in rejects)
+
+
+def test_bogus_xml_encoding_and_symlink_loop_are_rejects(tmp_path, onto):
+    d = tmp_path / "xml"
+    d.mkdir()
+    (d / "1.xml").write_bytes(b'<?xml version="1.0" encoding="x-bogus-enc"?><eCitation><uId id="CXR1"/></eCitation>')
+    shutil.copy(XMLS[0], d / "2.xml")
+    os.symlink("3.xml", d / "3.xml")  # a link to itself: ELOOP on read
+    os.symlink(".", d / "self")  # a folder loop: not walked into
+    studies, rejects, c = read("openi", [d], onto)
+    assert len(studies) == 1 and c.read == 2 + 1
+    reasons = {Path(r.ref).name: r.reason for r in rejects}
+    assert "unknown encoding" in reasons["1.xml"] and "symbolic links" in reasons["3.xml"]
+    r = cli("build", "openi", "--input", str(d), "--out", str(tmp_path / "o"))
+    assert r.exit_code == 0, r.output
+    m = json.loads((tmp_path / "o" / "manifest.json").read_text())["counts"]
+    assert m["records_read"] == m["studies_in"] == m["studies_out"] + m["studies_rejected"] == 3
+
+
+def test_tar_link_members_are_rejected_not_skipped(tmp_path, onto):
+    t = tmp_path / "links.tgz"
+    with tarfile.open(t, "w:gz") as tf:
+        tf.add(XMLS[0], arcname="a.xml")
+        for name, kind in (("b.xml", tarfile.SYMTYPE), ("c.xml", tarfile.LNKTYPE)):
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.linkname = kind, "a.xml"
+            tf.addfile(ti)
+    studies, rejects, c = read("openi", [t], onto)
+    assert len(studies) == 1 and c.read == 3
+    assert sorted(r.reason.split(" to ")[0] for r in rejects) == [
+        "archive member is a hard link", "archive member is a symbolic link"]
+
+
+# -- generic CSV / JSONL ---------------------------------------------------------------------------
+def test_jsonl_lists_and_numbers_in_cells(tmp_path, onto):
+    f = tmp_path / "r.jsonl"
+    f.write_text('{"id":["a"],"text":"x"}\n'
+                 '{"id":"b","text":"Small left pleural effusion.","date":2020}\n'
+                 '{"id":"c","text":"Small left pleural effusion.","split":7}\n'
+                 '{"id":"d","text":{"nested":1}}\n')
+    studies, rejects, c = read("csv", [f], onto)
+    assert [s.id for s in studies] == ["csv:b", "csv:c"] and studies[0].study_time == "2020"
+    assert [r.ref.rsplit(":", 1)[1] for r in rejects] == ["1", "4"]
+    assert "'id' is a JSON list" in rejects[0].reason and c.read == 4
+
+
+# -- NIH -------------------------------------------------------------------------------------------
+def test_nih_zero_source_width_and_unlisted_box_rows(tmp_path, onto):
+    root = tmp_path / "nih"
+    shutil.copytree(SAMPLE / "nih-cxr14", root)
+    sizes = (root / "images.csv").read_text().splitlines()
+    sizes[1] = sizes[1].replace(",1024,1024,", ",0,1024,", 1)
+    (root / "images.csv").write_text("\n".join(sizes) + "\n")
+    with open(root / "BBox_List_2017.csv", "a") as f:
+        f.write("99999999_000.png,Nodule,10,10,20,20\n")  # an image Data_Entry does not list
+        f.write("99999999_001.png,Nodule,x,10,20,20\n")  # a bad box row: not a study
+    studies, rejects, c = read("nih-cxr14", [root], onto)
+    rows = [r for r in rejects if r.stage == "source-row"]
+    assert c.rejects == 0 and c.row_rejects == len(rows) == 3 and c.read == len(studies)
+    assert any("a size is not positive" in r.reason for r in rows)
+    assert any("99999999_000.png: box row for an image" in r.reason for r in rows)
+    first = next(s for s in studies if s.images[0].id == sizes[1].split(",")[0])
+    assert first.images[0].width == 448 and first.boxes  # size from the file, boxes still scaled
+    r = cli("build", "nih-cxr14", "--input", str(root), "--out", str(tmp_path / "o"))
+    assert r.exit_code == 0, r.output
+    m = json.loads((tmp_path / "o" / "manifest.json").read_text())["counts"]
+    assert m["studies_in"] == m["records_read"] == len(studies)  # box rows do not inflate studies_in
+    assert m["rejected_lines"] == 3 and m["rejects_by_stage"] == {"source-row": 3}
+
+
+# -- table cells -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("cell", ["inf", "1e400", "nan", "-5", "0", "abc"])
+def test_pixel_sizes_never_overflow(cell):
+    with pytest.raises(ValueError):
+        pixel_dim(cell)
+    assert pixel_dim("2048.0") == 2048 and pixel_dim(" ") is None
+
+
+def test_padchest_infinite_rows_and_deep_labels_cell(tmp_path, onto):
+    from test_sources_datasets import PADCHEST_COLS, _pad_row
+
+    rows = [
+        _pad_row("a.png", "s1", "p1", "['pleural effusion']", rows="inf"),
+        _pad_row("b.png", "s2", "p2", "['pleural effusion']", rows="1e400"),
+        _pad_row("c.png", "s3", "p3", "-" * 100000 + "1"),
+        _pad_row("d.png", "s4", "p4", "['pleural effusion']"),
+    ]
+    t = tmp_path / "PADCHEST_chest_x_ray_images_labels_160K_01.02.19.csv"
+    t.write_text(PADCHEST_COLS + "\n" + "\n".join(rows) + "\n")
+    studies, rejects, _ = read("padchest", [t], onto)
+    assert [s.id for s in studies] == ["padchest:s4"] and len(rejects) == 3
+    assert "Rows_DICOM" in rejects[0].reason and "malformed list cell" in rejects[2].reason
+
+
+def test_mimic_infinite_rows(tmp_path, onto):
+    from test_sources_datasets import _mimic
+
+    root = _mimic(tmp_path)
+    meta = root / "mimic-cxr-2.0.0-metadata.csv.gz"
+    text = gzip.open(meta, "rt").read().replace(",3056,2544,21800506", ",inf,2544,21800506", 1)
+    with gzip.open(meta, "wt") as f:
+        f.write(text)
+    studies, rejects, _ = read("mimic-cxr", [root], onto)
+    assert any("non-numeric Rows/Columns 'inf'" in r.reason for r in rejects)
+
+
+def test_dicom_bad_pixel_spacing_is_a_note(tmp_path, onto):
+    pydicom = pytest.importorskip("pydicom")
+    from test_sources_datasets import write_dicom
+
+    f = write_dicom(tmp_path / "d" / "a.dcm", spacing=(0.25, 0.25))
+    data = f.read_bytes()
+    assert data.count(b"0.25\\0.25") == 1
+    f.write_bytes(data.replace(b"0.25\\0.25", b"abcd\\efgh"))  # same length: a valid file, a bad value
+    assert pydicom.dcmread(f).Rows == 32
+    studies, rejects, _ = read("dicom", [tmp_path / "d"], onto)
+    notes = [s.meta.get("pixel_spacing_note") for s in studies] + [r.reason for r in rejects]
+    assert any(n and "PixelSpacing" in n for n in notes)
+
+
+# -- eval and predict inputs -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hard") / "ds"
+    r = cli("build", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    return out
+
+
+@pytest.mark.parametrize("content,where", [
+    (b'{"qa_id":"a","prediction":"yes","image_size":["a","b"]}\n', ":1: image_size"),
+    (b'{"qa_id":"a","prediction":"yes"}\n{"qa_id":"b","prediction":"y","image_size":[null,1]}\n', ":2: image_size"),
+    (b'{"qa_id":"a","prediction":"yes"}\n{"qa_id":"b","prediction":"no \xff\xfe"}\n', ":2: not UTF-8"),
+])
+def test_eval_prediction_file_errors_name_the_line(built, tmp_path, content, where):
+    p = tmp_path / "p.jsonl"
+    p.write_bytes(content)
+    r = cli("eval", str(built), "--predictions", str(p), "--out", str(tmp_path / "ev"))
+    assert r.exit_code != 0 and f"p.jsonl{where}" in r.output, r.output
+
+
+def test_damaged_parquet_shard_named_by_eval_and_predict(built, tmp_path):
+    ds = tmp_path / "ds"
+    shutil.copytree(built, ds)
+    shard = sorted((ds / "qa").glob("part-*.parquet"))[0]
+    data = shard.read_bytes()
+    shard.write_bytes(data[:200] + bytes(b ^ 0x5A for b in data[200:-2000]) + data[-2000:])
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"qa_id":"a","prediction":"yes"}\n')
+    r = cli("eval", str(ds), "--predictions", str(p), "--out", str(tmp_path / "ev"))
+    assert r.exit_code != 0 and "damaged Parquet shard" in r.output and shard.name in r.output, r.output
+    shard.write_bytes(data[: len(data) // 3])  # cut short: no footer
+    r = cli("predict", str(ds), "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+            "--out", str(tmp_path / "pr.jsonl"), "--no-cache")
+    assert r.exit_code != 0 and shard.name in r.output, r.output
+    with pytest.raises(Exception):
+        pq.ParquetFile(shard)  # the shard really is damaged
