@@ -249,3 +249,139 @@ def test_damaged_parquet_shard_named_by_eval_and_predict(built, tmp_path):
     assert r.exit_code != 0 and shard.name in r.output, r.output
     with pytest.raises(Exception):
         pq.ParquetFile(shard)  # the shard really is damaged
+
+
+# -- CSV rows and images ---------------------------------------------------------------------------
+def test_unclosed_quote_does_not_swallow_the_next_row(tmp_path, onto):
+    f = tmp_path / "r.csv"
+    f.write_text("id,text,patient_id\n"
+                 "r1,Small left pleural effusion.,p1\n"
+                 'r2,"No effusion.,p2\n'
+                 'r3,"Normal heart size",p3\n'
+                 "r4,Small right pleural effusion.,p4\n")
+    studies, rejects, c = read("csv", [f], onto)
+    assert [(s.id, s.patient_id) for s in studies] == [("csv:r1", "csv:p1"), ("csv:r4", "csv:p4")]
+    # r2 and r3: one reject line each, naming the line where the quote opened
+    assert [r.ref.rsplit(":", 1)[1] for r in rejects] == ["3", "4"]
+    assert all("quoted field opened on line 3" in r.reason for r in rejects) and c.read == 4
+
+
+def test_huge_multiline_field_is_one_record(tmp_path, onto):
+    field = "Small left pleural effusion. " * 7000 + "\nmore text, with commas\n" * 10  # ~200k chars
+    f = tmp_path / "r.csv"
+    f.write_text(f'id,text\nr1,Small effusion.\nr2,"{field}"\nr3,Small effusion.\nr4,Normal.\n')
+    studies, rejects, c = read("csv", [f], onto)
+    assert [s.id for s in studies] == ["csv:r1", "csv:r2", "csv:r3", "csv:r4"] and not rejects
+    assert len(studies[1].report_text) > 200_000 and c.read == 4
+
+
+def test_truncated_and_header_only_images_are_rejected(tmp_path, onto):
+    from PIL import Image as PILImage
+
+    from radvqa.sources.base import image_size
+
+    good = tmp_path / "good.jpg"
+    PILImage.effect_noise((64, 64), 40).convert("L").save(good, quality=90)
+    png = tmp_path / "good.png"
+    PILImage.effect_noise((64, 64), 40).convert("L").save(png)
+    data, pdata = good.read_bytes(), png.read_bytes()
+    (tmp_path / "half.jpg").write_bytes(data[: len(data) // 2])
+    (tmp_path / "head.jpg").write_bytes(data[: data.index(b"\xff\xda")])  # headers, no scan data
+    (tmp_path / "half.png").write_bytes(pdata[: len(pdata) // 2])
+    assert image_size(good) == (64, 64) and image_size(png) == (64, 64)
+    for name in ("half.jpg", "head.jpg", "half.png"):
+        with pytest.raises(ValueError, match="unreadable image"):
+            image_size(tmp_path / name)
+    # through an adapter: the row naming the broken image is a reject with the reason
+    (tmp_path / "r.csv").write_text("id,text,image\na,Small left pleural effusion.,good.jpg\n"
+                                    "b,Small left pleural effusion.,half.jpg\n")
+    studies, rejects, _ = read("csv", [tmp_path / "r.csv"], onto)
+    assert [s.id for s in studies] == ["csv:a"] and "truncated JPEG" in rejects[0].reason
+
+
+def test_dicom_only_folder_is_rejected_with_the_documented_reason(tmp_path):
+    pytest.importorskip("pydicom")
+    from test_sources_datasets import write_dicom
+
+    write_dicom(tmp_path / "dcm" / "a.dcm", study_uid="1.2.3")
+    write_dicom(tmp_path / "dcm" / "b.dcm", study_uid="1.2.4", patient_id="P2")
+    out = tmp_path / "o"
+    r = cli("build", "dicom", "--input", str(tmp_path / "dcm"), "--out", str(out))
+    assert "Traceback" not in r.output
+    rej = [json.loads(x) for x in (out / "rejected.jsonl").read_text().splitlines()] if (out / "rejected.jsonl").exists() else []
+    reasons = {x["reason"] for x in rej}
+    assert len(rej) == 2 and all(x.startswith("images only") and "docs/generation.md" in x for x in reasons), (r.output, rej)
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "generation.md").read_text()
+    assert "## Image-only studies" in doc
+
+
+# -- viewer and rendered files ---------------------------------------------------------------------
+def test_viewer_refuses_roots_that_resolve_to_slash_or_hold_home(tmp_path, monkeypatch):
+    from radvqa.viewer.paths import FileGate, declared_image_roots, unsafe_root
+
+    home = tmp_path / "home" / "alice"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "imgs").mkdir()
+    os.symlink("/", tmp_path / "slash")
+    manifest = {"image_roots": ["/proc/self/root", str(tmp_path / "slash"), str(tmp_path / "home"),
+                                str(home), str(tmp_path / "imgs")]}
+    roots = declared_image_roots(manifest, tmp_path)
+    assert roots == [tmp_path / "imgs"]
+    assert "file-system root" in unsafe_root(Path("/proc/self/root"))
+    assert "home folder" in unsafe_root(tmp_path / "home")
+    gate = FileGate(tmp_path, [Path("/proc/self/root"), tmp_path / "imgs"])
+    assert [r.path for k, r in gate.roots.items() if k != "d"] == [tmp_path / "imgs"]
+    assert gate.resolve("r0", "etc/passwd") is None
+
+
+def test_viewer_search_query_is_capped():
+    from radvqa.viewer.query import QueryError
+    from radvqa.viewer.server import parse_query
+
+    assert parse_query("q=pleural+effusion")[0].text == ("pleural", "effusion")
+    for q in ("q=" + "+".join(f"w{i}" for i in range(1000)), "q=" + "x" * 5000, "grade=" + ",".join(map(str, range(500)))):
+        with pytest.raises(QueryError, match="at most"):
+            parse_query(q)
+
+
+def test_static_page_escapes_comment_and_script_openers(tmp_path):
+    import pyarrow as pa
+    from msgspec import to_builtins
+
+    from radvqa.model import QA
+    from radvqa.viewer.export import render_static
+    from radvqa.viewer.query import ViewerDataset
+
+    evil = "<!--<script>x</script>"
+    qa = QA(qa_id="x1", source="s", split="test", patient_id="p", study_id="s1", strategy="qba",
+            question_type="t", template_id="t", template_version=1, question=evil, answer=evil,
+            image_paths=["missing.png"], image_ids=["i"])
+    (tmp_path / "qa").mkdir()
+    pq.write_table(pa.Table.from_pylist([to_builtins(qa)]), tmp_path / "qa" / "part-00000.parquet")
+    page, _ = render_static(ViewerDataset(tmp_path), 5)
+    opener = '<script id="radvqa-data" type="application/json">'
+    start = page.index(opener) + len(opener)
+    blob = page[start: page.index("</script>", start)]
+    assert "<" not in blob  # no "<!--", "<script" or "</script" can reach the HTML parser
+    assert json.loads(blob)["items"][0]["question"] == evil
+
+
+def test_split_values_with_html_are_escaped_in_card_and_report(tmp_path):
+    evil = "<img src=x onerror=alert(1)>"
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(json.dumps({"id": f"s{i}", "patient_id": f"p{i}", "split": evil,
+                                     "text": "Small left pleural effusion."}) + "\n" for i in range(3)))
+    out = tmp_path / "o"
+    r = cli("build", "csv", "--input", str(f), "--out", str(out))
+    assert r.exit_code == 0, r.output
+    card = (out / "README.md").read_text()
+    assert evil.lower() not in card.lower() and "&lt;img" in card
+    qa = pq.read_table(out / "qa" / "part-00000.parquet", columns=["qa_id", "answer"]).to_pylist()
+    p = tmp_path / "p.jsonl"
+    p.write_text("".join(json.dumps({"qa_id": x["qa_id"], "prediction": x["answer"]}) + "\n" for x in qa))
+    r = cli("eval", str(out), "--predictions", str(p), "--out", str(tmp_path / "ev"), "--split", evil.lower(), "--no-plots")
+    assert r.exit_code == 0, r.output
+    for name in ("report.md", "report.html"):
+        text = (tmp_path / "ev" / name).read_text()
+        assert evil.lower() not in text.lower(), name

@@ -258,13 +258,24 @@ def open_text(path: Path, encoding: str = "utf-8") -> io.TextIOBase:
     return open(path, encoding=encoding, newline="")  # type: ignore[return-value]
 
 
+# A report can be a long quoted multi-line field; csv's default 128 KiB cap split such a field into
+# thousands of bogus rows. 64 MiB still bounds the memory of one record.
+MAX_CSV_FIELD = 64 << 20
+csv.field_size_limit(max(csv.field_size_limit(), MAX_CSV_FIELD))
+
+
 def read_csv_rows(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
     """Stream a CSV: yields (line number, cells, None), or (line number, None, reason) for a line
     that cannot be decoded or parsed. Line numbers are physical lines of the file (1 = header; a
-    record spanning lines gets its last line). The header is the first yielded row."""
+    record spanning lines gets its last line). The header is the first yielded row.
+
+    Quotes are read strictly: an unclosed quote that would swallow the following rows into one
+    field (and hand a later row's cells to this one) is an error, and every physical line the
+    broken record consumed gets its own reject line, so no row vanishes."""
     with open_text_bytes_tolerant(path) as lines:
-        reader = csv.reader(lines)
+        reader = csv.reader(lines, strict=True)
         while True:
+            start = lines.n + 1
             try:
                 row = next(reader)
             except StopIteration:
@@ -273,7 +284,10 @@ def read_csv_rows(path: Path) -> Iterator[tuple[int, list[str] | None, str | Non
                 yield lines.n, None, f"not UTF-8 text ({e.reason} at byte {e.start})"
                 continue
             except csv.Error as e:
-                yield lines.n, None, f"malformed CSV line: {e}"
+                end = max(lines.n, start)
+                span = f" (a quoted field opened on line {start} runs to line {end})" if end > start else ""
+                for n in range(start, end + 1):
+                    yield n, None, f"malformed CSV: {e}{span}"
                 continue
             yield lines.n, row, None
 
@@ -341,11 +355,29 @@ def image_size(path: Path) -> tuple[int, int]:
     try:
         with PILImage.open(path) as im:
             w, h = im.size
-            # A truncated file still has a header; verify() catches broken structure cheaply.
+            fmt = im.format
+            # A truncated file still has a header; verify() catches broken structure cheaply
+            # (PNG: every chunk's CRC up to IEND).
             im.verify()
-    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
         raise ValueError(f"unreadable image {path.name}: {e}") from None
+    if fmt == "JPEG" and not _jpeg_has_end(path):
+        # Pillow's JPEG verify() checks nothing past the header: a truncated or header-only file
+        # would be accepted and fail only when a model or the viewer decodes it
+        raise ValueError(f"unreadable image {path.name}: truncated JPEG (no end-of-image marker)")
+    if w <= 0 or h <= 0:
+        raise ValueError(f"unreadable image {path.name}: size {w}x{h}")
     return int(w), int(h)
+
+
+def _jpeg_has_end(path: Path, tail: int = 4096) -> bool:
+    """Whether the JPEG's last ``tail`` bytes hold the EOI marker (FF D9); some writers pad after
+    it, so the marker need not be the last two bytes."""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - tail))
+        return b"\xff\xd9" in f.read()
 
 
 def dicom_size(path: Path) -> tuple[int, int]:
