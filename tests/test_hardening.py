@@ -60,7 +60,7 @@ def _tgz(path: Path, files: list[Path]) -> Path:
 
 # -- OpenI -----------------------------------------------------------------------------------------
 def test_corrupt_random_empty_and_truncated_tgz_are_one_line(tmp_path, onto):
-    good = _tgz(tmp_path / "good.tgz", XMLS[:6]).read_bytes()
+    good = _tgz(tmp_path / "good.tgz", XMLS).read_bytes()  # 40 reports: damage lands mid-archive
     cases = {"random.tgz": os.urandom(3000), "empty.tgz": b"", "trunc.tgz": good[: len(good) // 2]}
     corrupt = bytearray(good)
     for i in range(64):  # 64 bytes XORed mid-file
@@ -68,14 +68,32 @@ def test_corrupt_random_empty_and_truncated_tgz_are_one_line(tmp_path, onto):
     cases["corrupt.tgz"] = bytes(corrupt)
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
-        out = tmp_path / f"o-{name}"
-        r = cli("build", "openi", "--input", str(tmp_path / name), "--out", str(out))
-        if r.exit_code == 0:  # members before the damage were read: the rest is one reject line
-            assert name in ("trunc.tgz", "corrupt.tgz"), r.output
-            rej = [json.loads(x) for x in (out / "rejected.jsonl").read_text().splitlines()]
-            assert any(name in x["ref"] and "archive damaged after" in x["reason"] for x in rej), rej
-        else:
-            assert "error:" in r.output and name in r.output and "not a readable tar/tgz archive" in r.output
+        try:
+            studies, rejects, c = read("openi", [tmp_path / name], onto)
+        except SourceError as e:  # nothing readable: one line naming the file
+            assert name in str(e) and "not a readable tar/tgz archive" in str(e) and "\n" not in str(e)
+            continue
+        # members before the damage were read: the rest is one reject line, never a quiet end
+        assert name in ("trunc.tgz", "corrupt.tgz") and 0 < c.read < len(XMLS), (name, c.as_dict())
+        assert any(name in r.ref and "archive damaged after" in r.reason for r in rejects), rejects
+    r = cli("build", "openi", "--input", str(tmp_path / "random.tgz"), "--out", str(tmp_path / "o"))
+    assert r.exit_code == 1 and "error:" in r.output and "random.tgz: not a readable tar/tgz archive" in r.output
+
+
+def test_invalid_header_mid_archive_is_not_a_quiet_end(tmp_path, onto):
+    # tarfile stops iterating at an invalid header past the first: the members after it must not
+    # vanish without a reject line
+    t = tmp_path / "r.tar"
+    with tarfile.open(t, "w") as tf:
+        for f in XMLS[:6]:
+            tf.add(f, arcname=f.name)
+    with tarfile.open(t) as tf:
+        third = tf.getmembers()[3]
+    data = bytearray(t.read_bytes())
+    data[third.offset: third.offset + 100] = b"\x07" * 100  # the 4th header: garbage
+    (tmp_path / "bad.tar").write_bytes(bytes(data))
+    studies, rejects, c = read("openi", [tmp_path / "bad.tar"], onto)
+    assert c.read == 4 and any("archive damaged after 3 member(s)" in r.reason for r in rejects), rejects
 
 
 def test_damage_after_some_members_keeps_them_and_rejects_the_rest(tmp_path, onto):

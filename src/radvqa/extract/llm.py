@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from radvqa.llm.cache import AnswerCache, key_of
-from radvqa.llm.client import ChatClient
+from radvqa.llm.client import ChatClient, redact_url
 from radvqa.extract.sections import section_role, split_sections
 from radvqa.extract.sentences import split_sentences
 from radvqa.extract.text import MAX_CHARS, check_text
@@ -112,7 +112,7 @@ class LLMExtractor:
         # transport failures are retried inside the client; ``retries`` also bounds invalid answers
         self._client = ChatClient(url, api_key=api_key, timeout_s=timeout, max_retries=self.retries - 1,
                                   backoff_base_s=backoff, backoff_max_s=max(backoff * 8, 0.0))
-        self.url = self._client.base_url + "/chat/completions"
+        self.url = redact_url(self._client.base_url) + "/chat/completions"  # for display: no credentials
         self.version = f"llm:{model}:{PROMPT_VERSION}"
         self._findings = sorted(ontology.findings)
         self._regions = sorted(ontology.regions)

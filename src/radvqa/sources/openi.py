@@ -226,6 +226,12 @@ def _iter_tar(p: Path) -> Iterator[tuple[str, bytes | str]]:
                     fh = tf.extractfile(m)
                     yield ref, fh.read() if fh is not None else "archive member has no data"
                 n += 1
+            # tarfile ends the iteration quietly at an invalid header past the first one: a damaged
+            # archive would lose every later member without a word. A sound archive has only zero
+            # blocks after its last member, and its compressed stream must end cleanly (CRC).
+            left = _nonzero_tail(tf.fileobj)
+            if left:
+                raise tarfile.ReadError(f"{left:,} bytes of unreadable data after the last member read")
     except broken as e:
         lines = [x.strip() for x in str(e).splitlines() if x.strip()]
         # tarfile's "r:*" lists every method it tried; the gzip one is the telling one for a .tgz
@@ -234,6 +240,16 @@ def _iter_tar(p: Path) -> Iterator[tuple[str, bytes | str]]:
         if n == 0:
             raise SourceError(f"openi: {p}: not a readable tar/tgz archive ({why})") from None
         yield f"{p}!<after member {n}>", f"archive damaged after {n} member(s), the rest is unreadable ({why})"
+
+
+def _nonzero_tail(fileobj: Any) -> int:
+    """Bytes left in the (decompressed) archive stream that are not zero padding."""
+    left = 0
+    while True:
+        chunk = fileobj.read(1 << 20)
+        if not chunk:
+            return left
+        left += len(chunk) - chunk.count(0)
 
 
 def _read_splits(tables: list[Path]) -> dict[str, str]:
