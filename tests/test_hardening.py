@@ -403,3 +403,19 @@ def test_split_values_with_html_are_escaped_in_card_and_report(tmp_path):
     for name in ("report.md", "report.html"):
         text = (tmp_path / "ev" / name).read_text()
         assert evil.lower() not in text.lower(), name
+
+
+def test_truncated_and_non_gzip_csv_gz(tmp_path, onto):
+    rows = (SAMPLE / "nih-cxr14" / "Data_Entry_2017_v2020.csv").read_text().splitlines()
+    header, body = rows[0], rows[1:]
+    text = "\n".join([header] + body * 400) + "\n"  # ~18k rows (duplicates rejected, that is fine)
+    data = gzip.compress(text.encode())
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "Data_Entry_2017.csv.gz").write_bytes(data[: len(data) // 2])
+    studies, rejects, c = read("nih-cxr14", [tmp_path / "a" / "Data_Entry_2017.csv.gz"], onto)
+    assert studies and "file damaged after line" in rejects[-1].reason and "EOFError" in rejects[-1].reason
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "Data_Entry_2017.csv.gz").write_text(header + "\n")  # plain text named .gz
+    r = cli("build", "nih-cxr14", "--input", str(tmp_path / "b" / "Data_Entry_2017.csv.gz"), "--out", str(tmp_path / "o"))
+    assert r.exit_code == 1 and "Data_Entry_2017.csv.gz: cannot read the table" in r.output, r.output
+    assert "spill" not in r.output

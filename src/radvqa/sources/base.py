@@ -26,6 +26,7 @@ import csv
 import gzip
 import io
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -283,6 +284,13 @@ def read_csv_rows(path: Path) -> Iterator[tuple[int, list[str] | None, str | Non
             except UnicodeDecodeError as e:
                 yield lines.n, None, f"not UTF-8 text ({e.reason} at byte {e.start})"
                 continue
+            except (EOFError, OSError, zlib.error) as e:  # a truncated or non-gzip .gz, a disk error
+                why = " ".join(f"{type(e).__name__}: {e}".split())[:200]
+                if lines.n == 0:
+                    raise SourceError(f"{path}: cannot read the table ({why})") from None
+                # the rows before the damage are kept; the unreadable rest is one reject line
+                yield lines.n + 1, None, f"file damaged after line {lines.n}, the rest is unreadable ({why})"
+                return
             except csv.Error as e:
                 end = max(lines.n, start)
                 span = f" (a quoted field opened on line {start} runs to line {end})" if end > start else ""
@@ -319,7 +327,8 @@ class _TolerantLines:
 
 def open_text_bytes_tolerant(path: Path) -> _TolerantLines:
     raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
-    return _TolerantLines(io.BufferedReader(raw, 1 << 20) if path.suffix == ".gz" else raw)
+    # 64 KiB: big enough for speed, small enough that a truncated .gz keeps the rows before the cut
+    return _TolerantLines(io.BufferedReader(raw, 1 << 16) if path.suffix == ".gz" else raw)
 
 
 def header_index(header: list[str], wanted: dict[str, tuple[str, ...]], ref: str) -> dict[str, int]:
