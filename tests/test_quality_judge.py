@@ -107,7 +107,6 @@ def _no_card(monkeypatch):
 
 def _judge(server: FakeJudge, tmp_path: Path, **kw) -> CriteriaJudge:
     j = CriteriaJudge(server.url, "tiny-judge", cache_dir=tmp_path / "cache", backoff_base_s=0.01, **kw)
-    j.adapter.sleep = lambda s: None
     return j
 
 
