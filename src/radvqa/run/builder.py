@@ -181,6 +181,7 @@ def _source_records(opts: BuildOptions, progress: Progress) -> Any:
         onto = None
     except Exception as exc:  # noqa: BLE001 - OntologyError and friends: say so, do not trace back
         raise BuildError(f"cannot load the ontology: {exc}") from None
+    src.notify = progress.message  # which layout each input table was recognised as (sources/tables.py)
     return src.iter_records(list(inputs), ontology=onto, limit=opts.limit)
 
 

@@ -36,9 +36,20 @@ from pathlib import Path
 from typing import Any
 
 from radvqa.model import Image, Label, Study
+from radvqa.sources.tables import Layout, recognise_tables
 from radvqa.sources.base import Record, Source, SourceError, image_size, index_images, read_csv_rows, walk_files
 
 _SECTION_ORDER = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
+
+
+_LAYOUTS = [Layout("splits", "report split table (report_id, split)", ("report_id", "split"))]
+
+
+def _is_tar(p: Path) -> bool:
+    try:
+        return tarfile.is_tarfile(p)
+    except OSError:
+        return False
 
 
 class OpenISource(Source):
@@ -55,9 +66,9 @@ class OpenISource(Source):
                     xml_inputs.append(p)
                 else:
                     image_dirs.append(p)
-            elif p.name.endswith((".tgz", ".tar.gz", ".tar")) or p.suffix.lower() == ".xml":
+            elif p.suffix.lower() == ".xml" or _is_tar(p):  # an archive under any name
                 xml_inputs.append(p)
-            elif p.suffix.lower() == ".csv":
+            elif recognise_tables(self, [p], _LAYOUTS)["splits"]:  # by columns, any name; raises if not a split table
                 split_tables.append(p)
             else:
                 raise SourceError(f"openi: cannot use input {p} (expected XML folder/file, .tgz, image folder or r2gen split .csv)")
