@@ -226,8 +226,10 @@ class NIHSource(Source):
             height=height,
             view=view,
             modality="CR",
-            original_width=ref_w if resized else None,
-            original_height=ref_h if resized else None,
+            # the space the boxes are in: the acquisition (released) size when the file is a resized
+            # copy or absent, so boxes can always be normalised (#17: export without the image file)
+            original_width=ref_w if resized or width is None else None,
+            original_height=ref_h if resized or width is None else None,
         )
 
         # boxes, rescaled into the stored file's pixels when its size is known
