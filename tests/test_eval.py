@@ -462,9 +462,9 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{oops\n")
     res = r.invoke(app, ["eval", str(tmp_path / "vr"), "-p", str(bad), "--out", str(tmp_path / "x")])
-    assert res.exit_code == 2 and "not JSON" in res.output
+    assert res.exit_code == 1 and "not JSON" in res.output
     res = r.invoke(app, ["eval", str(tmp_path), "-p", str(bad), "--out", str(tmp_path / "x")])
-    assert res.exit_code == 2 and "no qa/ folder" in res.output
+    assert res.exit_code == 1 and "no qa/ folder" in res.output
 
 
 def test_prediction_errors_name_the_line(tmp_path: Path) -> None:

@@ -9,9 +9,10 @@ from typing import Optional
 import typer
 
 
-def _fail(msg: str) -> None:
+def _fail(msg: str, code: int = 1) -> None:
+    """Exit codes (docs/CLI.md): 1 the command failed on its inputs, 2 the command line is wrong."""
     typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(code=2)
+    raise typer.Exit(code=code)
 
 
 def register(app: typer.Typer) -> None:
@@ -46,11 +47,11 @@ def register(app: typer.Typer) -> None:
         from radvqa.eval.scoring import PROTOCOLS
 
         if protocol not in PROTOCOLS:
-            _fail(f"--protocol must be one of {', '.join(PROTOCOLS)}")
+            _fail(f"--protocol must be one of {', '.join(PROTOCOLS)}", code=2)
         if box_format not in FORMATS:
-            _fail(f"--box-format must be one of {', '.join(FORMATS)}")
+            _fail(f"--box-format must be one of {', '.join(FORMATS)}", code=2)
         if bool(judge_url) != bool(judge_model):
-            _fail("--judge-url and --judge-model go together")
+            _fail("--judge-url and --judge-model go together", code=2)
         judge = None
         if judge_url:
             from radvqa.eval.judge import Judge, JudgeConfig
@@ -143,7 +144,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Question-only baseline: learns answers from the question text of the train split."""
         if method not in ("bow", "majority"):
-            _fail("--method must be bow or majority")
+            _fail("--method must be bow or majority", code=2)
         _baseline(method, dataset, out, train_split, split, 0)
 
     @base.command("prior")

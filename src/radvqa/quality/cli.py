@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
                                   timeout_s=timeout_s, max_retries=retries)
         except AdapterError as exc:
             typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
+            raise typer.Exit(1) from None
 
         def on_shard(name: str, st: object) -> None:
             s = st.__dict__  # type: ignore[attr-defined]

@@ -80,6 +80,8 @@ def _summary(console: Any, manifest: dict[str, Any], out: Path) -> None:
     if wall > 0:
         t.add_row("QA rows / s", f"{c.get('qa_rows', 0) / wall:,.0f}")
     console.print(t)
+    for note in manifest.get("notes") or []:
+        console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     reasons = manifest.get("rejects_by_reason") or {}
     if reasons:
         r = Table(title="rejected records by reason (rejected.jsonl)")
@@ -106,6 +108,8 @@ def register(app: typer.Typer) -> None:
         executor: str = typer.Option("local", "--executor", help="local or ray (ray joins RAY_ADDRESS, else starts one)"),
         limit: Optional[int] = typer.Option(None, "--limit", min=1, help="read at most N input records"),
         resume: bool = typer.Option(False, "--resume", help="continue an interrupted build in --out (only unfinished shards are redone)"),
+        overwrite: bool = typer.Option(False, "--overwrite", help="replace the radvqa dataset already in --out (refused otherwise)"),
+        allow_empty: bool = typer.Option(False, "--allow-empty", help="keep a dataset with no QA row (an error otherwise, saying why per strategy)"),
         studies: Optional[int] = typer.Option(None, "--studies", min=1, help="synthetic source: number of studies"),
         extractor: str = typer.Option("rules", "--extractor", help="report extractor: rules or llm"),
         llm_url: Optional[str] = typer.Option(None, "--llm-url", help="--extractor llm: OpenAI-compatible base URL"),
@@ -138,6 +142,7 @@ def register(app: typer.Typer) -> None:
             source=source, inputs=[str(p) for p in inputs or []], out=str(out), strategies=strat, seed=seed,
             workers=workers, executor=executor, limit=limit, resume=resume, studies=studies, extractor=extractor,
             extractor_options=ex_opts, shard_studies=shard_studies, pipeline=pipeline, strict=strict,
+            overwrite=overwrite, allow_empty=allow_empty,
         )
         try:
             with _RichProgress(console, enabled=not quiet) as prog:
