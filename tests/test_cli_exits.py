@@ -110,3 +110,11 @@ def test_predict_where_every_request_fails_exits_1(sample: Path, tmp_path: Path)
                             f"http://127.0.0.1:{port}/v1", "--out", str(tmp_path / "p.jsonl"), "--limit", "2",
                             "--max-retries", "0", "--no-cache", "--no-progress"])
     assert r.exit_code == 1 and "every one of the 2 requests failed" in r.output
+
+
+def test_validate_of_an_empty_folder_says_which_checks_did_not_run(tmp_path: Path) -> None:
+    r = runner.invoke(app, ["validate", str(tmp_path)], env={"COLUMNS": "200"})
+    assert r.exit_code == 1
+    rows = [ln for ln in r.output.splitlines() if ln.startswith("│")]
+    assert not [ln for ln in rows if " ok " in ln]
+    assert sum("NOT RUN" in ln for ln in rows) == 7

@@ -73,7 +73,10 @@ def register(app: typer.Typer) -> None:
         t.add_column("result")
         t.add_column("problems", justify="right")
         for c in rep.checks.values():
-            t.add_row(c.name, "[green]ok[/green]" if c.ok else "[red]FAIL[/red]", str(c.count))
+            if c.not_run:
+                t.add_row(c.name, f"[yellow]NOT RUN[/yellow] ({c.not_run})", "-")
+            else:
+                t.add_row(c.name, "[green]ok[/green]" if c.ok else "[red]FAIL[/red]", str(c.count))
         con.print(t)
         for e in rep.errors():
             con.print(f"[red]-[/red] {e}", markup=True, highlight=False)
