@@ -123,3 +123,36 @@ def test_qba_json_one_jsonl_per_split(ds: Path, tmp_path: Path) -> None:
     (tmp_path / "mine" / "notes.txt").write_text("x")
     with pytest.raises(FileExistsError):
         export(ds, "qba-json", tmp_path / "mine")
+
+
+def test_image_counts_in_manifest_stats_and_card(ds: Path) -> None:
+    """#17: the build summary, manifest, card and `stats` count rows and images with and without
+    an image file; `stats` counts files found, not image ids."""
+    from radvqa.io.stats import compute_stats
+
+    rows = read_qa(ds)
+    without = sum(1 for q in rows if not (q.image_paths and all(q.image_paths)))
+    c = json.loads((ds / "manifest.json").read_text())["counts"]
+    assert c["qa_rows_without_image"] == without and c["qa_rows_with_image"] == len(rows) - without
+    assert c["image_files"] == 12 and c["images_without_file"] == 4
+    s = compute_stats(ds)
+    assert s["images"] == 12 and s["image_records"] == 16 and s["qa_rows_without_image"] == without
+    card = (ds / "README.md").read_text()
+    assert f"| qa_rows_without_image | {without:,} |" in card and "| image_files | 12 |" in card
+    assert "Warning" not in card  # most rows have their image here
+
+
+def test_most_rows_without_image_warns_loudly(tmp_path: Path) -> None:
+    import yaml
+
+    out = tmp_path / "o"
+    recs = [Study(id=f"t:s{p}", patient_id=f"t:p{p}", source="t", images=[Image(id=f"i{p}", view="PA")],
+                  labels=[Label(scheme="nih14", name="Nodule", value=1, findings=["nodule"])]) for p in range(6)]
+    build(BuildOptions(source="odd: 'name'", out=str(out), pipeline=MINIMAL), records=recs)
+    card = (out / "README.md").read_text()
+    assert "> **Warning:**" in card and "have no image file" in card
+    r = CliRunner().invoke(app, ["stats", str(out)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "warning:" in r.output and "have no image file" in r.output
+    # the card's YAML header is real YAML (yaml.safe_dump), whatever the source is called
+    meta = yaml.safe_load(card.split("---\n")[1])
+    assert meta["pretty_name"] == "radvqa odd: 'name'" and meta["configs"][0]["config_name"] == "qa"

@@ -35,10 +35,16 @@ def register(app: typer.Typer) -> None:
         t = Table(title=f"radvqa stats: {out}")
         t.add_column("count")
         t.add_column("value", justify="right")
-        for k in ("qa_rows", "studies_with_qa", "patients_with_qa", "scene_graphs", "images", "observations",
+        for k in ("qa_rows", "qa_rows_with_image", "qa_rows_without_image", "studies_with_qa", "patients_with_qa",
+                  "scene_graphs", "images", "images_without_file", "observations",
                   "rows_with_boxes", "boxes_per_row", "answer_parts_per_row"):
-            t.add_row(k, f"{s[k]:,}" if isinstance(s[k], int) else str(s[k]))
+            t.add_row("images (files found)" if k == "images" else k, f"{s[k]:,}" if isinstance(s[k], int) else str(s[k]))
         con.print(t)
+        from radvqa.io.stats import image_warning
+
+        warn = image_warning(s)
+        if warn:
+            con.print(f"[bold yellow]warning:[/bold yellow] {warn}", highlight=False)
         for k in ("by_strategy", "by_question_type", "by_grade", "by_split", "by_source"):
             tt = Table(title=k.replace("_", " "))
             tt.add_column("value")

@@ -345,6 +345,9 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
         for f in shard_files(out, kind):
             if f.name not in keep:
                 f.unlink()
+    from radvqa.io.stats import image_counts
+
+    counts.update(image_counts(out))  # rows and images with / without an image file (#17)
     if counts.get("qa_rows", 0) == 0 and not opts.allow_empty:
         why = empty_reasons(opts.strategies, counts, by_reason=by_reason)
         _discard(out, fresh, everything=True)

@@ -65,7 +65,8 @@ def _summary(console: Any, manifest: dict[str, Any], out: Path) -> None:
     t = Table(title=f"radvqa build: {manifest['source']} -> {out}", show_lines=False)
     t.add_column("count")
     t.add_column("value", justify="right")
-    for k in ("studies_in", "studies_out", "studies_rejected", "patients", "qa_rows", "rejected_lines"):
+    for k in ("studies_in", "studies_out", "studies_rejected", "patients", "qa_rows", "qa_rows_with_image",
+              "qa_rows_without_image", "image_files", "rejected_lines"):
         t.add_row(k, f"{c.get(k, 0):,}")
     for k, v in c.get("qa_by_strategy", {}).items():
         t.add_row(f"QA {k}", f"{v:,}")
@@ -80,6 +81,11 @@ def _summary(console: Any, manifest: dict[str, Any], out: Path) -> None:
     if wall > 0:
         t.add_row("QA rows / s", f"{c.get('qa_rows', 0) / wall:,.0f}")
     console.print(t)
+    from radvqa.io.stats import image_warning
+
+    warn = image_warning(c)
+    if warn:
+        console.print(f"[bold yellow]warning:[/bold yellow] {warn}", highlight=False)
     for note in manifest.get("notes") or []:
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     reasons = manifest.get("rejects_by_reason") or {}
