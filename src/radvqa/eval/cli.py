@@ -140,7 +140,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="Predictions JSONL to write."),
         method: str = typer.Option("bow", help="bow (bag-of-words naive Bayes on the question) or majority (majority answer per template)."),
         train_split: str = typer.Option("train", help="Split to learn from."),
-        split: Optional[str] = typer.Option(None, help="Split to predict (default: every row not in --train-split)."),
+        split: Optional[str] = typer.Option(None, help="Split to predict (default: test when there is one, else every row not in --train-split)."),
     ) -> None:
         """Question-only baseline: learns answers from the question text of the train split."""
         if method not in ("bow", "majority"):
@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
         dataset: Path = typer.Argument(..., help="Dataset directory."),
         out: Path = typer.Option(..., "--out", "-o", help="Predictions JSONL to write."),
         train_split: str = typer.Option("train", help="Split to learn the answer prior from."),
-        split: Optional[str] = typer.Option(None, help="Split to predict (default: every row not in --train-split)."),
+        split: Optional[str] = typer.Option(None, help="Split to predict (default: test when there is one, else every row not in --train-split)."),
     ) -> None:
         """The most frequent training answer of each answer kind, for every question."""
         _baseline("prior", dataset, out, train_split, split, 0)
@@ -163,7 +163,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="Predictions JSONL to write."),
         seed: int = typer.Option(0, help="Random seed (same seed, same predictions)."),
         train_split: str = typer.Option("train", help="Split whose answers are the candidates."),
-        split: Optional[str] = typer.Option(None, help="Split to predict (default: every row not in --train-split)."),
+        split: Optional[str] = typer.Option(None, help="Split to predict (default: test when there is one, else every row not in --train-split)."),
     ) -> None:
         """A uniformly random answer of the question's kind (yes/no, one of its options, a training answer)."""
         _baseline("random", dataset, out, train_split, split, seed)

@@ -110,7 +110,8 @@ def iter_vqa_rad(path: str | Path) -> Iterable[QA | Reject]:
             patient_id=patient,
             study_id=f"vqa-rad:{stem}",
             strategy="vqa-rad",
-            question_type=", ".join(t.strip() for t in str(rec.get("question_type", "")).split(",")),
+            # multi-valued types in one spelling ("PRES, ATTRIB" = "ATTRIB, PRES"): sorted parts
+            question_type=", ".join(sorted({t.strip() for t in str(rec.get("question_type", "")).split(",") if t.strip()})),
             # train and test share templates: "test_" marks the split, not a wording
             template_id=f"vqa-rad.{phrase.removeprefix('test_') or 'unknown'}",
             template_version=1,
