@@ -59,3 +59,11 @@ def test_baseline_then_eval_default_scores_test_only(vqarad: Path, tmp_path: Pat
     rep = json.loads((tmp_path / "e" / "report.json").read_text())
     o = rep["overall"]
     assert o["closed"]["n"] == 272 and o["open"]["n"] == 179
+
+
+def test_stats_of_an_imported_benchmark_counts_files_found(vqarad: Path, tmp_path: Path) -> None:
+    """#17: `stats` counts image files found, not image ids (this copy of VQA-RAD ships no image)."""
+    from radvqa.io.stats import compute_stats
+
+    s = compute_stats(vqarad)
+    assert s["images"] == 0 and s["images_without_file"] == 314 and s["qa_rows_without_image"] == 2248
