@@ -15,7 +15,10 @@ from radvqa.sources import sample_inputs
 @pytest.fixture(scope="module")
 def nih(tmp_path_factory) -> list[dict]:
     out = tmp_path_factory.mktemp("n") / "o"
-    build(BuildOptions(source="nih-cxr14", inputs=[str(sample_inputs()[1])], strategies=("vindr",), out=str(out)))
+    from radvqa.generate.engine import GenerateOptions
+
+    build(BuildOptions(source="nih-cxr14", inputs=[str(sample_inputs()[1])], generate=GenerateOptions(strategies=("vindr",)),
+                       out=str(out)))
     return pq.read_table(out / "qa", columns=["study_id", "reasoning", "boxes", "findings", "answer_parts"]).to_pylist()
 
 
