@@ -235,7 +235,9 @@ def info_path(dest: Path) -> Path:
 
 
 def _has_image(paths: Any) -> bool:
-    return any(bool(p) for p in (paths or ()))
+    """Every image of the row has its file (one rule for stats, export and predict: a comparison
+    row whose earlier image is missing is not a two-image record)."""
+    return bool(paths) and all(bool(p) for p in paths)
 
 
 def export(out: Path | str, fmt: str, dest: Path | str | None = None, box_format: str = "norm1000",
