@@ -149,7 +149,7 @@ def test_export_jsonl(ds: Path, tmp_path: Path) -> None:
 def test_export_llava_boxes_declared(ds: Path, tmp_path: Path) -> None:
     export(ds, "llava", tmp_path / "l" / "llava.jsonl")
     recs = [json.loads(x) for x in (tmp_path / "l" / "llava.jsonl").read_text().splitlines()]
-    info = json.loads((tmp_path / "l" / "export_info.json").read_text())
+    info = json.loads((tmp_path / "l" / "llava.info.json").read_text())
     assert info["box_format"] == "norm1000" and "<box>" in info["box_syntax"]
     boxed = [r for r in recs if r["boxes"]]
     assert boxed
@@ -160,20 +160,22 @@ def test_export_llava_boxes_declared(ds: Path, tmp_path: Path) -> None:
     # box 100,60,200,150 on a 400x300 image -> 250,200,500,500 per mille
     assert "<ref>nodule</ref><box>[250, 200, 500, 500]</box>" in gpt["value"]
     assert r["boxes"][0]["bbox"] == [100.0, 60.0, 200.0, 150.0]
-    two = [x for x in recs if "images" in x]
-    assert two and all(x["conversations"][0]["value"].count("<image>") == len(x["images"]) for x in two)
-    assert all(x.get("image", "").startswith("img/") or all(p.startswith("img/") for p in x.get("images", [])) for x in recs)
+    two = [x for x in recs if isinstance(x["image"], list)]  # one key: a list for several images
+    assert two and all(x["conversations"][0]["value"].count("<image>") == len(x["image"]) for x in two)
+    assert all("images" not in x for x in recs)
+    assert all(x["image"].startswith("img/") if isinstance(x["image"], str) else all(p.startswith("img/") for p in x["image"])
+               for x in recs)
     export(ds, "llava", tmp_path / "p" / "llava.jsonl", box_format="pixels")
     px = [json.loads(x) for x in (tmp_path / "p" / "llava.jsonl").read_text().splitlines() if '"bbox"' in x]
     assert any("<box>[100, 60, 200, 150]</box>" in x["conversations"][1]["value"] for x in px)
 
 
 def test_export_qba_json_layout(ds: Path, tmp_path: Path) -> None:
-    res = export(ds, "qba-json", tmp_path / "qba")
+    res = export(ds, "qba-json", tmp_path / "qba", per_study=True)
     files = sorted((tmp_path / "qba" / "qa").glob("p[0-9][0-9]/*/*.qa.json"))
     assert len(files) == res["studies"] == 24
     doc = json.loads(files[0].read_text())
-    assert set(doc) == {"patient_id", "study_id", "questions"}
+    assert set(doc) == {"patient_id", "study_id", "split", "questions"}
     q = doc["questions"][0]
     assert {"question_id", "question_type", "question_strategy", "question", "answers", "question_quality"} <= set(q)
     assert q["answers"][0]["answer_type"] == "main_answer"
@@ -223,7 +225,7 @@ def test_llava_box_on_reference_study_image() -> None:
            answer="A new nodule.", image_ids=["i2", "i1"], image_paths=["b.png", "a.png"], reference_study_id="s1",
            boxes=[Box(image_id="i1", x1=0, y1=0, x2=50, y2=100, label="nodule")])
     rec = llava_record(q, "norm1000", {("s2", "i2"): (100, 100), ("s1", "i1"): (200, 200)})
-    assert rec["images"] == ["b.png", "a.png"]
+    assert rec["image"] == ["b.png", "a.png"]
     assert rec["conversations"][1]["value"].endswith("<ref>nodule</ref><box>[0, 0, 250, 500]</box> (image 2)")
     with pytest.raises(ValueError, match="image size unknown"):
         llava_record(q, "norm1000", {})

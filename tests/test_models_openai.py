@@ -275,7 +275,7 @@ def test_cli_predict_end_to_end(server, tmp_path):
     assert r.exit_code == 0, r.output
     assert "4 predictions" in r.output and len(lines(out)) == 4
     r = CliRunner().invoke(app, args)
-    assert r.exit_code == 2 and "--resume" in r.output
+    assert r.exit_code == 1 and "--resume" in r.output
     r = CliRunner().invoke(app, args[:-1] + ["--resume", "--no-progress"])
     assert r.exit_code == 0 and "4 already done" in r.output
 

@@ -74,7 +74,7 @@ def test_consumers_resolve_stored_paths(sample: Path) -> None:
 def test_export_keeps_relative_paths_or_resolves_them(sample: Path, tmp_path: Path) -> None:
     export(sample, "llava", tmp_path / "rel" / "l.jsonl")
     rec = json.loads((tmp_path / "rel" / "l.jsonl").read_text().splitlines()[0])
-    info = json.loads((tmp_path / "rel" / "export_info.json").read_text())
+    info = json.loads((tmp_path / "rel" / "l.info.json").read_text())
     assert not os.path.isabs(rec["image"]) and info["image_roots"]
     export(sample, "llava", tmp_path / "abs" / "l.jsonl", absolute_images=True)
     rec = json.loads((tmp_path / "abs" / "l.jsonl").read_text().splitlines()[0])

@@ -58,6 +58,11 @@ def test_interrupt_then_resume_is_identical(reference: Path, tmp_path: Path, sig
     assert not (out / "manifest.json").exists()
     n_done = _markers(out)
     assert 0 < n_done < 64
+    if sig == signal.SIGINT:  # #17: the message said "0 of 64 shards are complete and kept"
+        import re
+
+        m = re.search(r"(\d+) of 64 shards are complete and kept", err)
+        assert m and int(m.group(1)) == n_done, err
     r = subprocess.run([*RADVQA, "build", *ARGS, "--out", str(out), "--resume"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "already complete" in r.stderr
@@ -65,3 +70,21 @@ def test_interrupt_then_resume_is_identical(reference: Path, tmp_path: Path, sig
     assert (out / "rejected.jsonl").read_bytes() == (reference / "rejected.jsonl").read_bytes()
     leftovers = [q for k in ("qa", "scene_graphs") for q in (out / k).glob(".*.tmp")]
     assert leftovers == []
+
+
+def test_progress_advances_with_two_workers(tmp_path: Path) -> None:
+    """#17: with --workers 2 the bar stayed at 0 until every shard was done (results were awaited
+    with FIRST_EXCEPTION, i.e. all at once)."""
+    from radvqa.run.builder import BuildOptions, Progress, build
+
+    seen: list[int] = []
+    out = tmp_path / "out"
+
+    class Rec(Progress):
+        def shard_done(self, stats):
+            seen.append(_markers(out))  # shards complete on disk when the bar is told about one
+
+    build(BuildOptions(source="synthetic", studies=800, shard_studies=50, workers=2, out=str(out),
+                       pipeline="radvqa.run.minimal:MinimalPipeline"), progress=Rec())
+    assert len(seen) == 16
+    assert seen[0] < 16 and seen == sorted(seen)

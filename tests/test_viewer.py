@@ -338,7 +338,7 @@ def test_cli_writes_static_page_and_reports_bad_input(dsdir: Path, tmp_path: Pat
     assert "5 items" in res.output
     assert {it["strategy"] for it in _embedded(out.read_text())["items"]} == {"qba"}
     res = runner.invoke(app, ["view", str(tmp_path / "nope")])
-    assert res.exit_code == 2 and "not a directory" in res.output
+    assert res.exit_code == 1 and "not a directory" in res.output
     res = runner.invoke(app, ["view", str(dsdir), "--html", str(out), "--where", "colour=red"])
     assert res.exit_code == 2 and "unknown filter" in res.output
 

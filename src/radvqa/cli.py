@@ -7,6 +7,10 @@ import importlib
 
 import typer
 
+from radvqa.cli_help import plain_placeholders
+
+plain_placeholders()
+
 app = typer.Typer(
     name="radvqa",
     help="Build grounded radiology VQA datasets from reports, labels and boxes; export, predict, evaluate.",

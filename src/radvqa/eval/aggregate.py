@@ -2,10 +2,9 @@
 its three denominators, parse failures, yes/no confusion, circular MC, tag F1, CIs.
 
 Every rate comes with its numerator and denominator (``n``), so a reader can tell what was
-counted. Bootstrap CIs: percentile method, ``B`` resamples from ``numpy.random.default_rng
-(seed)``; above ``NORMAL_ABOVE`` items the normal approximation is used instead (the
-bootstrap converges to it and would cost B x n) and the block says which; 0/1 scores use
-the binomial form of the bootstrap (see ``mean_ci``).
+counted. 95% CIs (see ``mean_ci``): 0/1 scores get the exact binomial (Clopper-Pearson)
+interval; other scores a scipy percentile bootstrap (``B`` resamples, seeded), none below
+``MIN_BOOTSTRAP_N`` items, the normal approximation above ``NORMAL_ABOVE``; each block says which.
 """
 
 from __future__ import annotations
@@ -19,41 +18,49 @@ import numpy as np
 from radvqa.eval.scoring import CLOSED_KINDS, Scores
 
 NORMAL_ABOVE = 20_000
+MIN_BOOTSTRAP_N = 20  # below it a non-0/1 score gets no interval
 BREAKDOWNS = ("strategy", "question_type", "finding", "region", "modality", "split", "kind")
 
 
 def mean_ci(values: np.ndarray, B: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Mean and 95% CI of ``values`` (no NaN).
 
-    0/1 scores (accuracy): the bootstrap distribution of the mean is exactly
-    Binomial(n, mean) / n, so B such draws are taken directly (same distribution as
-    resampling rows, at O(B) cost). Other scores (F1, IoU): percentile bootstrap of row
-    resamples up to ``NORMAL_ABOVE`` rows, the normal approximation above it."""
+    0/1 scores (accuracy): the exact binomial (Clopper-Pearson) interval, valid at any n (at
+    n = 2 with 2 right it is [15.8, 100], not the bootstrap's degenerate [100, 100]). Other scores
+    (F1, IoU): no interval below ``MIN_BOOTSTRAP_N`` items (a resample of a handful of values says
+    nothing), ``scipy.stats.bootstrap`` (percentile, B resamples, seeded) up to ``NORMAL_ABOVE``,
+    the normal approximation above it. ``B <= 0``: no interval."""
     n = int(values.size)
     if n == 0:
         return {"mean": None, "ci95": None, "n": 0}
     m = float(values.mean())
-    if B <= 0 or n == 1:
+    if B <= 0:
         return {"mean": m, "ci95": None, "n": n}
-    rng = np.random.default_rng(seed)
     if np.all((values == 0.0) | (values == 1.0)):
-        means = rng.binomial(n, m, size=B) / n
-        method = f"bootstrap B={B} seed={seed} (binomial form, exact for 0/1 scores)"
-    elif n > NORMAL_ABOVE:
+        from scipy.stats import binomtest
+
+        k = int(values.sum())
+        ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+        return {"mean": m, "ci95": [float(ci.low), float(ci.high)], "n": n, "ci_method": "exact binomial (Clopper-Pearson)"}
+    if n < MIN_BOOTSTRAP_N:
+        return {"mean": m, "ci95": None, "n": n, "ci_method": f"none (n < {MIN_BOOTSTRAP_N})"}
+    if n > NORMAL_ABOVE:
         se = float(values.std(ddof=1)) / math.sqrt(n)
         return {"mean": m, "ci95": [max(m - 1.96 * se, float(values.min())), min(m + 1.96 * se, float(values.max()))], "n": n, "ci_method": "normal"}
-    else:
-        means = np.empty(B)
-        chunk = max(1, 2_000_000 // n)
-        done = 0
-        while done < B:
-            k = min(chunk, B - done)
-            idx = rng.integers(0, n, size=(k, n))
-            means[done : done + k] = values[idx].mean(axis=1)
-            done += k
-        method = f"bootstrap B={B} seed={seed}"
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return {"mean": m, "ci95": [float(lo), float(hi)], "n": n, "ci_method": method}
+    from scipy.stats import bootstrap
+
+    res = bootstrap((values,), np.mean, n_resamples=B, confidence_level=0.95, method="percentile",
+                    rng=np.random.default_rng(seed), vectorized=True)
+    ci = res.confidence_interval
+    return {"mean": m, "ci95": [float(ci.low), float(ci.high)], "n": n, "ci_method": f"bootstrap B={B} seed={seed} (scipy, percentile)"}
+
+
+def norm_category(v: str) -> str:
+    """A multi-valued category in one spelling: "PRES, ATTRIB" and "ATTRIB, PRES" are one group
+    (parts stripped, de-duplicated, sorted)."""
+    if "," not in v:
+        return v.strip()
+    return ", ".join(sorted({p.strip() for p in v.split(",") if p.strip()}))
 
 
 def _arr(xs: Any) -> np.ndarray:
@@ -147,7 +154,7 @@ class Aggregator:
                 for x in v:
                     g[str(x)].append(i)
             elif v is not None and v != "":
-                g[str(v)].append(i)
+                g[norm_category(str(v))].append(i)
         return g
 
     def breakdowns(self, max_groups: int = 200) -> dict[str, Any]:

@@ -42,6 +42,8 @@ def _rows(rows: dict[str, list[Any]], i: int) -> dict[str, Any]:
 def split_indices(rows: dict[str, list[Any]], train_split: str, eval_split: str | None) -> tuple[list[int], list[int]]:
     splits = rows["split"]
     train = [i for i, s in enumerate(splits) if s == train_split]
+    if eval_split is None and "test" in set(splits) and train_split != "test":
+        eval_split = "test"  # the default predicts the test split only (eval then scores only it)
     if eval_split is None:
         ev = [i for i, s in enumerate(splits) if s != train_split]
     else:

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from radvqa.geometry import iou, iou_matrix  # the one IoU definition (re-exported: eval.boxes.iou)
+
 FORMATS = ("auto", "pixels", "norm1", "norm1000")
 
 _NUM = r"(-?\d+(?:\.\d+)?)"
@@ -102,88 +104,16 @@ def to_pixels(
     return out, None
 
 
-def iou(a: list[float], b: list[float]) -> float:
-    iw = min(a[2], b[2]) - max(a[0], b[0])
-    ih = min(a[3], b[3]) - max(a[1], b[1])
-    if iw <= 0 or ih <= 0:
-        return 0.0
-    inter = iw * ih
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
-def iou_matrix(gold: list[list[float]], pred: list[list[float]]) -> np.ndarray:
-    g = np.asarray(gold, dtype=float).reshape(-1, 4)
-    p = np.asarray(pred, dtype=float).reshape(-1, 4)
-    ix1 = np.maximum(g[:, None, 0], p[None, :, 0])
-    iy1 = np.maximum(g[:, None, 1], p[None, :, 1])
-    ix2 = np.minimum(g[:, None, 2], p[None, :, 2])
-    iy2 = np.minimum(g[:, None, 3], p[None, :, 3])
-    inter = np.clip(ix2 - ix1, 0, None) * np.clip(iy2 - iy1, 0, None)
-    ga = (g[:, 2] - g[:, 0]) * (g[:, 3] - g[:, 1])
-    pa = (p[:, 2] - p[:, 0]) * (p[:, 3] - p[:, 1])
-    union = ga[:, None] + pa[None, :] - inter
-    with np.errstate(divide="ignore", invalid="ignore"):
-        m = np.where(union > 0, inter / union, 0.0)
-    return m
-
-
 def hungarian(cost: np.ndarray) -> list[tuple[int, int]]:
-    """Minimum-cost assignment for a rectangular cost matrix (rows <-> columns), by the
-    shortest-augmenting-path method with potentials, O(n^2 m). Returns (row, col) pairs;
-    min(n_rows, n_cols) of them."""
+    """Minimum-cost assignment for a rectangular cost matrix (rows <-> columns):
+    ``scipy.optimize.linear_sum_assignment``. Returns min(n_rows, n_cols) (row, col) pairs, sorted."""
+    from scipy.optimize import linear_sum_assignment
+
     cost = np.asarray(cost, dtype=float)
-    transposed = cost.shape[0] > cost.shape[1]
-    if transposed:
-        cost = cost.T
-    n, m = cost.shape
-    if n == 0:
+    if cost.size == 0:
         return []
-    inf = float("inf")
-    u = [0.0] * (n + 1)
-    v = [0.0] * (m + 1)
-    p = [0] * (m + 1)  # p[j]: row (1-based) assigned to column j
-    way = [0] * (m + 1)
-    c = cost.tolist()
-    for i in range(1, n + 1):
-        p[0] = i
-        j0 = 0
-        minv = [inf] * (m + 1)
-        used = [False] * (m + 1)
-        while True:
-            used[j0] = True
-            i0 = p[j0]
-            delta = inf
-            j1 = 0
-            row = c[i0 - 1]
-            for j in range(1, m + 1):
-                if not used[j]:
-                    cur = row[j - 1] - u[i0] - v[j]
-                    if cur < minv[j]:
-                        minv[j] = cur
-                        way[j] = j0
-                    if minv[j] < delta:
-                        delta = minv[j]
-                        j1 = j
-            for j in range(m + 1):
-                if used[j]:
-                    u[p[j]] += delta
-                    v[j] -= delta
-                else:
-                    minv[j] -= delta
-            j0 = j1
-            if p[j0] == 0:
-                break
-        while True:
-            j1 = way[j0]
-            p[j0] = p[j1]
-            j0 = j1
-            if j0 == 0:
-                break
-    pairs = [(p[j] - 1, j - 1) for j in range(1, m + 1) if p[j] != 0]
-    if transposed:
-        pairs = [(b, a) for a, b in pairs]
-    return sorted(pairs)
+    rows, cols = linear_sum_assignment(cost)
+    return sorted(zip(rows.tolist(), cols.tolist()))
 
 
 def matched_iou(gold: list[list[float]], pred: list[list[float]]) -> tuple[float, list[float]]:

@@ -9,9 +9,10 @@ from typing import Optional
 import typer
 
 
-def _fail(msg: str) -> None:
+def _fail(msg: str, code: int = 1) -> None:
+    """Exit codes (docs/CLI.md): 1 the command failed on its inputs, 2 the command line is wrong."""
     typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(code=2)
+    raise typer.Exit(code=code)
 
 
 def register(app: typer.Typer) -> None:
@@ -48,11 +49,11 @@ def register(app: typer.Typer) -> None:
         from radvqa.eval.scoring import PROTOCOLS
 
         if protocol not in PROTOCOLS:
-            _fail(f"--protocol must be one of {', '.join(PROTOCOLS)}")
+            _fail(f"--protocol must be one of {', '.join(PROTOCOLS)}", code=2)
         if box_format not in FORMATS:
-            _fail(f"--box-format must be one of {', '.join(FORMATS)}")
+            _fail(f"--box-format must be one of {', '.join(FORMATS)}", code=2)
         if bool(judge_url) != bool(judge_model):
-            _fail("--judge-url and --judge-model go together")
+            _fail("--judge-url and --judge-model go together", code=2)
         judge = None
         if judge_url:
             from radvqa.eval.judge import Judge, JudgeConfig
@@ -216,11 +217,11 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="Predictions JSONL to write."),
         method: str = typer.Option("bow", help="bow (bag-of-words naive Bayes on the question) or majority (majority answer per template)."),
         train_split: str = typer.Option("train", help="Split to learn from."),
-        split: Optional[str] = typer.Option(None, help="Split to predict (default: every row not in --train-split)."),
+        split: Optional[str] = typer.Option(None, help="Split to predict (default: test when there is one, else every row not in --train-split)."),
     ) -> None:
         """Question-only baseline: learns answers from the question text of the train split."""
         if method not in ("bow", "majority"):
-            _fail("--method must be bow or majority")
+            _fail("--method must be bow or majority", code=2)
         _baseline(method, dataset, out, train_split, split, 0)
 
     @base.command("prior")
@@ -228,7 +229,7 @@ def register(app: typer.Typer) -> None:
         dataset: Path = typer.Argument(..., help="Dataset directory."),
         out: Path = typer.Option(..., "--out", "-o", help="Predictions JSONL to write."),
         train_split: str = typer.Option("train", help="Split to learn the answer prior from."),
-        split: Optional[str] = typer.Option(None, help="Split to predict (default: every row not in --train-split)."),
+        split: Optional[str] = typer.Option(None, help="Split to predict (default: test when there is one, else every row not in --train-split)."),
     ) -> None:
         """The most frequent training answer of each answer kind, for every question."""
         _baseline("prior", dataset, out, train_split, split, 0)
@@ -239,7 +240,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="Predictions JSONL to write."),
         seed: int = typer.Option(0, help="Random seed (same seed, same predictions)."),
         train_split: str = typer.Option("train", help="Split whose answers are the candidates."),
-        split: Optional[str] = typer.Option(None, help="Split to predict (default: every row not in --train-split)."),
+        split: Optional[str] = typer.Option(None, help="Split to predict (default: test when there is one, else every row not in --train-split)."),
     ) -> None:
         """A uniformly random answer of the question's kind (yes/no, one of its options, a training answer)."""
         _baseline("random", dataset, out, train_split, split, seed)

@@ -110,7 +110,8 @@ def iter_vqa_rad(path: str | Path) -> Iterable[QA | Reject]:
             patient_id=patient,
             study_id=f"vqa-rad:{stem}",
             strategy="vqa-rad",
-            question_type=", ".join(t.strip() for t in str(rec.get("question_type", "")).split(",")),
+            # multi-valued types in one spelling ("PRES, ATTRIB" = "ATTRIB, PRES"): sorted parts
+            question_type=", ".join(sorted({t.strip() for t in str(rec.get("question_type", "")).split(",") if t.strip()})),
             # train and test share templates: "test_" marks the split, not a wording
             template_id=f"vqa-rad.{phrase.removeprefix('test_') or 'unknown'}",
             template_version=1,
@@ -239,19 +240,21 @@ def write_dataset(out: str | Path, records: Iterable[QA | Reject], source: str, 
 
     t0 = time.perf_counter()
     out = Path(out)
+    fresh = not out.exists() or not any(out.iterdir())
     (out / "qa").mkdir(parents=True, exist_ok=True)
     counts: dict[str, Any] = {"qa": 0, "rejected": 0, "by_split": {}, "closed": 0, "open": 0, "with_boxes": 0}
-    with ShardWriter(out / "qa" / shard_name(0), "qa") as w, open(out / "rejected.jsonl", "w", encoding="utf-8") as rej:
-        for r in records:
-            if isinstance(r, Reject):
-                rej.write(json.dumps(to_builtins(r), ensure_ascii=False) + "\n")
-                counts["rejected"] += 1
-                continue
-            w.add(r)
-            counts["qa"] += 1
-            counts["by_split"][r.split] = counts["by_split"].get(r.split, 0) + 1
-            counts["closed" if r.answer_short is not None else "open"] += 1
-            counts["with_boxes"] += bool(r.boxes)
+    try:
+        _write_records(out, records, counts, ShardWriter, shard_name)
+    except BaseException:
+        # a failed import leaves nothing (#17: an empty folder left qa/ and rejected.jsonl)
+        import shutil
+
+        if fresh:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            shutil.rmtree(out / "qa", ignore_errors=True)
+            (out / "rejected.jsonl").unlink(missing_ok=True)
+        raise
     manifest = {
         "version": __version__,
         "kind": "imported-benchmark",
@@ -264,6 +267,20 @@ def write_dataset(out: str | Path, records: Iterable[QA | Reject], source: str, 
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", "utf-8")
     return manifest
+
+
+def _write_records(out: Path, records: Iterable[QA | Reject], counts: dict[str, Any], ShardWriter: Any, shard_name: Any) -> None:  # noqa: N803
+    with ShardWriter(out / "qa" / shard_name(0), "qa") as w, open(out / "rejected.jsonl", "w", encoding="utf-8") as rej:
+        for r in records:
+            if isinstance(r, Reject):
+                rej.write(json.dumps(to_builtins(r), ensure_ascii=False) + "\n")
+                counts["rejected"] += 1
+                continue
+            w.add(r)
+            counts["qa"] += 1
+            counts["by_split"][r.split] = counts["by_split"].get(r.split, 0) + 1
+            counts["closed" if r.answer_short is not None else "open"] += 1
+            counts["with_boxes"] += bool(r.boxes)
 
 
 def _record_problem(qid: str, seen: set[str], q: object, a: object, atype: str, raw_type: object,

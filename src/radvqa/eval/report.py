@@ -276,45 +276,17 @@ def markdown(rep: dict[str, Any], plots: list[str]) -> str:
 
 
 def html_page(md_text: str, figs: dict[str, bytes], title: str) -> str:
-    """A small self-contained HTML rendering of the Markdown (tables, headings, code, lists)."""
-    body: list[str] = []
-    lines = md_text.splitlines()
-    i = 0
-    in_code = False
-    while i < len(lines):
-        ln = lines[i]
-        if ln.startswith("```"):
-            body.append("</pre>" if in_code else "<pre>")
-            in_code = not in_code
-        elif in_code:
-            body.append(html.escape(ln))
-        elif ln.startswith("|"):
-            tbl = []
-            while i < len(lines) and lines[i].startswith("|"):
-                tbl.append([c.strip() for c in lines[i].strip("|").split("|")])
-                i += 1
-            body.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in tbl[0]) + "</tr>")
-            for r in tbl[2:]:
-                body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
-            body.append("</table>")
-            continue
-        elif ln.startswith("!["):
-            name = ln[ln.index("(") + 1 : -1]
-            if name in figs:
-                b64 = base64.b64encode(figs[name]).decode()
-                body.append(f'<p><img alt="{html.escape(name)}" src="data:image/png;base64,{b64}"></p>')
-        elif ln.startswith("#"):
-            lvl = len(ln) - len(ln.lstrip("#"))
-            body.append(f"<h{lvl}>{html.escape(ln.lstrip('#').strip())}</h{lvl}>")
-        elif ln.startswith("- "):
-            body.append(f"<li>{html.escape(ln[2:]).replace('**', '')}</li>")
-        elif ln.strip():
-            body.append(f"<p>{html.escape(ln).replace('**', '')}</p>")
-        i += 1
+    """The Markdown rendered by markdown-it-py (CommonMark + tables; raw HTML off, so text from
+    datasets cannot inject markup), plots inlined as data URIs."""
+    from markdown_it import MarkdownIt
+
+    for name, data in figs.items():
+        md_text = md_text.replace(f"]({name})", f"](data:image/png;base64,{base64.b64encode(data).decode()})")
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(md_text)
     css = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
            "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
-           "th{background:#f0f0f0}pre{background:#f7f7f7;padding:.5em;overflow:auto}")
-    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{css}</style></head><body>{''.join(body)}</body></html>\n"
+           "th{background:#f0f0f0}pre{background:#f7f7f7;padding:.5em;overflow:auto}code{background:#f3f3f3}")
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{css}</style></head><body>{body}</body></html>\n"
 
 
 def write_report(rep: dict[str, Any], out: str | Path, plots: bool = True) -> dict[str, Path]:

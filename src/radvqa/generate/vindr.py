@@ -58,13 +58,16 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     area_names: dict[str, str] = msgspec.field(default_factory=dict)
     lung_field_fraction: float = 0.45
     count_keep: dict[int, float] = msgspec.field(default_factory=dict)
+    label_makers: dict[str, str] = msgspec.field(default_factory=dict)  # source -> who made its labels ("*": any other)
+    box_makers: dict[str, str] = msgspec.field(default_factory=dict)  # source -> who drew its boxes ("{reader}": the id)
 
 PHRASES: dict[str, frozenset[str]] = {
     "reason_positive": F({"name", "Name", "agreement", "location", "size"}),
+    "reason_positive_unboxed": F({"name", "Name", "labels_by"}),
     "reason_negative": F({"name", "Name", "readers"}),
     "reason_normal": F({"readers"}),
     "agreement_readers": F({"k", "n"}),
-    "agreement_single": F(),
+    "agreement_single": F({"who"}),
     "size_phrase": F({"pct"}),
     "reason_side_clear": F({"area"}),
 }
@@ -102,6 +105,9 @@ class Strategy:
         self.area_names: dict[str, str] = dict(cfg.area_names)
         self.count_keep: dict[int, float] = {int(k): float(x) for k, x in cfg.count_keep.items()}
         self.lung_field_fraction = float(cfg.lung_field_fraction)
+        # who made a source's labels and boxes: the reasoning states only that (#17)
+        self.label_makers: dict[str, str] = dict(cfg.label_makers)
+        self.box_makers: dict[str, str] = dict(cfg.box_makers)
         self.p = gen.options.vindr_positive_share
         self.n_q = gen.options.vindr_questions_per_image
         self._classes: dict[str, list[str]] = {}
@@ -297,19 +303,30 @@ class Strategy:
         return w * h * self.lung_field_fraction if w and h else None
 
     def _reason(self, ctx: StudyCtx, img: "_Image", fid: str, info: dict[str, Any] | None) -> str:
+        """States only what the data holds (#17): who made the label (the source's labeller, e.g.
+        NIH's text mining; readers by count when several drew boxes) and whether a box exists."""
         v = self.gen.vocab
         ph = img.ph
         name = v.finding_name(fid) if fid != "*" else ""
         nr = img.n_readers
+        src = ctx.sg.source
+        labels_by = self.label_makers.get(src) or self.label_makers.get("*", "the dataset's labels")
         if info is None:
-            readers = f"the {nr} readers" if nr > 1 else "the expert readers"
+            readers = f"the {nr} readers" if nr > 1 else labels_by
             if fid == "*":
                 return ctx.pick(ph["reason_normal"]).format_map({"readers": readers})
             return ctx.pick(ph["reason_negative"]).format_map({"name": name, "Name": cap(name), "readers": readers})
-        if info["k"] and nr:
+        if not info["boxes"]:
+            return ctx.pick(ph["reason_positive_unboxed"]).format_map(
+                {"name": name, "Name": cap(name), "labels_by": labels_by})
+        if info["k"] > 1 and nr:
             agreement = ctx.pick(ph["agreement_readers"]).format_map({"k": str(info["k"]), "n": str(nr)})
         else:
-            agreement = ctx.pick(ph["agreement_single"])
+            ids = sorted({b.reader for b in info["boxes"] if b.reader})
+            who = self.box_makers.get(src) or self.box_makers.get("*", "an expert reader")
+            if "{reader}" in who:
+                who = who.format(reader=", ".join(ids)) if ids else self.box_makers.get("*", "an expert reader")
+            agreement = ctx.pick(ph["agreement_single"]).format_map({"who": who})
         size = ctx.pick(ph["size_phrase"]).format_map({"pct": f"{info['pct']:.1f}"}) if info["pct"] else ""
         loc = join_list(info["locs"]) if info["locs"] else "the image"
         return ctx.pick(ph["reason_positive"]).format_map(

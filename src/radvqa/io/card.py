@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import yaml
 
 from radvqa.io.atomic import write_atomic
 from radvqa.io.parquet import shard_files
@@ -102,35 +103,20 @@ def _esc(s: str | None) -> str:
 def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
     c = manifest["counts"]
     src = manifest.get("source", "?")
-    header = [
-        "---",
-        f"pretty_name: radvqa {src}",
-        "license: other",
-        "language:",
-        "- en",
-        "task_categories:",
-        "- visual-question-answering",
-        "tags:",
-        "- medical",
-        "- radiology",
-        "- chest-x-ray",
-        "- grounding",
-        "- radvqa",
-        "size_categories:",
-        f"- {_size_category(int(c.get('qa_rows', 0)))}",
-        "configs:",
-        "- config_name: qa",
-        "  default: true",
-        "  data_files:",
-        "  - split: train",
-        "    path: qa/part-*.parquet",
-        "- config_name: scene_graphs",
-        "  data_files:",
-        "  - split: train",
-        "    path: scene_graphs/part-*.parquet",
-        "---",
-        "",
-    ]
+    meta = {
+        "pretty_name": f"radvqa {src}",
+        "license": "other",
+        "language": ["en"],
+        "task_categories": ["visual-question-answering"],
+        "tags": ["medical", "radiology", "chest-x-ray", "grounding", "radvqa"],
+        "size_categories": [_size_category(int(c.get("qa_rows", 0)))],
+        "configs": [
+            {"config_name": "qa", "default": True, "data_files": [{"split": "train", "path": "qa/part-*.parquet"}]},
+            {"config_name": "scene_graphs", "data_files": [{"split": "train", "path": "scene_graphs/part-*.parquet"}]},
+        ],
+    }
+    # through yaml.safe_dump: a source name with ':' or quotes stays valid YAML (#17)
+    header = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip("\n"), "---", ""]
     opts = manifest.get("options", {})
     body = [
         f"# radvqa dataset: {src}",
@@ -167,9 +153,15 @@ def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
         "| count | value |",
         "|---|---:|",
     ]
-    for k in ("studies_in", "studies_out", "studies_rejected", "patients", "scene_graphs", "qa_rows", "rejected_lines"):
+    for k in ("studies_in", "studies_out", "studies_rejected", "patients", "scene_graphs", "qa_rows",
+              "qa_rows_with_image", "qa_rows_without_image", "image_files", "images_without_file", "rejected_lines"):
         body.append(f"| {k} | {int(c.get(k, 0)):,} |")
     body.append("")
+    from radvqa.io.stats import image_warning
+
+    warn = image_warning(c)
+    if warn:
+        body += [f"> **Warning:** {warn}.", ""]
     qa_total = int(c.get("qa_rows", 0))
     body += [_table("strategy", c.get("qa_by_strategy", {}), qa_total), ""]
     body += [_table("question type", c.get("qa_by_question_type", {}), qa_total), ""]

@@ -1,21 +1,30 @@
-"""``radvqa export DIR --format llava|jsonl|qba-json|coco``: the built dataset in other tools' layouts.
+"""``radvqa export DATASET --format llava|jsonl|qba-json|coco``: the built dataset in other tools' layouts.
+
+Common to all: ``--split S`` keeps one split; the output is written under a temporary name and
+renamed on success (a failed export leaves nothing, an earlier one intact); a side file beside a
+single-file output is named after it (``llava.json`` -> ``llava.info.json``).
 
 - ``jsonl``: one QA row per line, every column (``radvqa.model.QA`` as JSON).
-- ``llava``: LLaVA conversation records (``id``, ``image``/``images``, ``conversations`` human/gpt),
-  one per line. Boxes are written into the answer text in a declared format (``export_info.json``
-  beside the file says which): ``<ref>LABEL</ref><box>[x1, y1, x2, y2]</box>`` with coordinates
-  either normalised to 0..1000 of the image size (``norm1000``, default; integers), to 0..1
-  (``norm1``, 3 decimals) or in the stored image's pixels (``pixels``). The structured boxes
-  (pixels) are kept in each record's ``boxes`` field too.
-- ``qba-json``: per-study files in CXR-QBA's released layout
-  ``qa/p{NN}/{patient}/{study}.qa.json`` (``{"patient_id", "study_id", "questions": [{question_id,
-  question_type, question_strategy, question, obs_ids, answers: [{answer_type main_answer |
-  details | related_information, text, name_tag, regions, obs_entities, positiveness, modifiers,
-  localization: {image_id: {bboxes}}}], question_quality: {overall}}]}``) and the scene graphs as
-  ``scene_data/p{NN}/{patient}/{study}.scene_graph.json`` (radvqa's scene graph JSON, not CXR-QBA's).
-  ``p{NN}`` is a stable two-digit bucket of the patient id (CXR-QBA uses the id's first digits).
-- ``coco``: ``instances.json`` with images, categories (finding ids; region ids with
-  ``--include-regions``) and one annotation per distinct box (``bbox`` = [x, y, w, h] pixels).
+- ``llava``: LLaVA conversation records (``id``, ``image``, ``conversations`` human/gpt) as one
+  JSON array (what LLaVA's and LLaMA-Factory's loaders ``json.load``); JSON Lines with ``--jsonl``
+  or a ``.jsonl`` destination. Image key convention: always ``image``, a path string for one image,
+  a list of paths for several (LLaVA-NeXT / OneVision); absent on text-only records. Rows without an
+  image file are skipped and counted (``skipped_no_image``) unless ``--keep-imageless``. Boxes are
+  written into the answer text in a declared format (``<ref>LABEL</ref><box>[x1, y1, x2, y2]</box>``)
+  with coordinates normalised to 0..1000 of the image size (``norm1000``, default; integers), to
+  0..1 (``norm1``, 3 decimals) or in the stored image's pixels (``pixels``); without the file the
+  size the boxes are in (``original_width``/``height``, NIH: 1024x1024) is used. The structured
+  boxes (pixels) are kept in each record's ``boxes`` field too.
+- ``qba-json``: CXR-QBA study documents (``{"patient_id", "study_id", "split", "questions":
+  [{question_id, question_type, question_strategy, question, obs_ids, answers: [{answer_type
+  main_answer | details | related_information, text, name_tag, regions, obs_entities, positiveness,
+  modifiers, localization: {image_id: {bboxes}}}], question_quality: {overall}}]}``), one JSON Lines
+  file per split (``qa_<split>.jsonl``, ``scene_graphs_<split>.jsonl``); ``--per-study`` writes the
+  released layout instead, ``qa/p{NN}/{patient}/{study}.qa.json`` and
+  ``scene_data/p{NN}/{patient}/{study}.scene_graph.json`` (``p{NN}``: a stable bucket of the patient id).
+- ``coco``: one JSON file (``--out x.json``; a folder gets ``instances.json``) with images, categories
+  (finding ids; region ids with ``--include-regions``) and one annotation per distinct box (``bbox`` =
+  [x, y, w, h] pixels). Images without a file are skipped and counted unless ``--keep-imageless``.
 
 All exports stream the shards (rows of a study are contiguous inside a shard).
 """
@@ -24,8 +33,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +47,7 @@ from radvqa.io.parquet import iter_objects
 from radvqa.model import QA, SceneGraph
 
 FORMATS = ("llava", "jsonl", "qba-json", "coco")
+INFO_NAME = "export_info.json"  # inside a folder export (qba-json); single files get NAME.info.json
 BOX_FORMATS = ("norm1000", "norm1", "pixels")
 _PART_NAMES = {"main": "main_answer", "details": "details", "related": "related_information"}
 
@@ -57,7 +70,11 @@ def _image_sizes(out: Path) -> dict[tuple[str, str], tuple[int | None, int | Non
         t = pq.read_table(f, columns=["study_id", "images"])
         for sid, ims in zip(t.column("study_id").to_pylist(), t.column("images").to_pylist()):
             for im in ims or []:
-                sizes[(sid, im["id"])] = (im.get("width"), im.get("height"))
+                # a stored file's size, else the space the boxes were left in (NIH without its file: 1024x1024)
+                w, h = im.get("width"), im.get("height")
+                if not w or not h:
+                    w, h = im.get("original_width"), im.get("original_height")
+                sizes[(sid, im["id"])] = (w, h)
     return sizes
 
 
@@ -77,7 +94,8 @@ def _box_text(b: Any, fmt: str, size: tuple[int | None, int | None] | None) -> s
 
 def llava_record(q: QA, box_format: str = "norm1000", sizes: dict[tuple[str, str], Any] | None = None,
                  image_root: str | None = None) -> dict[str, Any]:
-    paths = [(f"{image_root.rstrip('/')}/{p}" if image_root and not p.startswith("/") else p) for p in q.image_paths]
+    # an image without a file ("") is no image: no <image> token, no path (text-only record)
+    paths = [(f"{image_root.rstrip('/')}/{p}" if image_root and not p.startswith("/") else p) for p in q.image_paths if p]
     prompt = "<image>\n" * len(paths) + q.question
     if q.choices:
         prompt += "\nOptions: " + " ".join(f"{chr(65 + i)}. {c}" for i, c in enumerate(q.choices))
@@ -96,7 +114,7 @@ def llava_record(q: QA, box_format: str = "norm1000", sizes: dict[tuple[str, str
     if len(paths) == 1:
         rec["image"] = paths[0]
     elif paths:
-        rec["images"] = paths
+        rec["image"] = paths  # one key: a list for several images (LLaVA-NeXT / OneVision)
     rec["conversations"] = [{"from": "human", "value": prompt}, {"from": "gpt", "value": answer}]
     rec["boxes"] = [{"image_id": b.image_id, "bbox": [b.x1, b.y1, b.x2, b.y2], "label": b.label, "source": b.source} for b in q.boxes]
     rec["meta"] = {"study_id": q.study_id, "patient_id": q.patient_id, "split": q.split, "strategy": q.strategy,
@@ -181,14 +199,59 @@ class _Absolute:
         return got
 
 
+@contextmanager
+def _staged(dest: Path, is_dir: bool = False) -> Iterator[Path]:
+    """Write under a temporary name beside ``dest``; rename onto ``dest`` only when the block ends
+    without an error, so a failed export leaves no partial file (and an earlier export intact)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+    if is_dir:
+        if dest.exists() and not (dest / INFO_NAME).exists():
+            raise FileExistsError(f"{dest} exists and is not a radvqa export: choose another --out")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+    try:
+        yield tmp
+    except BaseException:
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+        raise
+    if is_dir and dest.exists():
+        shutil.rmtree(dest)
+    os.replace(tmp, dest)
+
+
+def info_path(dest: Path) -> Path:
+    """The side file of a single-file export, beside it and named after it (llava.json ->
+    llava.info.json)."""
+    name = dest.name
+    for suffix in (".jsonl", ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return dest.with_name(name + ".info.json")
+
+
+def _has_image(paths: Any) -> bool:
+    """Every image of the row has its file (one rule for stats, export and predict: a comparison
+    row whose earlier image is missing is not a two-image record)."""
+    return bool(paths) and all(bool(p) for p in paths)
+
+
 def export(out: Path | str, fmt: str, dest: Path | str | None = None, box_format: str = "norm1000",
            image_root: str | None = None, include_regions: bool = False,
-           absolute_images: bool = False) -> dict[str, Any]:
-    """Write the export; returns {"path": ..., "records": n, ...}.
+           absolute_images: bool = False, split: str | None = None, keep_imageless: bool = False,
+           jsonl: bool = False, per_study: bool = False) -> dict[str, Any]:
+    """Write the export; returns {"path": ..., "records": n, "skipped_no_image": k, ...}.
 
-    Image paths are written as stored (relative to the manifest's ``image_roots``, which the llava
-    info file and the COCO ``info`` repeat); ``image_root`` prefixes relative ones (llava);
-    ``absolute_images`` resolves them through ``image_roots`` (llava, coco)."""
+    Image paths are written as stored (relative to the manifest's ``image_roots``, which the info
+    file and the COCO ``info`` repeat); ``image_root`` prefixes relative ones (llava);
+    ``absolute_images`` resolves them through ``image_roots`` (llava, coco). ``split`` keeps one
+    split. Rows (COCO: images) without an image file are skipped and counted unless
+    ``keep_imageless`` (llava, coco; jsonl and qba-json keep every row: they carry no pixels).
+    Every file is written under a temporary name and renamed on success."""
     out = Path(out)
     roots = manifest_image_roots(out)
     absolute = _Absolute(roots) if absolute_images else None
@@ -198,68 +261,123 @@ def export(out: Path | str, fmt: str, dest: Path | str | None = None, box_format
         raise ValueError(f"unknown box format {box_format!r} (one of {', '.join(BOX_FORMATS)})")
     if not (out / "qa").is_dir():
         raise FileNotFoundError(f"{out}/qa not found: is {out} a radvqa build output?")
-    default = {"llava": "export/llava.jsonl", "jsonl": "export/qa.jsonl", "qba-json": "export/qba", "coco": "export/coco"}
+    sfx = f"_{_safe(split)}" if split else ""
+    default = {"llava": f"export/llava{sfx}.json{'l' if jsonl else ''}", "jsonl": f"export/qa{sfx}.jsonl",
+               "qba-json": f"export/qba{sfx}", "coco": f"export/coco{sfx}.json"}
     dest = Path(dest) if dest else out / default[fmt]
     enc = msgspec.json.Encoder()
-    n = 0
+    n = skipped = 0
+
+    def rows() -> Iterator[QA]:
+        for q in iter_objects(out, "qa"):
+            if split is None or q.split == split:
+                yield q
+
     if fmt == "jsonl":
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with open(dest, "wb") as f:
-            for q in iter_objects(out, "qa"):
+        with _staged(dest) as tmp, open(tmp, "wb") as f:
+            for q in rows():
                 f.write(enc.encode(q) + b"\n")
                 n += 1
-        return {"path": str(dest), "records": n}
+        return {"path": str(dest), "records": n, "split": split}
     if fmt == "llava":
+        jsonl = jsonl or dest.name.lower().endswith(".jsonl")  # the name asks for JSON Lines
         sizes = _image_sizes(out) if box_format != "pixels" else None
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with open(dest, "wb") as f:
-            for q in iter_objects(out, "qa"):
+        with _staged(dest) as tmp, open(tmp, "wb") as f:
+            # LLaVA's loader reads a JSON array (json.load); JSON Lines on request (--jsonl)
+            f.write(b"" if jsonl else b"[")
+            for q in rows():
+                if not keep_imageless and not _has_image(q.image_paths):
+                    skipped += 1
+                    continue
                 if absolute is not None:
                     q.image_paths = [absolute(p) for p in q.image_paths]
-                f.write(enc.encode(llava_record(q, box_format, sizes, image_root)) + b"\n")
+                rec = enc.encode(llava_record(q, box_format, sizes, image_root))
+                f.write(rec + b"\n" if jsonl else (b"\n" if n == 0 else b",\n") + rec)
                 n += 1
+            f.write(b"" if jsonl else b"\n]\n")
         info = {
-            "format": "llava", "records": n, "box_format": box_format,
+            "format": "llava", "layout": "JSON Lines (one record a line)" if jsonl else "one JSON array",
+            "records": n, "skipped_no_image": skipped, "split": split, "box_format": box_format,
+            "image_key": "'image': a path string for one image, a list of paths for several (LLaVA-NeXT/OneVision); "
+                         "absent on text-only records (--keep-imageless)",
             "box_syntax": "<ref>LABEL</ref><box>[x1, y1, x2, y2]</box>, appended to the answer after 'Boxes: '",
             "box_units": {"norm1000": "integers 0..999: coordinate / image size * 1000",
                           "norm1": "0..1 with 3 decimals: coordinate / image size",
                           "pixels": "pixels of the stored image file"}[box_format],
-            "multi_image": "with several images each box is followed by (image K), K = position in 'images' (1-based)",
+            "multi_image": "with several images each box is followed by (image K), K = position in 'image' (1-based)",
             "image_roots": roots,
             "image_paths": ("absolute" if absolute is not None else f"prefixed with {image_root}" if image_root
                             else "relative to the first of image_roots that holds the file (absolute when under none)"),
         }
-        (dest.parent / "export_info.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
-        return {"path": str(dest), "records": n, "box_format": box_format}
+        with _staged(info_path(dest)) as tmp:
+            tmp.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+        return {"path": str(dest), "records": n, "skipped_no_image": skipped, "box_format": box_format,
+                "info": str(info_path(dest)), "split": split}
     if fmt == "qba-json":
-        studies = 0
-        for pid, sid, qs in _by_study(iter_objects(out, "qa")):
-            d = dest / "qa" / _bucket(pid) / _safe(pid)
-            d.mkdir(parents=True, exist_ok=True)
-            doc = {"patient_id": pid, "study_id": sid, "questions": [qba_question(q) for q in qs]}
-            (d / f"{_safe(sid)}.qa.json").write_bytes(enc.encode(doc))
-            studies += 1
-            n += len(qs)
-        n_sg = 0
-        for sg in iter_objects(out, "scene_graphs"):
-            d = dest / "scene_data" / _bucket(sg.patient_id) / _safe(sg.patient_id)
-            d.mkdir(parents=True, exist_ok=True)
-            (d / f"{_safe(sg.study_id)}.scene_graph.json").write_bytes(enc.encode(sg))
-            n_sg += 1
-        return {"path": str(dest), "records": n, "studies": studies, "scene_graphs": n_sg}
+        return _qba(out, dest, rows(), split, per_study, enc)
     # coco
-    return _coco(out, dest, include_regions, roots, absolute)
+    cdest = dest if dest.name.lower().endswith(".json") else dest / "instances.json"
+    return _coco(out, cdest, include_regions, roots, absolute, split=split, keep_imageless=keep_imageless)
+
+
+def _qba(out: Path, dest: Path, qas: Iterator[QA], split: str | None, per_study: bool, enc: Any) -> dict[str, Any]:
+    """CXR-QBA documents: one JSON Lines file per split (``qa_<split>.jsonl``, a study a line, and
+    ``scene_graphs_<split>.jsonl``), or with ``per_study`` the released one-file-per-study tree."""
+    n = studies = n_sg = 0
+    files: dict[str, Any] = {}
+    with _staged(dest, is_dir=True) as tmp:
+        try:
+            def sink(kind: str, sp: str | None) -> Any:
+                key = f"{kind}_{_safe(sp or 'none')}.jsonl"
+                f = files.get(key)
+                if f is None:
+                    f = files[key] = open(tmp / key, "wb")
+                return f
+
+            for pid, sid, qs in _by_study(qas):
+                doc = {"patient_id": pid, "study_id": sid, "split": qs[0].split, "questions": [qba_question(q) for q in qs]}
+                if per_study:
+                    d = tmp / "qa" / _bucket(pid) / _safe(pid)
+                    d.mkdir(parents=True, exist_ok=True)
+                    (d / f"{_safe(sid)}.qa.json").write_bytes(enc.encode(doc))
+                else:
+                    sink("qa", qs[0].split).write(enc.encode(doc) + b"\n")
+                studies += 1
+                n += len(qs)
+            for sg in iter_objects(out, "scene_graphs"):
+                if split is not None and sg.split != split:
+                    continue
+                if per_study:
+                    d = tmp / "scene_data" / _bucket(sg.patient_id) / _safe(sg.patient_id)
+                    d.mkdir(parents=True, exist_ok=True)
+                    (d / f"{_safe(sg.study_id)}.scene_graph.json").write_bytes(enc.encode(sg))
+                else:
+                    sink("scene_graphs", sg.split).write(enc.encode(sg) + b"\n")
+                n_sg += 1
+        finally:
+            for f in files.values():
+                f.close()
+        info = {"format": "qba-json", "layout": "per-study files" if per_study else "one JSON Lines file per split",
+                "records": n, "studies": studies, "scene_graphs": n_sg, "split": split, "files": sorted(files)}
+        (tmp / INFO_NAME).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    return {"path": str(dest), "records": n, "studies": studies, "scene_graphs": n_sg, "files": sorted(files)}
 
 
 def _coco(out: Path, dest: Path, include_regions: bool, roots: list[str] | None = None,
-          absolute: _Absolute | None = None) -> dict[str, Any]:
+          absolute: _Absolute | None = None, split: str | None = None, keep_imageless: bool = False) -> dict[str, Any]:
     images: list[dict[str, Any]] = []
+    skipped = 0
     anns: list[tuple[str, dict[str, Any]]] = []
     cat_kind: dict[str, str] = {}
     for sg in iter_objects(out, "scene_graphs"):
         assert isinstance(sg, SceneGraph)
+        if split is not None and sg.split != split:
+            continue
         ids: dict[str, int] = {}
         for im in sg.images:
+            if not im.path and not keep_imageless:
+                skipped += 1  # no file: nothing a detector could train on
+                continue
             ids[im.id] = len(images) + 1
             images.append({"id": len(images) + 1, "file_name": (absolute(im.path or "") if absolute else im.path or ""), "width": im.width, "height": im.height,
                            "radvqa_image_id": im.id, "study_id": sg.study_id, "patient_id": sg.patient_id,
@@ -294,7 +412,7 @@ def _coco(out: Path, dest: Path, include_regions: bool, roots: list[str] | None 
         "categories": [{"id": cat_id[c], "name": c, "supercategory": cat_kind[c]} for c in cats],
         "annotations": annotations,
     }
-    dest.mkdir(parents=True, exist_ok=True)
-    p = dest / "instances.json"
-    p.write_text(json.dumps(doc) + "\n", encoding="utf-8")
-    return {"path": str(p), "records": len(annotations), "images": len(images), "categories": len(cats)}
+    with _staged(dest) as tmp:
+        tmp.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    return {"path": str(dest), "records": len(annotations), "images": len(images), "categories": len(cats),
+            "skipped_no_image": skipped, "split": split}

@@ -45,6 +45,10 @@ class Check:
     name: str
     problems: list[str] = field(default_factory=list)
     count: int = 0  # number of problems (problems keeps only the first few)
+    not_run: str | None = None  # why the check could not run (then it is not a pass: #17)
+
+    def skip(self, why: str) -> None:
+        self.not_run = why
 
     def fail(self, msg: str) -> None:
         self.count += 1
@@ -53,7 +57,7 @@ class Check:
 
     @property
     def ok(self) -> bool:
-        return self.count == 0
+        return self.count == 0 and self.not_run is None
 
 
 @dataclass
@@ -67,7 +71,8 @@ class Report:
         return all(c.ok for c in self.checks.values())
 
     def errors(self) -> list[str]:
-        return [f"{c.name}: {p}" for c in self.checks.values() for p in c.problems]
+        return ([f"{c.name}: {p}" for c in self.checks.values() for p in c.problems]
+                + [f"{c.name}: not run ({c.not_run})" for c in self.checks.values() if c.not_run])
 
 
 def _hash64(values: list[str]) -> np.ndarray:
@@ -164,6 +169,8 @@ def validate(out: Path | str) -> Report:
     stats: dict[str, Any] = {}
     if not out.is_dir():
         checks["files"].fail(f"{out} is not a folder")
+        for n in names[1:]:
+            checks[n].skip("no dataset folder")
         return Report(out, checks, stats)
     manifest: dict[str, Any] | None = None
     try:
@@ -316,6 +323,15 @@ def validate(out: Path | str) -> Report:
             checks["counts"].fail(f"studies_in {c.get('studies_in')} != studies_out {c.get('studies_out')} + studies_rejected {c.get('studies_rejected')}")
         if "qa_by_strategy" in c and dict(sorted(c["qa_by_strategy"].items())) != stats["qa_by_strategy"]:
             checks["counts"].fail(f"manifest QA by strategy {c['qa_by_strategy']} != files {stats['qa_by_strategy']}")
+    # a check with nothing to look at did not pass: it did not run
+    if not files["qa"] and not files["scene_graphs"]:
+        for n in ("readable", "schema", "ids", "required", "boxes", "leakage"):
+            checks[n].skip("no Parquet shards")
+    elif not files["qa"]:
+        for n in ("required", "leakage"):
+            checks[n].skip("no qa/ shards")
+    if not manifest:
+        checks["counts"].skip("no manifest to compare with")
     return Report(out, checks, stats)
 
 

@@ -24,6 +24,7 @@ from importlib import resources
 
 import yaml
 
+from radvqa.geometry import iou as geometry_iou
 from radvqa.model import Box
 
 
@@ -48,13 +49,8 @@ def load_params() -> LocalizeParams:
 
 
 def iou(a: Box, b: Box) -> float:
-    ix = min(a.x2, b.x2) - max(a.x1, b.x1)
-    iy = min(a.y2, b.y2) - max(a.y1, b.y1)
-    if ix <= 0 or iy <= 0:
-        return 0.0
-    inter = ix * iy
-    union = a.area() + b.area() - inter
-    return inter / union if union > 0 else 0.0
+    """IoU of two Boxes: ``radvqa.geometry.iou``, the one definition eval scores with too."""
+    return geometry_iou((a.x1, a.y1, a.x2, a.y2), (b.x1, b.y1, b.x2, b.y2))
 
 
 def check_box(

@@ -37,6 +37,7 @@ def register(app: typer.Typer) -> None:
         cache_dir: Path | None = typer.Option(None, help="Prediction cache directory (default $RADVQA_CACHE_DIR or ~/.cache/radvqa/predict)."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the prediction cache."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+        keep_imageless: bool = typer.Option(False, "--keep-imageless", help="Also send rows without an image file (kept out and counted by default)."),
     ) -> None:
         """Run a model over a dataset's questions and write predictions.jsonl (+ .meta.json)."""
         import pyarrow as pa
@@ -81,16 +82,17 @@ def register(app: typer.Typer) -> None:
                 prep=ImagePrep(max_side=max_side or None),
                 cache_dir=None if no_cache else str(cache_dir or default_cache_dir()),
                 progress=progress,
+                keep_imageless=keep_imageless,
             )
             summary = Predictor(adapter, opts).run(dataset, out)
         except (AdapterError, PredictError, PromptError, DatasetError) as exc:
             typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from exc
+            raise typer.Exit(1) from exc
         except (pa.ArrowException, OSError) as exc:  # a damaged shard: one line naming it, not a traceback
             from radvqa.io.parquet import damaged_shard
 
             typer.echo(f"error: {damaged_shard(dataset, exc)}", err=True)
-            raise typer.Exit(2) from None
+            raise typer.Exit(1) from None
         s = summary
         typer.echo(
             f"{s.written} predictions -> {out} ({s.errors} errors, {s.cache_hits} cache hits, "
@@ -99,5 +101,11 @@ def register(app: typer.Typer) -> None:
         )
         if s.duplicates:
             typer.echo(f"warning: {s.duplicates} rows repeat an earlier qa_id and were not predicted again", err=True)
+        if s.no_image:
+            typer.echo(f"note: {s.no_image} rows without an image file were kept out (--keep-imageless sends them)", err=True)
         if s.errors:
             typer.echo(f"warning: {s.errors} rows have an error field (see {out})", err=True)
+        if s.written and s.errors == s.written:
+            # every row failed (server down, wrong model): not a result (#17: it exited 0)
+            typer.echo(f"error: every one of the {s.written} requests failed; first error in {out}", err=True)
+            raise typer.Exit(1)

@@ -48,6 +48,7 @@ class PredictOptions:
     prep: ImagePrep = field(default_factory=ImagePrep)
     cache_dir: str | None = None  # None: no cache
     progress: bool = True
+    keep_imageless: bool = False  # send rows without any image file too (they fail: no image to show)
 
 
 @dataclass
@@ -59,6 +60,7 @@ class PredictSummary:
     cache_hits: int = 0
     requests: int = 0  # rows sent to the model
     duplicates: int = 0  # rows whose qa_id occurred earlier in the dataset (not predicted twice)
+    no_image: int = 0  # rows without any image file, kept out (not sent, not counted by --limit)
     elapsed_s: float = 0.0
 
     @property
@@ -364,6 +366,11 @@ class Predictor:
         n = 0
         seen: set[str] = set()
         for row in dataset.iter_rows(self.opts.split):
+            paths = row.get("image_paths") or ()
+            if not self.opts.keep_imageless and not (paths and all(paths)):
+                # label-only studies (an image without its file): nothing to show a vision model (#17)
+                summary.no_image += 1
+                continue
             if self.opts.limit is not None and n >= self.opts.limit:
                 return
             n += 1

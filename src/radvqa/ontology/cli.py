@@ -75,7 +75,7 @@ def register(app: typer.Typer) -> None:
 
             if not openi.exists():
                 console.print(f"--openi {openi}: no such file or directory", style="bold red")
-                raise typer.Exit(code=2)
+                raise typer.Exit(code=1)
             cov = openi_mesh_coverage(onto, openi)
             console.print(f"OpenI MeSH coverage: {cov.codes_mapped}/{cov.codes} major codes map "
                           f"({cov.code_rate:.1%}); {cov.reports_fully_mapped}/{cov.reports} reports fully mapped",

@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
                                   timeout_s=timeout_s, max_retries=retries)
         except AdapterError as exc:
             typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
+            raise typer.Exit(1) from None
 
         def on_shard(name: str, st: object) -> None:
             s = st.__dict__  # type: ignore[attr-defined]
@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
                            f"over {r['judged']} of {r['pairs']} candidate reports")
         except ValidationError as e:
             typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(1)  # bad input files (docs/CLI.md: 2 is for command-line misuse)
         if json_out:
             json_out.write_text(json.dumps(out, indent=1) + "\n", "utf-8")
         unjudged = sum(int(v.get("unjudged", 0)) for v in out.values() if isinstance(v, dict))

@@ -72,6 +72,8 @@ class BuildOptions:
     pipeline_options: dict[str, Any] = field(default_factory=dict)  # extra options for that factory
     keep_spill: bool = False
     strict: bool = False  # the first reject is an error (source rejects stop the read at once)
+    overwrite: bool = False  # replace an existing radvqa dataset in ``out`` (refused otherwise)
+    allow_empty: bool = False  # a build that writes no QA row is an error unless allowed
 
     @property
     def strategies(self) -> tuple[str, ...]:
@@ -152,6 +154,10 @@ def _prepare_out(out: Path, opts: BuildOptions) -> None:
     existing = [p.name for p in out.iterdir()]
     if existing and not (out / "manifest.json").exists() and not (out / ".radvqa").exists():
         raise BuildError(f"output folder {out} is not empty and is not a radvqa output ({', '.join(sorted(existing)[:5])}); choose another --out")
+    if existing and not opts.overwrite:
+        what = "a radvqa dataset" if (out / "manifest.json").exists() else "an unfinished radvqa build"
+        raise BuildError(f"output folder {out} already holds {what}: pass --overwrite to replace it, "
+                         "--resume to continue it, or choose another --out")
     # an earlier radvqa output is replaced: only the files a build writes are removed (exports and
     # other files beside them are left alone)
     for name in ("qa", "scene_graphs", ".radvqa"):
@@ -197,6 +203,7 @@ def _source_records(opts: BuildOptions, progress: Progress) -> Any:
         onto = None
     except Exception as exc:  # noqa: BLE001 - OntologyError and friends: say so, do not trace back
         raise BuildError(f"cannot load the ontology: {exc}") from None
+    src.notify = progress.message  # which layout each input table was recognised as (sources/tables.py)
     return src.iter_records(list(inputs), ontology=onto, limit=opts.limit)
 
 
@@ -314,9 +321,18 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
         raise BuildError("--workers must be >= 1")
     out = Path(opts.out)
     t_start = time.perf_counter()
+    if records is None and not (opts.resume and (state_dir(out) / "spill.done.json").exists()):
+        # source and inputs checked, and the first record read, before anything is created or
+        # drawn: a bad source name, path or table leaves no OUT/.radvqa and no progress bar
+        records = _primed(_source_records(opts, progress), opts.source)
+    fresh = not out.exists() or not any(out.iterdir())
     _prepare_out(out, opts)
 
-    read = _read_phase(out, opts, progress, records)
+    try:
+        read = _read_phase(out, opts, progress, records)
+    except BaseException:
+        _discard(out, fresh)
+        raise
     n_shards = int(read["n_shards"])
     spill = state_dir(out) / "spill"
 
@@ -362,6 +378,14 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
         for f in shard_files(out, kind):
             if f.name not in keep:
                 f.unlink()
+    from radvqa.io.stats import image_counts
+
+    counts.update(image_counts(out))  # rows and images with / without an image file (#17)
+    if counts.get("qa_rows", 0) == 0 and not opts.allow_empty:
+        why = empty_reasons(opts.strategies, counts, by_reason=by_reason)
+        _discard(out, fresh, everything=True)
+        raise BuildError("no QA rows were written, so no dataset was kept: " + "; ".join(why)
+                         + ". Pass --allow-empty to keep an empty dataset.")
     cpu = dict(total["timings"])
     cpu.pop("wall", None)
     timings: dict[str, Any] = {
@@ -385,6 +409,8 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
             "shard_studies": opts.shard_studies, "resumed_shards": resumed,
         },
         "counts": counts,
+        # a requested strategy that wrote nothing, and why (#17: rin on chest sources said nothing)
+        "notes": empty_reasons(opts.strategies, counts, only_empty=True),
         "rejects_by_reason": by_reason,
         "shards": {"count": n_shards, "qa": [f"qa/part-{k:05d}.parquet" for k in range(n_shards)],
                    "scene_graphs": [f"scene_graphs/part-{k:05d}.parquet" for k in range(n_shards)]},
@@ -405,6 +431,69 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     if not opts.keep_spill and spill.exists():
         shutil.rmtree(spill, ignore_errors=True)
     return manifest
+
+
+def _primed(records: Iterable[Study | Reject], source: str) -> Iterable[Study | Reject]:
+    """The records with the first one already read (errors in the inputs surface here)."""
+    import itertools
+
+    it = iter(records)
+    try:
+        first = next(it)
+    except StopIteration:
+        return _WithCounts(iter(()), getattr(records, "counts", None))
+    except SourceError as exc:
+        raise BuildError(f"source {source!r}: {exc}") from None
+    # keep the adapter's ReadCounts (sources.base.RecordStream.counts) visible to the read phase
+    return _WithCounts(itertools.chain([first], it), getattr(records, "counts", None))
+
+
+class _WithCounts:
+    """An iterator that carries the source's read counts along."""
+
+    def __init__(self, it: Any, counts: Any) -> None:
+        self._it = it
+        self.counts = counts
+
+    def __iter__(self) -> Any:
+        return self._it
+
+
+def _discard(out: Path, fresh: bool, everything: bool = False) -> None:
+    """Remove what a failed build wrote: the whole folder when the build created it (or found it
+    empty), else its state folder (and with ``everything`` the dataset files it wrote)."""
+    try:
+        if fresh and out.exists():
+            shutil.rmtree(out)
+            return
+        shutil.rmtree(state_dir(out), ignore_errors=True)
+        if everything:
+            for name in ("qa", "scene_graphs"):
+                shutil.rmtree(out / name, ignore_errors=True)
+            for name in ("manifest.json", REJECTED, "README.md", "qa_stats.png"):
+                (out / name).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def empty_reasons(strategies: Sequence[str], counts: dict[str, Any], only_empty: bool = False,
+                  by_reason: dict[str, int] | None = None) -> list[str]:
+    """One line per requested strategy that wrote no row: what it needs (generate/data/strategy_needs.yaml)."""
+    from importlib import resources
+
+    import yaml
+
+    needs = yaml.safe_load(resources.files("radvqa.generate").joinpath("data/strategy_needs.yaml").read_text("utf-8")) or {}
+    by = counts.get("qa_by_strategy", {}) or {}
+    lines = []
+    if not only_empty and counts.get("studies_out", 0) == 0:
+        top = ", ".join(f"{k} ({v:,})" for k, v in list((by_reason or {}).items())[:3])
+        lines.append(f"no study was usable ({counts.get('studies_in', 0):,} read, "
+                     f"{counts.get('studies_rejected', 0):,} rejected{'; most common: ' + top if top else ''})")
+    for s in strategies:
+        if not by.get(s):
+            lines.append(f"{s}: 0 rows; it needs {needs.get(s, 'see docs/generation.md')}")
+    return lines
 
 
 def _input_paths(opts: BuildOptions) -> list[str]:

@@ -65,7 +65,8 @@ def _summary(console: Any, manifest: dict[str, Any], out: Path) -> None:
     t = Table(title=f"radvqa build: {manifest['source']} -> {out}", show_lines=False)
     t.add_column("count")
     t.add_column("value", justify="right")
-    for k in ("studies_in", "studies_out", "studies_rejected", "patients", "qa_rows", "rejected_lines"):
+    for k in ("studies_in", "studies_out", "studies_rejected", "patients", "qa_rows", "qa_rows_with_image",
+              "qa_rows_without_image", "image_files", "rejected_lines"):
         t.add_row(k, f"{c.get(k, 0):,}")
     for k, v in c.get("qa_by_strategy", {}).items():
         t.add_row(f"QA {k}", f"{v:,}")
@@ -80,6 +81,13 @@ def _summary(console: Any, manifest: dict[str, Any], out: Path) -> None:
     if wall > 0:
         t.add_row("QA rows / s", f"{c.get('qa_rows', 0) / wall:,.0f}")
     console.print(t)
+    from radvqa.io.stats import image_warning
+
+    warn = image_warning(c)
+    if warn:
+        console.print(f"[bold yellow]warning:[/bold yellow] {warn}", highlight=False)
+    for note in manifest.get("notes") or []:
+        console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     reasons = manifest.get("rejects_by_reason") or {}
     if reasons:
         r = Table(title="rejected records by reason (rejected.jsonl)")
@@ -107,6 +115,8 @@ def register(app: typer.Typer) -> None:
         executor: str = typer.Option("local", "--executor", help="local or ray (ray joins RAY_ADDRESS, else starts one)"),
         limit: Optional[int] = typer.Option(None, "--limit", min=1, help="read at most N input records"),
         resume: bool = typer.Option(False, "--resume", help="continue an interrupted build in --out (only unfinished shards are redone)"),
+        overwrite: bool = typer.Option(False, "--overwrite", help="replace the radvqa dataset already in --out (refused otherwise)"),
+        allow_empty: bool = typer.Option(False, "--allow-empty", help="keep a dataset with no QA row (an error otherwise, saying why per strategy)"),
         studies: Optional[int] = typer.Option(None, "--studies", min=1, help="synthetic source: number of studies"),
         extractor: str = typer.Option("rules", "--extractor", help="report extractor: rules or llm"),
         llm_url: Optional[str] = typer.Option(None, "--llm-url", help="--extractor llm: OpenAI-compatible base URL"),
@@ -164,6 +174,7 @@ def register(app: typer.Typer) -> None:
             source=source, inputs=[str(p) for p in inputs or []], out=str(out), generate=gen_opts,
             workers=workers, executor=executor, limit=limit, resume=resume, studies=studies, extractor=extractor,
             extractor_options=ex_opts, shard_studies=shard_studies, pipeline=pipeline, strict=strict,
+            overwrite=overwrite, allow_empty=allow_empty,
         )
         try:
             with _RichProgress(console, enabled=not quiet) as prog:

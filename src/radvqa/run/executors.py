@@ -9,7 +9,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -18,9 +19,15 @@ from radvqa.run.worker import run_shard
 Callback = Callable[[dict[str, Any]], None]
 
 
-def _fail(msg: str, done: int, total: int) -> Exception:
+def _fail(msg: str, done: int, total: int, tasks: list[dict[str, Any]] | None = None) -> Exception:
     from radvqa.run.builder import BuildError
 
+    if tasks:
+        # what is on disk, not what this process had collected: shards finished by workers after
+        # the last result came back (an interrupt) are complete and kept too (#17: "0 of 64")
+        from radvqa.run.worker import marker_path
+
+        done = sum(1 for t in tasks if marker_path(Path(t["out"]), int(t["shard"])).exists())
     return BuildError(f"{msg}; {done} of {total} shards are complete and kept: rerun the same command with --resume to finish")
 
 
@@ -33,7 +40,7 @@ def run_local(tasks: list[dict[str, Any]], on_done: Callback,
             results.append(st)
             on_done(st)
     except KeyboardInterrupt:
-        raise _fail("interrupted", len(results), len(tasks)) from None
+        raise _fail("interrupted", len(results), len(tasks), tasks) from None
     except OSError as exc:
         raise _fail(str(exc), len(results), len(tasks)) from exc
     return results
@@ -65,7 +72,8 @@ def run_pool(tasks: list[dict[str, Any]], workers: int, on_done: Callback) -> li
     pending = set(futures)
     try:
         while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            # each shard as it completes, so progress advances (FIRST_EXCEPTION waited for all of them)
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
                 exc = f.exception()
                 if exc is not None:
@@ -81,8 +89,9 @@ def run_pool(tasks: list[dict[str, Any]], workers: int, on_done: Callback) -> li
     except KeyboardInterrupt:
         for p in pending:
             p.cancel()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise _fail("interrupted", len(results), len(tasks)) from None
+        # shards already running finish and are kept: count them once the pool has stopped
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise _fail("interrupted", len(results), len(tasks), tasks) from None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         _stop_forkserver(ctx)

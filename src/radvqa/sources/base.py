@@ -104,6 +104,16 @@ class Source:
 
     name: str = ""
     description: str = ""
+    # Where ``note`` sends its lines (the build's progress messages); unset: kept in ``notes``.
+    notify: Any = None
+
+    def note(self, text: str) -> None:
+        """A line for the user about how the inputs were read (which layout a table was taken for)."""
+        if not hasattr(self, "notes"):
+            self.notes: list[str] = []
+        self.notes.append(text)
+        if self.notify is not None:
+            self.notify(text)
 
     def iter_records(
         self, inputs: Iterable[Path | str], *, ontology: Any = None, limit: int | None = None
@@ -254,9 +264,13 @@ def walk_files(paths: Iterable[Path]) -> Iterator[Path]:
 def open_text(path: Path, encoding: str = "utf-8") -> io.TextIOBase:
     """Text stream of a plain or ``.gz`` file. ``errors="strict"`` so non-UTF-8 bytes surface as
     UnicodeDecodeError where the caller can turn them into a Reject."""
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding=encoding, newline="")  # type: ignore[return-value]
-    return open(path, encoding=encoding, newline="")  # type: ignore[return-value]
+    from radvqa.sources.tables import is_gzip
+
+    # gzip by content, not name; "-sig" drops a byte-order mark before the header
+    enc = "utf-8-sig" if encoding.lower().replace("_", "-") == "utf-8" else encoding
+    if is_gzip(path):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding=enc, newline="")  # type: ignore[return-value]
+    return open(path, encoding=enc, newline="")  # type: ignore[return-value]
 
 
 # A report can be a long quoted multi-line field; csv's default 128 KiB cap split such a field into
@@ -316,6 +330,8 @@ class _TolerantLines:
         if not line:
             raise StopIteration
         self.n += 1
+        if self.n == 1 and line.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (Excel's CSV export)
+            line = line[3:]
         return line.decode("utf-8")
 
     def __enter__(self) -> "_TolerantLines":
@@ -326,9 +342,9 @@ class _TolerantLines:
 
 
 def open_text_bytes_tolerant(path: Path) -> _TolerantLines:
-    raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
-    # 64 KiB: big enough for speed, small enough that a truncated .gz keeps the rows before the cut
-    return _TolerantLines(io.BufferedReader(raw, 1 << 16) if path.suffix == ".gz" else raw)
+    from radvqa.sources.tables import open_binary
+
+    return _TolerantLines(open_binary(path))  # gzip recognised by its magic bytes, not the name
 
 
 def header_index(header: list[str], wanted: dict[str, tuple[str, ...]], ref: str) -> dict[str, int]:

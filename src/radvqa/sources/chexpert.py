@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from radvqa.model import Image, Label, Reject, Study
+from radvqa.sources.tables import Layout, recognise_tables, split_from_name
 from radvqa.sources.base import (
     DirCache,
     LabelMapper,
@@ -35,7 +36,7 @@ from radvqa.sources.base import (
     Source,
     SourceError,
     UnknownLabel,
-    find_inputs,
+    closed_label_list,
     header_index,
     image_size,
     parse_label_value,
@@ -45,6 +46,9 @@ from radvqa.sources import SOURCES
 
 _META = {"path": ("Path",)}
 _OPTIONAL = {"sex": "Sex", "age": "Age", "fl": "Frontal/Lateral", "view": "AP/PA"}  # absent in test_labels.csv
+# train.csv / valid.csv / test_labels.csv, under any name: a Path column and CheXpert's label columns
+def _layouts() -> list[Layout]:
+    return [Layout("labels", "CheXpert label table", ("Path",), any_of=tuple(closed_label_list("chexpert14")))]
 _PATH_RE = re.compile(r"(?:^|/)(patient\d+)/study(\d+)/([^/]+)$")
 
 
@@ -54,9 +58,9 @@ class CheXpertSource(Source):
     description = "CheXpert: train.csv / valid.csv (+ image folder)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
-        tables = find_inputs(inputs, lambda n: n in ("train.csv", "valid.csv", "test.csv", "test_labels.csv"))
+        tables = recognise_tables(self, inputs, _layouts())["labels"]
         if not tables:
-            raise SourceError("chexpert: no train.csv / valid.csv among the inputs")
+            raise SourceError("chexpert: no CheXpert label table (columns Path + the 14 labels) among the inputs")
         image_roots = [p for p in inputs if p.is_dir()]
         mapper = LabelMapper(onto, "chexpert14")
         self._dirs = DirCache()
@@ -82,7 +86,7 @@ class CheXpertSource(Source):
                     mapper(name)
                 except UnknownLabel as e:
                     raise SourceError(f"chexpert: {t}: {e} (column header)") from None
-            split = t.stem.lower().replace("_labels", "")
+            split = split_from_name(t)
             group: list[tuple[str, list[str]]] = []
             key = None
             for item in self.table_rows(rows, len(header), t):

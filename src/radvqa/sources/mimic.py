@@ -32,7 +32,6 @@ not sorted are joined in memory instead (about 1 KB a study; ~0.2 GB for the 227
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import sys
@@ -41,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from radvqa.model import Image, Label, Reject, Study
+from radvqa.sources.tables import Layout, open_binary, recognise_tables
+from radvqa.sources.base import closed_label_list
 from radvqa.sources.base import (
     DirCache,
     LabelMapper,
@@ -48,7 +49,6 @@ from radvqa.sources.base import (
     Source,
     SourceError,
     UnknownLabel,
-    find_inputs,
     header_index,
     image_size,
     parse_label_value,
@@ -96,6 +96,15 @@ class _S:
         self.images.append((did, view, w, h))
 
 
+def _layouts() -> list[Layout]:
+    return [
+        Layout("split", "MIMIC-CXR split table", ("dicom_id", "study_id", "subject_id", "split")),
+        Layout("metadata", "MIMIC-CXR metadata table", ("dicom_id", "subject_id", "study_id", "ViewPosition")),
+        Layout("labels", "MIMIC-CXR label table (CheXpert / NegBio)", ("subject_id", "study_id"),
+               any_of=tuple(closed_label_list("chexpert14"))),
+    ]
+
+
 @SOURCES.register("mimic-cxr")
 class MimicSource(Source):
     name = "mimic-cxr"
@@ -106,8 +115,12 @@ class MimicSource(Source):
 
     def iter_joined(self, inputs: list[Path], onto: Any, extra: Any) -> Iterator[Record]:
         """The studies; ``extra(study) -> Record`` lets Chest ImaGenome add its annotations."""
-        tables = find_inputs(inputs, lambda n: n.startswith("mimic-cxr") and (n.endswith(".csv") or n.endswith(".csv.gz")))
-        kinds = {k: [t for t in tables if k in t.name.lower()] for k in ("split", "metadata", "chexpert", "negbio")}
+        # tables by their columns, whatever their names; the CheXpert and NegBio label tables share
+        # one layout, told apart by "negbio" in the name (CheXpert otherwise)
+        found = recognise_tables(self, inputs, _layouts())
+        kinds = {"split": found["split"], "metadata": found["metadata"],
+                 "chexpert": [t for t in found["labels"] if "negbio" not in t.name.lower()],
+                 "negbio": [t for t in found["labels"] if "negbio" in t.name.lower()]}
         specs = [(t, k) for k in ("split", "metadata", "chexpert", "negbio") for t in kinds[k]]
         file_roots = [r / "files" if (r / "files").is_dir() else r for r in inputs if r.is_dir()]
         self._mapper = LabelMapper(onto, "chexpert14")
@@ -337,9 +350,8 @@ def _next_event(it: Iterator[Any]) -> Any:
 def _sorted_by_subject(t: Path) -> bool:
     """Whether a table's subject_id column never decreases (a fast byte-level pass: the id columns
     come first and are never quoted)."""
-    opener = gzip.open if t.suffix == ".gz" else open
-    with opener(t, "rb") as f:
-        header = f.readline().rstrip(b"\r\n").split(b",")
+    with open_binary(t) as f:  # gzip by content, not name
+        header = f.readline().removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n").split(b",")
         try:
             col = [h.strip().lower() for h in header].index(b"subject_id")
         except ValueError:

@@ -42,6 +42,7 @@ from typing import Any
 import yaml
 
 from radvqa.model import Box, Image, Label, Study
+from radvqa.sources.tables import Layout, recognise_tables
 from radvqa.sources.base import (
     LabelMapper,
     closed_label_list,
@@ -71,6 +72,13 @@ _DATA_ENTRY_COLS = {
 }
 
 
+_LAYOUTS = [
+    Layout("entries", "NIH Data_Entry table", ("Image Index", "Finding Labels", "Patient ID")),
+    Layout("boxes", "NIH BBox_List table", ("Image Index", "Finding Label"), prefix=("Bbox",)),
+    Layout("sizes", "image size table (images.csv)", ("image_index", "file", "source_width", "source_height", "width", "height")),
+]
+
+
 def _aliases() -> dict[str, str]:
     text = resources.files("radvqa.sources").joinpath("data/nih_aliases.yaml").read_text("utf-8")
     data = yaml.safe_load(text) or {}
@@ -88,21 +96,15 @@ class NIHSource(Source):
         sizes_tables: list[Path] = []
         image_dirs: list[Path] = []
         for p in inputs:
-            files = list(walk_files([p])) if p.is_dir() else [p]
             if p.is_dir():
                 image_dirs.append(p)
-            for f in files:
-                n = f.name.lower()
-                if n.startswith("data_entry") and (n.endswith(".csv") or n.endswith(".csv.gz")):
-                    entries.append(f)
-                elif n.startswith("bbox_list") and n.endswith((".csv", ".csv.gz")):
-                    bbox_tables.append(f)
-                elif n == "images.csv":
-                    sizes_tables.append(f)
-                elif not p.is_dir() and f.suffix.lower() in (".png", ".jpg", ".jpeg"):
-                    image_dirs.append(f.parent)
+            elif p.suffix.lower() in (".png", ".jpg", ".jpeg"):
+                image_dirs.append(p.parent)
+        # tables by their columns, whatever their names (renamed, gzipped mirrors)
+        tables = recognise_tables(self, inputs, _LAYOUTS)
+        entries, bbox_tables, sizes_tables = tables["entries"], tables["boxes"], tables["sizes"]
         if not entries:
-            raise SourceError("nih-cxr14: no Data_Entry_2017*.csv(.gz) among the inputs")
+            raise SourceError("nih-cxr14: no Data_Entry table (columns Image Index, Finding Labels, Patient ID, ...) among the inputs")
         if len(entries) > 1:
             # Two releases (2017 and v2020) list the same images: reading both would duplicate.
             raise SourceError(f"nih-cxr14: several Data_Entry tables given, pass one: {[str(e) for e in entries]}")
@@ -236,8 +238,10 @@ class NIHSource(Source):
             height=height,
             view=view,
             modality="CR",
-            original_width=ref_w if resized else None,
-            original_height=ref_h if resized else None,
+            # the space the boxes are in: the acquisition (released) size when the file is a resized
+            # copy or absent, so boxes can always be normalised (#17: export without the image file)
+            original_width=ref_w if resized or width is None else None,
+            original_height=ref_h if resized or width is None else None,
         )
 
         # boxes, rescaled into the stored file's pixels when its size is known

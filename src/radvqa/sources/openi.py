@@ -36,10 +36,21 @@ from pathlib import Path
 from typing import Any
 
 from radvqa.model import Image, Label, Study
+from radvqa.sources.tables import Layout, recognise_tables
 from radvqa.sources.base import Record, Source, SourceError, image_size, index_images, read_csv_rows, walk_files
 from radvqa.sources import SOURCES
 
 _SECTION_ORDER = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
+
+
+_LAYOUTS = [Layout("splits", "report split table (report_id, split)", ("report_id", "split"))]
+
+
+def _is_tar(p: Path) -> bool:
+    try:
+        return tarfile.is_tarfile(p)
+    except OSError:
+        return False
 
 
 @SOURCES.register("openi")
@@ -57,9 +68,11 @@ class OpenISource(Source):
                     xml_inputs.append(p)
                 else:
                     image_dirs.append(p)
-            elif p.name.endswith((".tgz", ".tar.gz", ".tar")) or p.suffix.lower() == ".xml":
+            # an archive under any name; one named as an archive is read as one even when damaged,
+            # so the reader can say what is wrong with it
+            elif p.suffix.lower() == ".xml" or p.name.lower().endswith((".tgz", ".tar", ".tar.gz")) or _is_tar(p):
                 xml_inputs.append(p)
-            elif p.suffix.lower() == ".csv":
+            elif recognise_tables(self, [p], _LAYOUTS)["splits"]:  # by columns, any name; raises if not a split table
                 split_tables.append(p)
             else:
                 raise SourceError(f"openi: cannot use input {p} (expected XML folder/file, .tgz, image folder or r2gen split .csv)")

@@ -49,13 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from radvqa.model import Image, Label, Reject, Study
+from radvqa.sources.tables import Layout, recognise_tables
 from radvqa.sources.base import (
     LabelMapper,
     Record,
     Source,
     SourceError,
     UnknownLabel,
-    find_inputs,
     header_index,
     image_index,
     image_size,
@@ -88,15 +88,18 @@ _STUDY_KEYS = ("date", "patient", "sex", "birth", "photometric", "report", "labe
 _IMAGE_KEYS = ("image", "dir", "view", "modality", "rows", "cols", "patient")
 
 
+_LAYOUTS = [Layout("labels", "PadChest label table", ("ImageID", "ImageDir", "StudyID", "PatientID", "Projection"))]
+
+
 @SOURCES.register("padchest")
 class PadChestSource(Source):
     name = "padchest"
     description = "PadChest: PADCHEST_chest_x_ray_images_labels_160K*.csv(.gz) (+ image folders)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
-        tables = find_inputs(inputs, lambda n: n.startswith("padchest") and (n.endswith(".csv") or n.endswith(".csv.gz")))
+        tables = recognise_tables(self, inputs, _LAYOUTS)["labels"]  # by columns, whatever the name
         if not tables:
-            raise SourceError("padchest: no PADCHEST_*.csv(.gz) among the inputs")
+            raise SourceError("padchest: no PadChest table (columns ImageID, StudyID, PatientID, Labels, ...) among the inputs")
         image_dirs = [p for p in inputs if p.is_dir()]
         images = image_index(image_dirs, tables, (".png",))
         mapper = LabelMapper(onto, "padchest")

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from radvqa.model import Image, Label, Reject, Study
+from radvqa.sources.tables import Layout, recognise_tables
 from radvqa.sources.base import (
     LabelMapper,
     Record,
@@ -59,6 +60,9 @@ def _us_organ(parts: tuple[str, ...] | list[str]) -> bool:
     return len(parts) >= 3 and parts[-3].lower() == "us" and (len(parts) < 4 or parts[-4].lower() not in MODALITIES)
 
 
+_LAYOUTS = [Layout("listing", "RadImageNet CSV listing", (), any_of=("filename", "path", "image", "file"))]
+
+
 @SOURCES.register("radimagenet")
 class RadImageNetSource(Source):
     name = "radimagenet"
@@ -66,7 +70,8 @@ class RadImageNetSource(Source):
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
         mapper = LabelMapper(onto, "radimagenet")
-        csvs = [p for p in inputs if p.is_file() and p.suffix.lower() == ".csv"]
+        # a listing named explicitly, under any name, plain or gzip (folders are walked for images)
+        csvs = recognise_tables(self, [p for p in inputs if p.is_file()], _LAYOUTS)["listing"]
         dirs = [p for p in inputs if p.is_dir()]
         if csvs:
             for t in csvs:

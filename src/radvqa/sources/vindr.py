@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from radvqa.model import Box, Image, Label, Reject, Study
+from radvqa.sources.tables import Layout, recognise_tables, split_from_name
 from radvqa.sources.base import (
     LabelMapper,
     closed_label_list,
@@ -42,7 +43,6 @@ from radvqa.sources.base import (
     Source,
     SourceError,
     UnknownLabel,
-    find_inputs,
     fnum,
     header_index,
     image_index,
@@ -63,16 +63,26 @@ _BOX_COLS = {
 }
 
 
+def _layouts() -> list[Layout]:
+    return [
+        Layout("boxes", "VinDr-CXR box table", ("image_id", "class_name", "x_min", "y_min", "x_max", "y_max")),
+        Layout("labels", "VinDr-CXR image-label table", ("image_id",),
+               any_of=(*closed_label_list("vindr"), "Other disease", "Other diseases")),
+    ]
+
+
 @SOURCES.register("vindr-cxr")
 class VinDrSource(Source):
     name = "vindr-cxr"
     description = "VinDr-CXR: PhysioNet annotations_*.csv + image_labels_*.csv, or Kaggle train.csv (+ DICOMs)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
-        box_tables = find_inputs(inputs, lambda n: n.startswith("annotations_") and n.endswith(".csv") or n == "train.csv")
-        label_tables = find_inputs(inputs, lambda n: n.startswith("image_labels_") and n.endswith(".csv"))
+        # by columns, whatever the name (Kaggle's train.csv ships renamed and gzipped on mirrors)
+        found = recognise_tables(self, inputs, _layouts())
+        box_tables, label_tables = found["boxes"], found["labels"]
         if not box_tables and not label_tables:
-            raise SourceError("vindr-cxr: no annotations_*.csv, image_labels_*.csv or train.csv among the inputs")
+            raise SourceError("vindr-cxr: no box table (image_id, class_name, x_min, ...) or image-label table "
+                              "(image_id + the label columns) among the inputs")
         image_dirs = [p for p in inputs if p.is_dir()]
         images = image_index(image_dirs, box_tables + label_tables, (".dicom", ".dcm", ".png", ".jpg"))
         mapper = LabelMapper(onto, "vindr")
@@ -102,7 +112,7 @@ class VinDrSource(Source):
             c = header_index(first[1], _BOX_COLS, str(t))
             rcol = _opt(first[1], ("rad_id", "rad_ID"))
             # Kaggle's train.csv carries 14 classes; PhysioNet's annotations the 22 local labels
-            drawable = kaggle if (t.name.lower() == "train.csv" or _opt(first[1], ("class_id",)) is not None) else local
+            drawable = kaggle if _opt(first[1], ("class_id",)) is not None else local
             for lineno, row, err in rows:
                 ref = f"{t}:{lineno}"
                 if row is None:
@@ -243,8 +253,7 @@ def _group(onto: Any, group: str, default: list[str]) -> list[str]:
 
 
 def _split_of(t: Path) -> str:
-    n = t.name.lower()
-    return "test" if "test" in n else "train"
+    return "test" if split_from_name(t) == "test" else "train"
 
 
 def _opt(header: list[str], names: tuple[str, ...]) -> int | None:

@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
             data = ViewerDataset(directory)
         except DatasetError as exc:
             typer.echo(f"radvqa view: {exc}", err=True)
-            raise typer.Exit(2) from None
+            raise typer.Exit(1) from None
 
         if html is not None:
             from radvqa.viewer.export import export_html
@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
             server = ViewerServer(data, host, port, verbose=verbose)
         except OSError as exc:
             typer.echo(f"radvqa view: cannot listen on {host}:{port} ({exc.strerror or exc}); try --port 0", err=True)
-            raise typer.Exit(2) from None
+            raise typer.Exit(1) from None
         if not server.loopback_only:
             typer.echo(f"warning: serving on {host}, reachable from other machines", err=True)
         typer.echo(f"radvqa view: {data.total_rows} QA rows from {data.dir}")

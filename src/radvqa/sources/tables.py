@@ -1,0 +1,165 @@
+"""Which input file is which table: recognised by its header (columns), never by its file name.
+
+Publishers and mirrors rename and compress tables (``vinbigdata-train.csv.gz``,
+``chexpert_train.csv.gz``), so every adapter finds its tables the same way:
+
+- a file the user names explicitly is read whatever it is called, plain or gzip (detected by its
+  magic bytes, not its suffix), with or without a UTF-8 byte-order mark, LF or CRLF line ends; its
+  header must match one of the adapter's layouts, else the error names the closest layout and the
+  columns it lacks;
+- in a folder, ``*.csv`` / ``*.csv.gz`` / ``*.tsv`` files down to depth 2 are read the same way, and
+  files whose header matches no layout are passed over (a dataset folder holds other tables too).
+
+Each recognised file is announced through ``Source.note`` ("... recognised as <layout>"), so the
+user sees which layout was taken.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+GZIP_MAGIC = b"\x1f\x8b"
+BOM = "\ufeff"
+# Files that are never tables, whatever their header would look like (images, archives, reports).
+NOT_TABLES = (".png", ".jpg", ".jpeg", ".dcm", ".dicom", ".tgz", ".tar", ".xml", ".txt", ".json", ".jsonl", ".zip")
+TABLE_NAMES = (".csv", ".csv.gz", ".tsv", ".tsv.gz")
+
+
+def is_gzip(path: Path) -> bool:
+    """True when the file starts with the gzip magic bytes (the name does not matter)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == GZIP_MAGIC
+    except OSError:
+        return False
+
+
+def open_binary(path: Path) -> Any:
+    """Binary stream of a plain or gzip file (gzip recognised by content)."""
+    if is_gzip(path):
+        # 64 KiB: big enough for speed, small enough that a truncated .gz keeps the rows before the cut
+        return io.BufferedReader(gzip.open(path, "rb"), 1 << 16)  # type: ignore[arg-type]
+    return open(path, "rb")
+
+
+def loose(s: str) -> str:
+    return "".join(ch for ch in s.lower() if ch.isalnum())
+
+
+def read_header(path: Path, max_bytes: int = 1 << 16) -> list[str] | None:
+    """The first CSV record of a file (BOM removed, cells stripped), or None when the file is not
+    UTF-8 text with at least two columns (an image, an archive, a free-text file)."""
+    try:
+        with open_binary(path) as f:
+            line = f.readline(max_bytes)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    text = text.lstrip(BOM)
+    if not text.strip():
+        return None
+    delim = "\t" if text.count("\t") > text.count(",") else ","
+    try:
+        row = next(csv.reader([text.rstrip("\r\n")], delimiter=delim))
+    except (csv.Error, StopIteration):
+        return None
+    return [c.strip() for c in row] if len(row) >= 2 else None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One kind of table an adapter reads: a key, a human name, and the columns that identify it
+    (every name in ``columns``; at least one of ``any_of`` when given), compared loosely (case,
+    spaces and punctuation ignored)."""
+
+    key: str
+    name: str
+    columns: tuple[str, ...]
+    any_of: tuple[str, ...] = ()
+    prefix: tuple[str, ...] = field(default=())  # columns matched by prefix (NIH's "Bbox [x,y,w,h]")
+
+    def missing(self, header: list[str]) -> list[str]:
+        have = {loose(h) for h in header}
+        miss = [c for c in self.columns if loose(c) not in have]
+        miss += [p + "..." for p in self.prefix if not any(h.startswith(loose(p)) for h in have)]
+        if self.any_of and not any(loose(c) in have for c in self.any_of):
+            miss.append(" or ".join(self.any_of))
+        return miss
+
+
+def _candidates(p: Path) -> list[Path]:
+    """Table-named files in a folder, depth 2 (tables sit at a dataset's top), sorted."""
+    out: list[Path] = []
+    try:
+        entries = sorted(p.iterdir())
+    except OSError:
+        return out
+    for f in entries:
+        if f.is_file() and f.name.lower().endswith(TABLE_NAMES):
+            out.append(f)
+        elif f.is_dir():
+            try:
+                out += [g for g in sorted(f.iterdir()) if g.is_file() and g.name.lower().endswith(TABLE_NAMES)]
+            except OSError:
+                pass
+    return out
+
+
+def recognise_tables(
+    source: Any, inputs: Iterable[Path], layouts: list[Layout], *, explicit_other: Any = None
+) -> dict[str, list[Path]]:
+    """Tables among the inputs, by layout key (each list in input order). The first layout a header
+    matches wins, so list the more specific ones first.
+
+    ``explicit_other(path) -> bool``: an explicitly named file the adapter uses otherwise (an
+    archive, an image): left alone. Any other explicitly named file must match a layout, else
+    ``SourceError`` says which columns the closest layout lacks."""
+    from radvqa.sources.base import SourceError
+
+    found: dict[str, list[Path]] = {lay.key: [] for lay in layouts}
+    for p in inputs:
+        explicit = p.is_file()
+        files = [p] if explicit else _candidates(p) if p.is_dir() else []
+        for f in files:
+            if explicit and (f.name.lower().endswith(NOT_TABLES) or (explicit_other is not None and explicit_other(f))):
+                continue
+            header = read_header(f)
+            lay = None
+            if header is not None:
+                lay = next((x for x in layouts if not x.missing(header)), None)
+            if lay is not None:
+                found[lay.key].append(f)
+                source.note(f"{f}: recognised as {lay.name} (by its columns{', gzip' if is_gzip(f) else ''})")
+            elif explicit:
+                if header is None:
+                    raise SourceError(f"{source.name}: {f}: not a table (no CSV header line of UTF-8 text)")
+                best = min(layouts, key=lambda x: len(x.missing(header)))
+                raise SourceError(
+                    f"{source.name}: {f}: its columns match no {source.name} table; closest: {best.name}, "
+                    f"missing column(s) {', '.join(best.missing(header))} (header: {header[:12]})"
+                )
+    return found
+
+
+def split_from_name(path: Path, default: str = "train") -> str:
+    """A table's split from words in its file name (``valid``/``val`` -> validation names kept as
+    the adapter's convention by the caller; ``test``; else ``default``)."""
+    n = path.name.lower()
+    for suffix in (".gz", ".csv", ".tsv"):
+        if n.endswith(suffix):
+            n = n[: -len(suffix)]
+    words = set("".join(ch if ch.isalnum() else " " for ch in n).split())
+    if "test" in words or any(w.startswith("test") for w in words):
+        return "test"
+    if words & {"valid", "val", "validation", "validate", "dev"}:
+        return "valid"
+    return default
