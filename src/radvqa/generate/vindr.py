@@ -44,6 +44,8 @@ PHRASES: dict[str, frozenset[str]] = {
     "agreement_single": F(),
     "size_phrase": F({"pct"}),
     "reason_side_clear": F({"area"}),
+    # readers' own certainty of their marks (REFLACX's 1-5 scale), said after positive answers
+    "certainty_sentence": F({"words"}),
 }
 TYPES = ("where", "what", "is_there", "how_many", "which", "yes_no")
 
@@ -78,6 +80,7 @@ class Strategy:
         self.area_names: dict[str, str] = dict(cfg.get("area_names", {}))
         self.count_keep: dict[int, float] = {int(k): float(x) for k, x in (cfg.get("count_keep") or {}).items()}
         self.lung_field_fraction = float(cfg.get("lung_field_fraction", 0.45))
+        self.certainty_words: dict[int, str] = {int(k): str(x) for k, x in (cfg.get("certainty_words") or {}).items()}
         self.p = gen.options.vindr_positive_share
         self.n_q = gen.options.vindr_questions_per_image
         self._classes: dict[str, list[str]] = {}
@@ -169,8 +172,9 @@ class Strategy:
                         locs.append(loc)
             lung = self._lung_area(ctx, w, h)
             pct = 100.0 * sum(b.area() for b in boxes) / lung if (lung and boxes) else None
+            certs = sorted({b.reader_certainty for b in lesion if b.reader_certainty is not None})
             info[fid] = {"facts": fs, "boxes": boxes, "count": count, "sides": sides, "locs": locs,
-                         "k": k, "pct": pct}
+                         "k": k, "pct": pct, "certs": certs}
         # candidate items per (type, polarity)
         cands: dict[tuple[str, bool], list[Any]] = {}
         t = self.t
@@ -269,6 +273,11 @@ class Strategy:
         return ctx.pick(ph["reason_positive"]).format_map(
             {"name": name, "Name": cap(name), "agreement": agreement, "location": loc, "size": size})
 
+    def _certainty(self, certs: list[int]) -> str:
+        """The readers' stated certainty in words: one level, or the range from lowest to highest."""
+        words = [self.certainty_words.get(c, str(c)) for c in (certs[0], certs[-1])]
+        return words[0] if certs[0] == certs[-1] else f"from {words[0]} to {words[1]}"
+
     def _part(self, fid: str, text: str, boxes: list[Box], certainty: str) -> AnswerPart:
         v = self.gen.vocab
         return AnswerPart(part_type="main", text=text, tag=v.finding_name(fid) if certainty == "present"
@@ -350,6 +359,8 @@ class Strategy:
                 lv = {"a_finding": self.gen.lexicon.forms(name, name)[0]}
                 short = "yes"
             lead = ctx.pick(tpl.answers["positive" if positive else "negative"]).format_map({**slots, **lv})
+            if positive and inf["certs"]:
+                lead += " " + ctx.pick(ph["certainty_sentence"]).format_map({"words": self._certainty(inf["certs"])})
             parts = [self._part(fid, lead, boxes, "present")]
             reasoning = self._reason(ctx, fid, inf, ph)
             findings = [fid]

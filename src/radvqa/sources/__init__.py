@@ -22,6 +22,8 @@ _REGISTRY: dict[str, str] = {
     "vindr-cxr": "radvqa.sources.vindr:VinDrSource",
     "mimic-cxr": "radvqa.sources.mimic:MimicSource",
     "chest-imagenome": "radvqa.sources.imagenome:ImaGenomeSource",
+    "reflacx": "radvqa.sources.reflacx:ReflacxSource",
+    "eye-gaze": "radvqa.sources.eyegaze:EyeGazeSource",
     "chexpert": "radvqa.sources.chexpert:CheXpertSource",
     "padchest": "radvqa.sources.padchest:PadChestSource",
     "radimagenet": "radvqa.sources.radimagenet:RadImageNetSource",
