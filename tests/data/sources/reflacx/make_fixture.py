@@ -118,7 +118,8 @@ def main() -> None:
     chest("P300R000002", (15, 25, 290, 390))
     transcript("P300R000002", "There is a right upper lobe nodule. The heart is mildly enlarged.")
     fixations("P300R000002")
-    rows3.append(meta_row("P300R000003", "test", "False", *C, {"Pneumothorax": 1}, P23))
+    # MIMIC splits are patient-level: the same patient as B, so the same split
+    rows3.append(meta_row("P300R000003", "train", "False", *C, {"Pneumothorax": 1}, P23))
     ellipses("P300R000003", P23, [(20, 20, 90, 120, 1, {"Pneumothorax"})])
     chest("P300R000003", (10, 10, 390, 290))
     transcript("P300R000003", "No pneumothorax. Lungs are clear.")
