@@ -83,6 +83,7 @@ _META_COLS = {
     "sy": ("image_size_y",),
 }
 _TRUE = {"true": 1, "1": 1, "1.0": 1, "false": 0, "0": 0, "0.0": 0}
+_CERT = {str(i): i for i in range(6)}
 ELLIPSE_FILE = "anomaly_location_ellipses.csv"
 CHEST_FILE = "chest_bounding_box.csv"
 TRANSCRIPT_FILE = "transcription.txt"
@@ -107,7 +108,8 @@ class _Reading:
     __slots__ = ("rid", "phase", "split", "discarded", "dicom", "sx", "sy", "names", "values", "folder", "ref")
 
     def __init__(self, rid: str, phase: str, split: str | None, discarded: bool, dicom: str, sx: int | None,
-                 sy: int | None, names: tuple[str, ...], values: tuple[str, ...], folder: str, ref: str) -> None:
+                 sy: int | None, names: tuple[tuple[str, int, list[str]], ...], values: tuple[str, ...], folder: str,
+                 ref: str) -> None:
         self.rid, self.phase, self.split, self.discarded, self.dicom = rid, phase, split, discarded, dicom
         self.sx, self.sy, self.names, self.values, self.folder, self.ref = sx, sy, names, values, folder, ref
 
@@ -130,11 +132,12 @@ class ReflacxSource(Source):
 
     # ------------------------------------------------------------------------------------------
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
-        metas = find_inputs(inputs, lambda n: _META_RE.match(n) is not None)
+        metas = _metadata_files(inputs)
         if not metas:
             raise SourceError("reflacx: no metadata_phase_<p>.csv among the inputs (give the main_data folder)")
         meta_dirs = {m.parent for m in metas}
-        other = [p for p in inputs if p not in meta_dirs and not (p.is_file() and _META_RE.match(p.name.lower()))]
+        other = [p for p in inputs if p not in meta_dirs and p / "main_data" not in meta_dirs
+                 and not (p.is_file() and _META_RE.match(p.name.lower()))]
         mimic_tables = find_inputs(other, lambda n: n.startswith("mimic-cxr") and "metadata" in n
                                    and (n.endswith(".csv") or n.endswith(".csv.gz")))
         self._roots = [str(r / "files" if (r / "files").is_dir() else r) for r in other if r.is_dir()]
@@ -148,6 +151,8 @@ class ReflacxSource(Source):
                               "3": frozenset(groups["phase23"])}
         self._presence = frozenset(groups.get("presence") or ())
         self._ellipse_headers: dict[tuple[str, str], tuple[tuple[int, list[str]], ...] | str] = {}
+        self._ellipse_names: dict[str, list[str]] = {}
+        self._chest_cols: dict[str, list[int] | None] = {}
 
         studies: dict[tuple[int, int], list[_Reading]] = {}
         for m in sorted(metas, key=lambda p: p.name):
@@ -176,7 +181,9 @@ class ReflacxSource(Source):
             if header[i] not in allowed:
                 raise SourceError(f"reflacx: {m}: label column {header[i]!r} is not a phase {phase} label "
                                   f"(phase 1 and phases 2-3 have different vocabularies)")
-        names = tuple(sys.intern(header[i]) for i in label_idx)
+        # per label column: (name, kind, finding ids); kind 0 certainty 0-5, 1 True/False, 2 free text
+        names = tuple((sys.intern(header[i]), 2 if header[i] == "Other" else (1 if header[i] in self._presence else 0),
+                       self._mapper(header[i])) for i in label_idx)
         folder_root = str(m.parent)
         for item in self.table_rows(rows, len(header), m):
             if isinstance(item, Reject):
@@ -342,29 +349,36 @@ class ReflacxSource(Source):
         labels: list[Label] = []
         other = ""
         certs: list[str] = []
-        for name, raw in zip(r.names, r.values):
-            v = raw.strip()
-            if not v:
-                continue  # NaN written as "": not given
-            if name == "Other":
-                other = v
-                continue
-            if name in self._presence:
-                val = _TRUE.get(v.lower())
+        dicom = r.dicom
+        for (name, kind, fids), raw in zip(r.names, r.values):
+            if kind == 0:
+                cert = _CERT.get(raw)  # the common case: one digit, no blanks
+                if cert is None:
+                    v = raw.strip()
+                    if not v:
+                        continue  # NaN written as "": not given
+                    try:
+                        cert = int(float(v))
+                    except ValueError:
+                        cert = -1
+                    if not 0 <= cert <= 5:
+                        return self.reject(r.ref, f"reading {rid}: {name} certainty {v!r} is not 0-5")
+                if cert:
+                    val = 1 if cert >= self.present_from else self._below_value
+                    certs.append(f"{rid} {name}: {cert} {certainty_words(cert)}")
+                else:
+                    val = 0
+            else:
+                v = raw.strip()
+                if not v:
+                    continue
+                if kind == 2:
+                    other = v
+                    continue
+                val = _TRUE.get(v.lower())  # type: ignore[assignment]
                 if val is None:
                     return self.reject(r.ref, f"reading {rid}: {name} value {v!r} is not True/False")
-            else:
-                try:
-                    cert = int(float(v))
-                except ValueError:
-                    cert = -1
-                if not 0 <= cert <= 5:
-                    return self.reject(r.ref, f"reading {rid}: {name} certainty {v!r} is not 0-5")
-                val = 0 if cert == 0 else (1 if cert >= self.present_from else self._below_value)
-                if cert:
-                    certs.append(f"{rid} {name}: {cert} {certainty_words(cert)}")
-            labels.append(Label(scheme="reflacx", name=name, value=val, findings=self._mapper(name), reader=rid,
-                                image_id=r.dicom))
+            labels.append(Label(scheme="reflacx", name=name, value=val, findings=fids, reader=rid, image_id=dicom))
         folder = r.folder
         ell = _read_text(folder + os.sep + ELLIPSE_FILE)
         if ell is None:
@@ -399,9 +413,14 @@ class ReflacxSource(Source):
         ref = f"{r.folder}{os.sep}{CHEST_FILE}"
         if len(lines) != 2:
             return self.reject(ref, f"reading {r.rid}: {CHEST_FILE} has {len(lines) - 1} data rows, expected 1")
-        head = [h.strip() for h in lines[0].split(",")]
+        cols = self._chest_cols.get(lines[0], [])
+        if cols == []:
+            head = [h.strip() for h in lines[0].split(",")]
+            cols = self._chest_cols[lines[0]] = ([head.index(k) for k in ("xmin", "ymin", "xmax", "ymax")]
+                                                if all(k in head for k in ("xmin", "ymin", "xmax", "ymax")) else None)
         try:
-            cols = [head.index(k) for k in ("xmin", "ymin", "xmax", "ymax")]
+            if cols is None:
+                raise ValueError("header")
             cells = lines[1].split(",")
             x1, y1, x2, y2 = (float(cells[i]) for i in cols)
         except (ValueError, IndexError):
@@ -455,7 +474,9 @@ class ReflacxSource(Source):
             return self.reject(path, f"reading {r.rid}: {cols}")
         (ix1, _), (iy1, _), (ix2, _), (iy2, _), (ic, _) = cols[:5]
         labcols = cols[5:]
-        names = [h.strip() for h in lines[0].split(",")]
+        names = self._ellipse_names.get(lines[0])
+        if names is None:
+            names = self._ellipse_names[lines[0]] = [h.strip() for h in lines[0].split(",")]
         w, h = r.sx, r.sy
         boxes: list[Box] = []
         notes: list[str] = []
@@ -463,9 +484,9 @@ class ReflacxSource(Source):
         low: list[str] = []
         ncols = len(names)
         for ln, line in enumerate(lines[1:], start=2):
-            if not line.strip():
+            if not line or line.isspace():
                 continue
-            ref = f"{path}:{ln}"
+            ref = path + ":" + str(ln)
             cells = line.split(",")
             if len(cells) != ncols:
                 rejects.append(self.reject(ref, f"reading {r.rid}: ellipse row has {len(cells)} cells, header has {ncols}"))
@@ -475,18 +496,23 @@ class ReflacxSource(Source):
             except ValueError:
                 rejects.append(self.reject(ref, f"reading {r.rid}: non-numeric ellipse {[cells[ix1], cells[iy1], cells[ix2], cells[iy2]]}"))
                 continue
-            cs = cells[ic].strip()
-            try:
-                cert = int(float(cs))
-            except ValueError:
-                cert = 0
+            cs = cells[ic]
+            cert = _CERT.get(cs)  # type: ignore[assignment]
+            if cert is None:
+                try:
+                    cert = int(float(cs))
+                except ValueError:
+                    cert = 0
             if not 1 <= cert <= 5:
                 rejects.append(self.reject(ref, f"reading {r.rid}: ellipse certainty {cs!r} is not 1-5"))
                 continue
             fids: list[str] = []
             chosen: list[str] = []
             for i, lf in labcols:
-                v = _TRUE.get(cells[i].strip().lower())
+                c = cells[i]
+                if c == "False":  # the common case first: most label columns of an ellipse
+                    continue
+                v = 1 if c == "True" else _TRUE.get(c.strip().lower())
                 if v is None:
                     rejects.append(self.reject(ref, f"reading {r.rid}: ellipse label {names[i]!r} value {cells[i]!r} is not True/False"))
                     chosen = ["!"]
@@ -528,16 +554,43 @@ class ReflacxSource(Source):
         return boxes, notes, rejects, low
 
 
+def _metadata_files(inputs: list[Path]) -> list[Path]:
+    """metadata_phase_<p>.csv among the inputs: given files, files in a given folder, or in its
+    ``main_data/`` (no deeper: main_data holds one folder per reading, thousands of them)."""
+    out: list[Path] = []
+    for p in inputs:
+        if p.is_file():
+            if _META_RE.match(p.name.lower()):
+                out.append(p)
+            continue
+        for d in (p, p / "main_data"):
+            try:
+                with os.scandir(d) as it:
+                    out += sorted(Path(e.path) for e in it if _META_RE.match(e.name.lower()) and e.is_file())
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+    return out
+
+
 def _read_text(path: str) -> str | Reject | None:
     """A small file's text (None when missing). Read as bytes and decoded once: the files are
     small, and one open + read is the whole cost of a reading."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        fd = os.open(path, os.O_RDONLY)
     except (FileNotFoundError, NotADirectoryError):
         return None
     try:
-        return data.decode("utf-8-sig")
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    try:
+        return data.decode("utf-8-sig") if data[:3] == b"\xef\xbb\xbf" else data.decode("utf-8")
     except UnicodeDecodeError as e:
         return Reject(source="reflacx", ref=path, reason=f"not UTF-8 text ({e.reason} at byte {e.start})")
 
