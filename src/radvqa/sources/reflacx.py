@@ -46,6 +46,7 @@ per-reading files are read only when their study is emitted.
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import sys
@@ -129,6 +130,7 @@ class ReflacxSource(Source):
             raise SourceError(f"reflacx: below_threshold must be absent or uncertain, not {below!r}")
         self.below_threshold = below
         self._below_value = 0 if below == "absent" else -1
+        self._words = {c: certainty_words(c) for c in range(1, 6)}
 
     # ------------------------------------------------------------------------------------------
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
@@ -185,6 +187,8 @@ class ReflacxSource(Source):
         names = tuple((sys.intern(header[i]), 2 if header[i] == "Other" else (1 if header[i] in self._presence else 0),
                        self._mapper(header[i])) for i in label_idx)
         folder_root = str(m.parent)
+        values_of = (operator.itemgetter(*label_idx) if len(label_idx) > 1
+                     else (lambda row: tuple(row[i] for i in label_idx)))
         for item in self.table_rows(rows, len(header), m):
             if isinstance(item, Reject):
                 yield item
@@ -216,7 +220,7 @@ class ReflacxSource(Source):
                 yield self.reject(ref, f"reading {rid}: eye_tracking_data_discarded {disc!r} is not True/False")
                 continue
             r = _Reading(rid, phase, row[c["split"]].strip() or None, disc in ("true", "1"), dicom, sx, sy, names,
-                         tuple(row[i] for i in label_idx), folder_root + os.sep + rid, ref)
+                         values_of(row), folder_root + os.sep + rid, ref)
             studies.setdefault((int(subj[1:]), int(st[1:])), []).append(r)
 
     def _mimic_metadata(self, tables: list[Path], wanted: set[str]) -> dict[str, tuple[str | None, str | None]]:
@@ -365,7 +369,7 @@ class ReflacxSource(Source):
                         return self.reject(r.ref, f"reading {rid}: {name} certainty {v!r} is not 0-5")
                 if cert:
                     val = 1 if cert >= self.present_from else self._below_value
-                    certs.append(f"{rid} {name}: {cert} {certainty_words(cert)}")
+                    certs.append(f"{rid} {name}: {cert} {self._words[cert]}")
                 else:
                     val = 0
             else:
