@@ -285,3 +285,11 @@ def test_eyegaze_build_end_to_end(tmp_path):
     assert validate(tmp_path / "o").ok
     rows = pq.read_table(tmp_path / "o" / "qa").to_pylist()
     assert any(bx["source"] == "region" for r in rows for bx in r["boxes"])
+
+
+def test_reflacx_inputs_root_or_single_file(onto):
+    # the dataset root (main_data/ inside) or one metadata file (its reading folders beside it)
+    root, _ = split(get_source("reflacx").iter_records([RX], ontology=onto))
+    one, rej = split(get_source("reflacx").iter_records([RX / "main_data" / "metadata_phase_3.csv"], ontology=onto))
+    assert [s.id for s in root] == ["reflacx:50000001", "reflacx:50000002", "reflacx:50000003"]
+    assert [s.id for s in one] == ["reflacx:50000002", "reflacx:50000003"] and len(rej) == 6
