@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from radvqa.io.atomic import write_atomic
 from radvqa.io.parquet import shard_files
 
 PLOT = "qa_stats.png"
@@ -194,10 +195,8 @@ def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
 
 
 def write_card(out: Path, manifest: dict[str, Any]) -> Path:
-    from radvqa.run.worker import write_text_atomic
-
     plot = write_plot(out, manifest["counts"])
     text = render_card(out, manifest, plot)
     p = out / "README.md"
-    write_text_atomic(p, text)
+    write_atomic(p, text)
     return p

@@ -72,10 +72,10 @@ def build_counts(shard_total: dict[str, Any], source_rejects: int, studies_spill
 
 
 def write_manifest(out: Path, manifest: dict[str, Any]) -> Path:
-    from radvqa.run.worker import write_text_atomic
+    from radvqa.io.atomic import write_atomic
 
     p = out / MANIFEST
-    write_text_atomic(p, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(p, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return p
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from collections.abc import Callable, Sequence
 
 from radvqa.models.base import AdapterError, Request, Response
+from radvqa.models.registry import ADAPTERS
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
@@ -39,6 +40,7 @@ def _retry_after_seconds(value: str | None, now: float | None = None) -> float |
     return max(0.0, when - (time.time() if now is None else now))
 
 
+@ADAPTERS.register("openai")
 class OpenAIAdapter:
     default_batch_size = 1
 

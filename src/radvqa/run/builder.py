@@ -30,8 +30,9 @@ import msgspec
 
 from radvqa import __version__
 from radvqa.generate.engine import STRATEGIES, GenerateOptions
+from radvqa.io.atomic import atomic_path
 from radvqa.io.manifest import REJECTED, build_counts, merge_shard_stats, write_manifest
-from radvqa.io.parquet import WriteError, shard_files
+from radvqa.io.parquet import shard_files
 from radvqa.io.schema import SCHEMA_VERSION
 from radvqa.model import Reject, Study
 from radvqa.sources.base import SourceError
@@ -425,26 +426,16 @@ def reject_reasons(path: Path) -> dict[str, int]:
 def _merge_rejects(out: Path, n_shards: int) -> None:
     """rejected.jsonl = source rejects, then each shard's, in shard order (deterministic)."""
     st = state_dir(out)
-    dst = out / REJECTED
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    try:
-        with open(tmp, "wb") as w:
-            src = st / "source.rejected.jsonl"
-            if src.exists():
-                with open(src, "rb") as r:
+    with atomic_path(out / REJECTED) as tmp, open(tmp, "wb") as w:
+        src = st / "source.rejected.jsonl"
+        if src.exists():
+            with open(src, "rb") as r:
+                shutil.copyfileobj(r, w)
+        for k in range(n_shards):
+            p = rejects_path(out, k)
+            if p.exists():
+                with open(p, "rb") as r:
                     shutil.copyfileobj(r, w)
-            for k in range(n_shards):
-                p = rejects_path(out, k)
-                if p.exists():
-                    with open(p, "rb") as r:
-                        shutil.copyfileobj(r, w)
-        os.replace(tmp, dst)
-    except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise WriteError(exc.errno, f"cannot write {dst}: {exc.strerror}") from exc
 
 
 def resume_state(out: Path) -> dict[str, Any]:

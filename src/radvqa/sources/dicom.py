@@ -22,8 +22,10 @@ from typing import Any
 
 from radvqa.model import Image, Study
 from radvqa.sources.base import Record, Source, SourceError, walk_files
+from radvqa.sources import SOURCES
 
 
+@SOURCES.register("dicom")
 class DicomSource(Source):
     name = "dicom"
     description = "a folder of DICOM files (headers: study, patient, view, size, modality, spacing)"

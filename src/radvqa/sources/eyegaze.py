@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from radvqa.sources import SOURCES
 from radvqa.model import Box, Image, Label, Reject, Study
 from radvqa.sources.base import (
     DirCache,
@@ -61,6 +62,7 @@ _MASTER = {"dicom": ("dicom_id",), "path": ("path",), "study": ("study_id",), "p
 _BOX = {"dicom": ("dicom_id",), "name": ("bbox_name",), "x1": ("x1",), "x2": ("x2",), "y1": ("y1",), "y2": ("y2",)}
 
 
+@SOURCES.register("eye-gaze")
 class EyeGazeSource(Source):
     name = "eye-gaze"
     description = "Eye Gaze Data for CXR (egd-cxr): master_sheet.csv, bounding_boxes.csv, fixations.csv, transcript.json (+ MIMIC-CXR images)"

@@ -37,12 +37,14 @@ from radvqa.sources.base import (
     parse_label_value,
     read_csv_rows,
 )
+from radvqa.sources import SOURCES
 
 _ID = ("id", "study_id")
 _TEXT = ("text", "report")
 _IMAGES = ("images", "image", "image_path", "image_paths", "path")
 
 
+@SOURCES.register("csv")
 class CsvSource(Source):
     name = "csv"
     description = "generic CSV/JSONL reports (id, text, patient_id, images, date, labels) + label and box CSVs"

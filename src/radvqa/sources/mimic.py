@@ -55,6 +55,7 @@ from radvqa.sources.base import (
     read_csv_rows,
     walk_files,
 )
+from radvqa.sources import SOURCES
 
 _REPORT_RE = re.compile(r"^s(\d+)\.txt$")
 _LABEL_READERS = (("chexpert", "chexpert"), ("negbio", "negbio"))
@@ -94,6 +95,7 @@ class _S:
         self.images.append((did, view, w, h))
 
 
+@SOURCES.register("mimic-cxr")
 class MimicSource(Source):
     name = "mimic-cxr"
     description = "MIMIC-CXR: reports tree, split/metadata/chexpert/negbio tables (.csv/.csv.gz), JPG/DICOM files"

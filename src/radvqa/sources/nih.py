@@ -56,6 +56,7 @@ from radvqa.sources.base import (
     read_csv_rows,
     walk_files,
 )
+from radvqa.sources import SOURCES
 
 NIH_REFERENCE_SIZE = (1024, 1024)  # the distributed PNGs; BBox_List coordinates are in these pixels
 
@@ -76,6 +77,7 @@ def _aliases() -> dict[str, str]:
     return dict(data.get("bbox_label_aliases", {}))
 
 
+@SOURCES.register("nih-cxr14")
 class NIHSource(Source):
     name = "nih-cxr14"
     description = "NIH ChestX-ray14: Data_Entry_2017*.csv(.gz) + BBox_List_2017.csv (+ images, images.csv)"

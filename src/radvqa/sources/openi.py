@@ -37,10 +37,12 @@ from typing import Any
 
 from radvqa.model import Image, Label, Study
 from radvqa.sources.base import Record, Source, SourceError, image_size, index_images, read_csv_rows, walk_files
+from radvqa.sources import SOURCES
 
 _SECTION_ORDER = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
 
 
+@SOURCES.register("openi")
 class OpenISource(Source):
     name = "openi"
     description = "OpenI / IU X-ray report XMLs (folder or NLMCXR_reports.tgz), optional image folder"

@@ -61,6 +61,7 @@ from radvqa.sources.base import (
     image_size,
     read_csv_rows,
 )
+from radvqa.sources import SOURCES
 
 _COLS = {
     "image": ("ImageID",),
@@ -86,6 +87,7 @@ _STUDY_KEYS = ("date", "patient", "sex", "birth", "photometric", "report", "labe
 _IMAGE_KEYS = ("image", "dir", "view", "modality", "rows", "cols", "patient")
 
 
+@SOURCES.register("padchest")
 class PadChestSource(Source):
     name = "padchest"
     description = "PadChest: PADCHEST_chest_x_ray_images_labels_160K*.csv(.gz) (+ image folders)"

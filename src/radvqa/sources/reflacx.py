@@ -58,6 +58,7 @@ from typing import Any
 
 import yaml
 
+from radvqa.sources import SOURCES
 from radvqa.model import Box, Image, Label, Reject, Study
 from radvqa.sources.base import (
     DirCache,
@@ -115,6 +116,7 @@ class _Reading:
         self.sx, self.sy, self.names, self.values, self.folder, self.ref = sx, sy, names, values, folder, ref
 
 
+@SOURCES.register("reflacx")
 class ReflacxSource(Source):
     name = "reflacx"
     description = "REFLACX: main_data/metadata_phase_<p>.csv + reading folders (ellipses, chest box, transcription); + MIMIC-CXR files/ tree or metadata"

@@ -14,6 +14,7 @@ from typing import Any
 from radvqa.sources.base import Record, Source
 from radvqa.sources.nih import NIHSource
 from radvqa.sources.openi import OpenISource
+from radvqa.sources import SOURCES
 
 
 def sample_root() -> Path:
@@ -25,6 +26,7 @@ def sample_inputs() -> list[Path]:
     return [root / "openi", root / "nih-cxr14"]
 
 
+@SOURCES.register("sample")
 class SampleSource(Source):
     name = "sample"
     description = "the bundled sample: 40 OpenI reports + NIH ChestX-ray14 images, labels and boxes"
