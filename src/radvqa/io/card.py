@@ -9,6 +9,8 @@ the two tables have different columns.
 
 from __future__ import annotations
 
+import html
+
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,8 @@ def _table(title: str, counts: dict[str, int], total: int | None = None) -> str:
     lines = [f"| {title} | rows | share |", "|---|---:|---:|"]
     for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         share = f"{100.0 * v / total:.1f}%" if total else "-"
-        lines.append(f"| {k} | {v:,} | {share} |")
+        # k comes from the data (a split value, a question type): escaped so HTML in it stays text
+        lines.append(f"| {html.escape(str(k), quote=False).replace('|', chr(92) + '|')} | {v:,} | {share} |")
     return "\n".join(lines) + "\n"
 
 

@@ -178,6 +178,22 @@ def shard_files(out: Path | str, kind: str) -> list[Path]:
     return sorted(p for p in d.glob("part-*.parquet") if p.is_file())
 
 
+def damaged_shard(dataset: Path | str, exc: BaseException) -> str:
+    """One line for an Arrow error met while reading a dataset: which shard is damaged (each is
+    opened and read until one fails; only on this error path) and what to run next."""
+    for kind in ("qa", "scene_graphs"):
+        for f in shard_files(dataset, kind):
+            try:
+                pf = pq.ParquetFile(f)
+                for _ in pf.iter_batches(batch_size=65_536):
+                    pass
+            except (pa.ArrowException, OSError) as e:
+                why = " ".join(str(e).split())[:200]
+                return f"damaged Parquet shard {f}: {why} (check with: radvqa validate {dataset})"
+    # every shard reads: the error was elsewhere (an output file, a disk error); say just what it was
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+
+
 def read_table(out: Path | str, kind: str, columns: list[str] | None = None) -> pa.Table:
     """All shards of ``kind`` ("qa" or "scene_graphs") as one table (for small outputs / tests)."""
     files = shard_files(out, kind)

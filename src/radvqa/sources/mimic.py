@@ -52,6 +52,7 @@ from radvqa.sources.base import (
     header_index,
     image_size,
     parse_label_value,
+    pixel_dim,
     read_csv_rows,
     walk_files,
 )
@@ -235,8 +236,8 @@ class MimicSource(Source):
             elif kind == "metadata":
                 rs, cs = row[c["rows"]].strip(), row[c["cols"]].strip()
                 try:
-                    w = int(float(cs)) if cs else None
-                    h = int(float(rs)) if rs else None
+                    w = pixel_dim(cs)
+                    h = pixel_dim(rs)
                 except ValueError:
                     yield (subject, study, ref, "error", f"{ref}: non-numeric Rows/Columns {rs!r}/{cs!r}")
                     continue

@@ -40,7 +40,7 @@ class SampleSource(Source):
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
         openi = [p for p in inputs if p.name == "openi"]
         nih = [p for p in inputs if p.name != "openi"]
-        if openi:
-            yield from OpenISource()._records(openi, onto, limit)
-        if nih:
-            yield from NIHSource()._records(nih, onto, limit)
+        for sub, paths in ((OpenISource(), openi), (NIHSource(), nih)):
+            if paths:
+                sub.counts = self.counts  # the parts count their records into this pass
+                yield from sub._records(paths, onto, limit)
