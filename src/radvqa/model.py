@@ -43,6 +43,11 @@ class Box(msgspec.Struct, kw_only=True):
     reader: str | None = None
     # ontology finding id (lesion boxes) or region id (region boxes)
     label: str | None = None
+    # a drawn ellipse (REFLACX): [cx, cy, rx, ry], centre and semi-axes of an axis-aligned ellipse in
+    # the same pixels; the box is its bounding box (clipped to the image where the ellipse crosses it)
+    ellipse: list[float] | None = None
+    # the reader's certainty for this mark on the source's ordinal scale (REFLACX: 1-5), when given
+    reader_certainty: int | None = None
 
     def area(self) -> float:
         return max(0.0, self.x2 - self.x1) * max(0.0, self.y2 - self.y1)

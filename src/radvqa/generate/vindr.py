@@ -60,6 +60,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     count_keep: dict[int, float] = msgspec.field(default_factory=dict)
     label_makers: dict[str, str] = msgspec.field(default_factory=dict)  # source -> who made its labels ("*": any other)
     box_makers: dict[str, str] = msgspec.field(default_factory=dict)  # source -> who drew its boxes ("{reader}": the id)
+    # words for a reader's own certainty of a mark (Box.reader_certainty, REFLACX's 1-5 scale)
+    certainty_words: dict[int, str] = msgspec.field(default_factory=dict)
 
 PHRASES: dict[str, frozenset[str]] = {
     "reason_positive": F({"name", "Name", "agreement", "location", "size"}),
@@ -70,6 +72,8 @@ PHRASES: dict[str, frozenset[str]] = {
     "agreement_single": F({"who"}),
     "size_phrase": F({"pct"}),
     "reason_side_clear": F({"area"}),
+    # readers' own certainty of their marks (REFLACX's 1-5 scale), said after positive answers
+    "certainty_sentence": F({"words"}),
 }
 TYPES = ("where", "what", "is_there", "how_many", "which", "yes_no")
 
@@ -108,6 +112,7 @@ class Strategy:
         # who made a source's labels and boxes: the reasoning states only that (#17)
         self.label_makers: dict[str, str] = dict(cfg.label_makers)
         self.box_makers: dict[str, str] = dict(cfg.box_makers)
+        self.certainty_words: dict[int, str] = {int(k): str(x) for k, x in cfg.certainty_words.items()}
         self.p = gen.options.vindr_positive_share
         self.n_q = gen.options.vindr_questions_per_image
         self._classes: dict[str, list[str]] = {}
@@ -213,8 +218,9 @@ class Strategy:
                         locs.append(loc)
             lung = self._lung_area(ctx, w, h)
             pct = 100.0 * sum(b.area() for b in boxes) / lung if (lung and boxes) else None
+            certs = sorted({b.reader_certainty for b in lesion if b.reader_certainty is not None})
             info[fid] = {"facts": fs, "boxes": boxes, "count": count, "sides": sides, "locs": locs,
-                         "k": k, "pct": pct}
+                         "k": k, "pct": pct, "certs": certs}
         return info
 
     def _candidates(self, rng: random.Random, pos: dict[str, list[Fact]], neg: list[str],
@@ -332,6 +338,11 @@ class Strategy:
         return ctx.pick(ph["reason_positive"]).format_map(
             {"name": name, "Name": cap(name), "agreement": agreement, "location": loc, "size": size})
 
+    def _certainty(self, certs: list[int]) -> str:
+        """The readers' stated certainty in words: one level, or the range from lowest to highest."""
+        words = [self.certainty_words.get(c, str(c)) for c in (certs[0], certs[-1])]
+        return words[0] if certs[0] == certs[-1] else f"from {words[0]} to {words[1]}"
+
     def _part(self, fid: str, text: str, boxes: list[Box], certainty: str) -> AnswerPart:
         v = self.gen.vocab
         return AnswerPart(part_type="main", text=text, tag=v.finding_name(fid) if certainty == "present"
@@ -408,9 +419,14 @@ class Strategy:
             else:
                 lv = {"a_finding": self.gen.lexicon.forms(name, name)[0]}
                 short = "yes"
+            def compose(lead: str) -> tuple[str, list[AnswerPart]]:
+                if positive and inf["certs"]:  # type: ignore[index]
+                    lead += " " + ctx.pick(img.ph["certainty_sentence"]).format_map(
+                        {"words": self._certainty(inf["certs"])})  # type: ignore[index]
+                return lead, [self._part(fid, lead, boxes, "present")]
+
             self._say(ctx, tpl, widx, slots, slot_key, "positive" if positive else "negative", lv, facts, short,
-                      positive, [fid], lambda lead: (lead, [self._part(fid, lead, boxes, "present")]),
-                      lambda: self._reason(ctx, img, fid, inf))
+                      positive, [fid], compose, lambda: self._reason(ctx, img, fid, inf))
         else:
             nf = ctx.negative_fact(fid)
             lv = {"location": "", "n": "0", "noun": "lesions", "answer": "neither side", "true_side": "",

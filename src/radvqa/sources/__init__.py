@@ -19,7 +19,8 @@ from radvqa.registry import Registry
 # first lookup, in this order (the order of help texts)
 SOURCES: Registry[type] = Registry("source", modules=(
     "radvqa.sources.sample", "radvqa.sources.openi", "radvqa.sources.nih", "radvqa.sources.vindr",
-    "radvqa.sources.mimic", "radvqa.sources.imagenome", "radvqa.sources.chexpert", "radvqa.sources.padchest",
+    "radvqa.sources.mimic", "radvqa.sources.imagenome", "radvqa.sources.reflacx", "radvqa.sources.eyegaze",
+    "radvqa.sources.chexpert", "radvqa.sources.padchest",
     "radvqa.sources.radimagenet", "radvqa.sources.generic", "radvqa.sources.dicom", "radvqa.sources.synthetic",
 ))
 

@@ -1,0 +1,295 @@
+"""REFLACX and Eye Gaze adapters (issue 15, deliverables 1 and 2) on hand-made fixtures in the
+documented layouts (tests/data/sources/{reflacx,eyegaze}, invented values, see their README), traps
+included: CRLF line ends, empty integer cells, phase-specific label columns, an ellipse outside the
+image, unknown labels, missing files, calibration fixation rows. Every case checks that nothing is
+lost: records in = used + rejected."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from radvqa.cli import app
+from radvqa.io.validate import validate
+from radvqa.localize import build_scene_graph
+from radvqa.model import Reject, Study
+from radvqa.sources import SOURCES, get_source
+from radvqa.sources.base import SourceError
+from radvqa.sources.reflacx import ReflacxSource
+
+DATA = Path(__file__).parent / "data" / "sources"
+RX = DATA / "reflacx"
+EG = DATA / "eyegaze"
+A_DICOM = "aaaa0001-11111111-22222222-33333333-44444444"
+B_DICOM = "bbbb0002-11111111-22222222-33333333-44444444"
+
+
+@pytest.fixture(scope="module")
+def onto():
+    from radvqa.ontology import load_ontology
+
+    return load_ontology()
+
+
+def split(recs):
+    recs = list(recs)
+    return [r for r in recs if isinstance(r, Study)], [r for r in recs if isinstance(r, Reject)]
+
+
+def _readings_in_metadata(main: Path) -> list[str]:
+    ids = []
+    for m in sorted(main.glob("metadata_phase_*.csv")):
+        with open(m, newline="") as f:
+            ids += [row["id"] for row in csv.DictReader(f)]
+    return ids
+
+
+# ------------------------------------------------------------------------------------------ REFLACX
+
+
+def test_reflacx_fixture_keeps_its_traps():
+    # the fixture must hold the traps it claims, or the tests below would pass for the wrong reason
+    meta1 = (RX / "main_data" / "metadata_phase_1.csv").read_bytes()
+    assert b"\r\n" in meta1 and b"\n" not in meta1.replace(b"\r\n", b"")
+    assert b",," in meta1  # an empty integer cell (NaN written as "")
+    h1 = meta1.split(b"\r\n")[0].decode()
+    h3 = (RX / "main_data" / "metadata_phase_3.csv").read_bytes().split(b"\r\n")[0].decode()
+    assert "Quality issue" in h1 and "Quality issue" not in h3 and "Enlarged hilum" in h3 and "Enlarged hilum" not in h1
+    assert not (RX / "main_data" / "P300R000004").exists()
+
+
+def test_reflacx_studies_readers_labels_boxes(onto):
+    src = get_source("reflacx")
+    studies, rejects = split(src.iter_records([RX / "main_data", RX / "mimic"], ontology=onto))
+    assert [s.id for s in studies] == ["reflacx:50000001", "reflacx:50000002", "reflacx:50000003"]
+    a, b, c = studies
+    # one study per MIMIC study (id from the image path), one reader per reading id
+    assert a.patient_id == "reflacx:10000001" and b.patient_id == c.patient_id == "reflacx:10000002"
+    assert a.meta["readings"] == "P102R111111,P102R222222,P102R333333"
+    assert {lab.reader for lab in a.labels} == {"P102R111111", "P102R222222", "P102R333333"}
+    vals = {(lab.reader, lab.name): lab.value for lab in a.labels}
+    assert vals[("P102R111111", "Atelectasis")] == 1  # certainty 4
+    assert vals[("P102R222222", "Atelectasis")] == 1  # certainty 3: present by the authors' rule
+    assert vals[("P102R222222", "Pleural effusion")] == 0  # certainty 2: below the threshold
+    assert vals[("P102R333333", "Pleural effusion")] == 0  # not selected
+    assert ("P102R222222", "Nodule") not in vals  # empty integer cell: not given, no Label
+    assert vals[("P102R111111", "Support devices")] == 1 and vals[("P102R333333", "Quality issue")] == 1
+    assert next(lab for lab in a.labels if lab.name == "Quality issue").findings == ["technical_limitation"]
+    assert a.meta["reflacx_other"] == "P102R222222: scoliosis|old rib deformity"
+    # phase-specific vocabularies both map
+    assert {lab.name: lab.findings for lab in b.labels}["Lung nodule or mass"] == ["nodule_or_mass"]
+    # report = first reading's dictation; the others kept; the discarded reading has none
+    assert a.report_text.startswith("Left basilar atelectasis.")
+    assert a.meta["transcription:P102R222222"].startswith("Subsegmental")
+    assert "transcription:P102R333333" not in a.meta
+    # ellipses: bounding box + parameters + certainty; the certainty-2 one is not a lesion box
+    ate = [bx for bx in a.boxes if bx.label == "atelectasis"]
+    assert len(ate) == 3 and {bx.reader_certainty for bx in ate} == {3, 4, 5}
+    b1 = next(bx for bx in ate if bx.reader == "P102R111111")
+    assert (b1.x1, b1.y1, b1.x2, b1.y2, b1.ellipse) == (40, 250, 120, 330, [80.0, 290.0, 40.0, 40.0])
+    assert "P102R222222 Pleural effusion certainty 2" in a.meta["ellipses_below_threshold"]
+    assert not any(bx.reader == "P102R222222" and bx.label == "pleural_effusion" for bx in a.boxes)
+    # chest box per reading
+    assert [(bx.label, bx.reader) for bx in a.region_boxes] == [("chest", r) for r in a.meta["readings"].split(",")]
+    # MIMIC join: path, view, study time
+    im = a.images[0]
+    assert im.path.endswith(f"{A_DICOM}.jpg") and (im.width, im.height, im.view) == (300, 400, "PA")
+    assert a.study_time == "2180-01-01T10:10:10" and a.split == c.split == "train"
+    # image B is stored at half size: boxes rescaled, the original size recorded
+    imb = b.images[0]
+    assert (imb.width, imb.height, imb.original_width, imb.original_height) == (150, 200, 300, 400)
+    nod = sorted((bx for bx in b.boxes if bx.label == "nodule_or_mass"), key=lambda x: x.x1)
+    assert (nod[0].x1, nod[0].y1, nod[0].x2, nod[0].y2) == (50, 50, 70, 70) and nod[0].ellipse == [60, 60, 10, 10]
+    # the ellipse crossing the right border: box clipped (then scaled), ellipse kept as drawn
+    assert (nod[1].x1, nod[1].x2) == (130, 150) and nod[1].ellipse == [150.0, 42.5, 20.0, 17.5]
+    assert "box clipped" in b.meta["ellipse_notes"]
+    # rejects, each with its reason
+    why = {r.reason for r in rejects}
+    expect = [
+        "reading P102R222222: ellipse labelled only Other (free text, no finding)",
+        "reading P300R000002: ellipse [320, 410, 380, 470] lies outside the 300x400 image",
+        "reading P300R000002: ellipse certainty '' is not 1-5",
+        "reading P300R000004: reading folder missing",
+        "reading P300R000005: anomaly_location_ellipses.csv: unknown reflacx label 'Lung opacity'",
+        "reading P300R000006: transcription.txt missing (eye-tracking data not discarded)",
+        "reading P300R000007: anomaly_location_ellipses.csv: label column 'Airway wall thickening' is not a phase 3 label",
+    ]
+    assert sorted(why) == sorted(expect)
+    # readings in = readings used + readings rejected (the other rejects are ellipse lines)
+    used = [rid for s in studies for rid in s.meta["readings"].split(",")]
+    # (ellipse line rejects name their line: "...anomaly_location_ellipses.csv:4")
+    rejected = [r.reason.split()[1].rstrip(":") for r in rejects if "anomaly_location_ellipses.csv:" not in r.ref]
+    assert sorted(used + rejected) == sorted(_readings_in_metadata(RX / "main_data"))
+    # ellipse rows of used readings = boxes (one per ellipse and label) + below threshold + reject lines
+    rows = 0
+    for rid in used:
+        with open(RX / "main_data" / rid / "anomaly_location_ellipses.csv", newline="") as f:
+            rows += sum(1 for _ in csv.DictReader(f))
+    boxes = sum(len({tuple(bx.ellipse) + (bx.reader,) for bx in s.boxes}) for s in studies)
+    low = sum(len(s.meta.get("ellipses_below_threshold", "").split("; ")) for s in studies if "ellipses_below_threshold" in s.meta)
+    line_rejects = sum(1 for r in rejects if "anomaly_location_ellipses.csv:" in r.ref)
+    assert rows == boxes + low + line_rejects == 12
+
+
+def test_reflacx_threshold_is_configurable(onto, monkeypatch):
+    def effusion(src):
+        studies, _ = split(src.iter_records([RX / "main_data"], ontology=onto))
+        a = studies[0]
+        return ({lab.reader: lab.value for lab in a.labels if lab.name == "Pleural effusion"},
+                [bx.reader for bx in a.boxes if bx.label == "pleural_effusion"])
+
+    assert effusion(ReflacxSource()) == ({"P102R111111": 1, "P102R222222": 0, "P102R333333": 0}, ["P102R111111"])
+    labs, readers = effusion(ReflacxSource(present_from=2))
+    assert labs["P102R222222"] == 1 and readers == ["P102R111111", "P102R222222"]
+    labs, readers = effusion(ReflacxSource(below_threshold="uncertain"))
+    assert labs["P102R222222"] == -1 and readers == ["P102R111111", "P102R222222"]
+    monkeypatch.setenv("RADVQA_REFLACX_PRESENT_FROM", "5")
+    labs, _ = effusion(ReflacxSource())
+    assert labs["P102R111111"] == 1 and effusion(ReflacxSource())[0] == labs
+    studies, _ = split(ReflacxSource().iter_records([RX / "main_data"], ontology=onto))
+    assert {lab.value for lab in studies[0].labels if lab.name == "Atelectasis"} == {0, 1}  # only the certainty-5 reading
+    with pytest.raises(SourceError):
+        ReflacxSource(present_from=7)
+
+
+def test_reflacx_readers_fused_in_localize(onto):
+    studies, _ = split(get_source("reflacx").iter_records([RX / "main_data"], ontology=onto))
+    sg, rej = build_scene_graph(studies[0], None, ontology=onto)
+    assert rej == []
+    obs = {o.finding: o for o in sg.observations if o.source == "label"}
+    assert obs["atelectasis"].certainty == "present"  # 3 of 3 readers
+    assert obs["pleural_effusion"].certainty == "absent"  # 1 of 3 at >= 3
+    fused = [bx for bx in obs["atelectasis"].boxes if bx.source == "expert_fused"]
+    assert len(fused) == 1 and fused[0].reader == "P102R111111+P102R222222+P102R333333"
+
+
+def test_reflacx_header_errors(onto, tmp_path):
+    main = tmp_path / "main_data"
+    shutil.copytree(RX / "main_data", main)
+    m = main / "metadata_phase_1.csv"
+    m.write_bytes(m.read_bytes().replace(b"Wide mediastinum", b"Enlarged hilum"))  # a phase 2-3 column
+    with pytest.raises(SourceError, match="not a phase 1 label"):
+        list(get_source("reflacx").iter_records([main], ontology=onto))
+    m.write_bytes(m.read_bytes().replace(b"Enlarged hilum", b"Lung opacity"))
+    with pytest.raises(SourceError, match="unknown reflacx label 'Lung opacity'"):
+        list(get_source("reflacx").iter_records([main], ontology=onto))
+    with pytest.raises(SourceError, match="no metadata_phase"):
+        list(get_source("reflacx").iter_records([tmp_path / "main_data" / "P102R111111"], ontology=onto))
+
+
+def test_reflacx_bad_cells_are_rejects(onto, tmp_path):
+    main = tmp_path / "main_data"
+    shutil.copytree(RX / "main_data", main)
+    m = main / "metadata_phase_1.csv"
+    lines = m.read_bytes().split(b"\r\n")
+    lines[1] = lines[1].replace(b"/s50000001/", b"/x50000001/")  # not a MIMIC path
+    lines[2] = lines[2].replace(b",train,False,", b",train,maybe,")
+    m.write_bytes(b"\r\n".join(lines))
+    (main / "P102R333333" / "chest_bounding_box.csv").unlink()
+    studies, rejects = split(get_source("reflacx").iter_records([main], ontology=onto))
+    why = " | ".join(r.reason for r in rejects)
+    assert "is not .../p<subject>/s<study>/<dicom>.dcm" in why
+    assert "eye_tracking_data_discarded 'maybe' is not True/False" in why
+    assert "reading P102R333333: chest_bounding_box.csv missing" in why
+    assert "reflacx:50000001" not in [s.id for s in studies]  # all three of its readings rejected
+
+
+# ------------------------------------------------------------------------------------------ Eye Gaze
+
+
+def test_eyegaze_studies_boxes_transcripts_calibration(onto):
+    raw = (EG / "egd-cxr" / "bounding_boxes.csv").read_bytes()
+    assert raw.startswith(b"dicom_id,bbox_name,x1,x2,y1,y2\r\n")  # the x1, x2, y1, y2 order, CRLF
+    studies, rejects = split(get_source("eye-gaze").iter_records([EG / "egd-cxr", EG / "mimic"], ontology=onto))
+    assert [s.id for s in studies] == ["eye-gaze:51000001", "eye-gaze:51000002"]
+    s1, s2 = studies
+    assert s1.patient_id == "eye-gaze:11000001" and s2.patient_id == "eye-gaze:11000002"
+    assert {(lab.name, lab.value) for lab in s1.labels} == {("Normal", 1), ("CHF", 0), ("pneumonia", 0)}
+    assert {lab.name: lab.findings for lab in s2.labels if lab.value == 1} == {"CHF": ["heart_failure"]}
+    rl = next(bx for bx in s1.region_boxes if bx.label == "right_lung")
+    assert (rl.x1, rl.y1, rl.x2, rl.y2) == (250, 300, 1300, 2200)  # x2 read from the 4th column, y1 from the 5th
+    assert {bx.label for bx in s1.region_boxes} == {"right_lung", "left_lung", "cardiac_silhouette",
+                                                     "left_costophrenic_angle", "aortic_arch"}
+    assert s1.images[0].width == 2544 and s1.images[0].path.endswith(".png") and s2.images[0].path is None
+    # the multi-line indication survives the CSV parser; the transcript is the report
+    assert s1.report_text.startswith("INDICATION: ___F with chest pain.\nEvaluate for acute process.\n\nFINDINGS: The lungs")
+    assert s2.report_text.endswith("FINDINGS: the heart is enlarged. there is mild pulmonary edema.")  # from phrases
+    assert s1.meta["transcript_phrases"] == "3" and s1.meta[f"fixations:{s1.images[0].id}"] == "3"
+    why = sorted(r.reason for r in rejects)
+    assert any("CHF value 'yes' is not 0 or 1" in w for w in why)
+    assert any("unknown anatomical structure 'lingular fissure line'" in w for w in why)
+    assert any("inverted or empty box for 'right clavicle'" in w for w in why)
+    assert any("which is not in the master sheet" in w for w in why)
+    assert any("transcript.json missing" in w and "study 51000003" in w for w in why)
+    calib = [w for w in why if "calibration image" in w]
+    assert calib == ["1 fixation rows of calibration image calibration_image_02 (DICOM_ID not in the master sheet) skipped",
+                     "2 fixation rows of calibration image calibration_image_01 (DICOM_ID not in the master sheet) skipped"]
+    # images in the sheet = images in studies + image rows rejected
+    with open(EG / "egd-cxr" / "master_sheet.csv", newline="") as f:
+        sheet = [r["dicom_id"] for r in csv.DictReader(f)]
+    used = [im.id for s in studies for im in s.images]
+    image_rejects = [r for r in rejects if "master_sheet.csv" in r.ref]
+    assert len(sheet) == len(used) + len(image_rejects) == 4
+    # fixation rows = counted + calibration rows skipped
+    with open(EG / "egd-cxr" / "fixations.csv", newline="") as f:
+        n_fix = sum(1 for _ in csv.DictReader(f))
+    counted = sum(int(v) for s in studies for k, v in s.meta.items() if k.startswith("fixations:"))
+    assert n_fix == counted + 1 + 3  # + image c3 (its study rejected) + 3 calibration rows
+
+
+def test_sources_listed():
+    assert "reflacx" in SOURCES and "eye-gaze" in SOURCES
+    r = CliRunner().invoke(app, ["sources"])
+    assert r.exit_code == 0 and "reflacx" in r.output and "eye-gaze" in r.output
+
+
+# ------------------------------------------------------------------------------------------ end to end
+
+
+def _build(out: Path, *args: str) -> dict:
+    r = CliRunner().invoke(app, ["build", "--out", str(out), "--quiet", *args])
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    return json.loads((out / "manifest.json").read_text())
+
+
+def test_reflacx_build_end_to_end_and_workers(tmp_path):
+    args = ["reflacx", "-i", str(RX / "main_data"), "-i", str(RX / "mimic"), "--shard-studies", "2"]
+    m1 = _build(tmp_path / "w1", *args)
+    m2 = _build(tmp_path / "w2", *args, "--workers", "2")
+    c = m1["counts"]
+    assert c["studies_out"] == 3 and c["studies_in"] == c["studies_out"] + c["studies_rejected"]
+    assert c["rejected_lines"] == 7 and c["qa_by_strategy"].get("vindr", 0) > 0 and c["qa_by_strategy"].get("qba", 0) > 0
+    assert m2["shards"]["count"] > 1
+    ta = pq.read_table(tmp_path / "w1" / "qa").sort_by([("qa_id", "ascending")])
+    tb = pq.read_table(tmp_path / "w2" / "qa").sort_by([("qa_id", "ascending")])
+    assert ta.equals(tb)
+    assert (tmp_path / "w1" / "rejected.jsonl").read_bytes() == (tmp_path / "w2" / "rejected.jsonl").read_bytes()
+    assert validate(tmp_path / "w1").ok
+    rows = ta.to_pylist()
+    vindr = [r for r in rows if r["strategy"] == "vindr" and r["polarity"] == "positive" and r["question_type"] != "what"]
+    assert vindr and all("certainty" in r["answer"] for r in vindr)
+    ell = [bx for r in rows for bx in r["boxes"] if bx["ellipse"] is not None]
+    assert ell and all(1 <= bx["reader_certainty"] <= 5 for bx in ell)
+
+
+def test_eyegaze_build_end_to_end(tmp_path):
+    m = _build(tmp_path / "o", "eye-gaze", "-i", str(EG / "egd-cxr"), "-i", str(EG / "mimic"))
+    c = m["counts"]
+    assert c["studies_out"] == 2 and c["studies_in"] == c["studies_out"] + c["studies_rejected"] and c["qa_rows"] > 0
+    assert validate(tmp_path / "o").ok
+    rows = pq.read_table(tmp_path / "o" / "qa").to_pylist()
+    assert any(bx["source"] == "region" for r in rows for bx in r["boxes"])
+
+
+def test_reflacx_inputs_root_or_single_file(onto):
+    # the dataset root (main_data/ inside) or one metadata file (its reading folders beside it)
+    root, _ = split(get_source("reflacx").iter_records([RX], ontology=onto))
+    one, rej = split(get_source("reflacx").iter_records([RX / "main_data" / "metadata_phase_3.csv"], ontology=onto))
+    assert [s.id for s in root] == ["reflacx:50000001", "reflacx:50000002", "reflacx:50000003"]
+    assert [s.id for s in one] == ["reflacx:50000002", "reflacx:50000003"] and len(rej) == 6
