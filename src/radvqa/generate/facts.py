@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from radvqa.model import CERTAINTIES, AnswerPart, Box, Observation
-from radvqa.quality.criteria import IMPLIED_NEGATIVE, obs_grade
+from radvqa.quality.criteria import IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, obs_grade
 
 if TYPE_CHECKING:
     from radvqa.generate.engine import StudyCtx
@@ -186,7 +186,9 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         f.grade = IMPLIED_NEGATIVE
     else:
         n_boxed = len({b.image_id for b in boxes}) if boxes else 0
-        f.grade = obs_grade(obs, v.fname, v.rname, kind, n_boxed, ctx.n_boxable_images)
+        f.grade = obs_grade(obs, v.fname, v.rname, kind, n_boxed, ctx.n_boxable_images,
+                            sentences=ctx.sentences, has_report=ctx.sg.report is not None,
+                            label_conflict=obs.id in ctx.label_conflicts)
         if ctx.extract_grade is not None:
             f.grade = (max(f.grade[0], ctx.extract_grade[0]), f.grade[1] + ctx.extract_grade[1])
     # an implied negative rests on the report's silence: say so rather than cite nothing
@@ -195,6 +197,14 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     # positives state the location in their own details part; negatives name it in the sentence
     vars_ = {"name": name, "phrase": phrase, "a_phrase": f.a_phrase, "A_phrase": cap(f.a_phrase),
              "be": f.be, "in_location": f.in_location if f.absent else ""}
+    qualifier = obs.qualifier if c == "uncertain" else None
+    if qualifier:
+        # a qualified negative ("no large pleural effusion") says exactly that: not "a pleural
+        # effusion may be present", which reads as a positive finding
+        key = "statement_qualified"
+        vars_["qualifier"] = qualifier
+        vars_["in_location"] = f.in_location = (" in " + f.location) if narrowing else ""
+        f.tag = f"no {qualifier} {f.tag.removeprefix('possible ')}"
     text = ctx.pick(ph[key]).format_map(vars_)
     regions_l = list(regions)
     f.main = AnswerPart(part_type="main", text=text, level=0, tag=f.tag, findings=[fid],
@@ -202,16 +212,18 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
                         boxes=boxes)
     f._related = None
     details: list[AnswerPart] = []
-    if not f.absent:
+    if not f.absent and not qualifier:
         plural = f.be == "are"
         dv = {"name": shown, "location": f.location, "be": f.be, "It": "They" if plural else "It",
               "It_be": "They are" if plural else "It is", "measures": "measure" if plural else "measures"}
         if informative:
             details.append(_detail(ctx, ph["detail_location"], dv, f))
-        if obs.size_mm:
+        # a size or a description is said of something seen: after "X cannot be excluded" an "It
+        # measures 7 mm." has nothing to refer to (the measured thing is another finding's)
+        if obs.size_mm and f.present:
             dv["size"] = f"{obs.size_mm:g}"
             details.append(_detail(ctx, ph["detail_size"], dv, f))
-        desc = [d for d in (obs.temporal, obs.texture, obs.spread) if d]
+        desc = [d for d in (obs.temporal, obs.texture, obs.spread) if d] if f.present else []
         if desc:
             dv["description"] = join_list(desc)
             details.append(_detail(ctx, ph["detail_description"], dv, f))
@@ -467,3 +479,54 @@ def fold_ancestors(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
 def _has_own_details(f: Fact) -> bool:
     o = f.obs
     return bool(o.size_mm or o.temporal or o.texture or o.spread or o.children)
+
+
+def _sides_overlap(a: str | None, b: str | None) -> bool:
+    # an unsided statement covers either side; "bilateral" overlaps left and right
+    return a is None or b is None or a == b or "bilateral" in (a, b)
+
+
+def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
+    """One consistent set of statements per study, so no answer contradicts itself.
+
+    - A negative that covers a stated finding (the same finding, or an ancestor, on an overlapping
+      side) is dropped: "Left lung opacity is seen." never sits beside "There is no lung opacity."
+      (that negative came from "the lungs are otherwise clear"). A left finding and "no right
+      effusion" both stay.
+    - An uncertain statement covered by a present finding is dropped ("A nodule is seen." and "A
+      nodule cannot be excluded."), and so is a negative covering an uncertain one ("A pleural
+      effusion cannot be excluded." wins over "No pleural effusion.": the hedge is the safer claim).
+    - When the report itself states one finding present and absent or uncertain (the same finding,
+      not a family member), the kept positive is graded down (``REPORT_CONFLICT``)."""
+    if len(facts) < 2:
+        return facts
+    anc = ctx.gen.vocab.fancestors
+
+    def covers(general: Fact, specific: Fact) -> bool:
+        return (general.fid == specific.fid or general.fid in anc.get(specific.fid, ())) and \
+            _sides_overlap(general.lat, specific.lat)
+
+    pos = [f for f in facts if f.present]
+    unc = [f for f in facts if f.uncertain]
+    if not pos and not unc:
+        return facts
+    dropped: set[int] = set()
+    conflicted: set[int] = set()
+    for f in facts:
+        if f.present:
+            continue
+        stronger = pos if f.uncertain else pos + unc
+        hits = [p for p in stronger if covers(f, p)]
+        if hits:
+            dropped.add(id(f))
+            for p in hits:
+                if p.fid == f.fid and not f.implied and f.obs.source == "report" and p.obs.source == "report" \
+                        and not (f.uncertain and f.obs.qualifier):
+                    conflicted.add(id(p))
+    if not dropped:
+        return facts
+    for f in facts:
+        if id(f) in conflicted:
+            g, r = combine([f.grade, REPORT_CONFLICT])
+            f.grade = (g, tuple(r))
+    return [f for f in facts if id(f) not in dropped]

@@ -14,10 +14,10 @@ import re
 from typing import Any
 
 from radvqa.generate.engine import StudyCtx, WeightedPool, change_text_grade, sample_capped, weighted_sample
-from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts
+from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts, resolve_conflicts
 from radvqa.generate.templates import Family, Spec, Template
 from radvqa.model import AnswerPart, SceneGraph
-from radvqa.quality.criteria import IMPLIED_NEGATIVE, combine
+from radvqa.quality.criteria import IMPLIED_NEGATIVE, LOCALIZATION_NONE, combine
 
 F = frozenset
 YN = F({"yes", "no"})
@@ -111,7 +111,17 @@ class Strategy:
         return sg.report is not None or not self.require_report
 
     def sub_name(self, s: str) -> str:
+        # the ontology's display-name table first (display_names.yaml), then the family config
+        shown = self.gen.vocab.sub_display.get(s)
+        if shown is not None and shown[0]:
+            return shown[0]
         return self.sub_names.get(s) or s.lower().replace("_", " ")
+
+    def askable_subcat(self, s: str) -> bool:
+        """Subcategory questions ("Is the appearance of the {subcategory} normal?") are about body
+        parts: groups of findings ("infections") and nameless ones ("OTHER") are not asked."""
+        shown = self.gen.vocab.sub_display.get(s)
+        return shown is None or (shown[1] == "anatomy" and bool(shown[0]))
 
     # ---------------------------------------------------------------------------------------------
     def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
@@ -119,7 +129,7 @@ class Strategy:
         self.rng = rng
         facts = list(ctx.facts.values())
         child_ids = {c for f in facts for c in f.obs.children}
-        top = fold_ancestors(ctx, merge_facts(ctx, [f for f in facts if f.obs.id not in child_ids]))
+        top = resolve_conflicts(ctx, fold_ancestors(ctx, merge_facts(ctx, [f for f in facts if f.obs.id not in child_ids])))
         # the study's fact per finding (merged copies), for questions that name a finding
         self.top_by: dict[str, Fact] = {}
         for f in top:
@@ -335,7 +345,7 @@ class Strategy:
         for f in ab_neg:
             if f.subcategory:
                 by_neg.setdefault(f.subcategory, []).append(f)
-        subs = list(dict.fromkeys([*by_pos, *by_neg, *self.default_subcats]))
+        subs = [s for s in dict.fromkeys([*by_pos, *by_neg, *self.default_subcats]) if self.askable_subcat(s)]
         for qt in ("B08_describe_subcat", "B09_describe_abnormal_subcat", "B10_is_abnormal_subcat",
                    "B11_is_normal_subcat"):
             tpl = t.get(qt)
@@ -631,7 +641,8 @@ class Strategy:
                 # is in the answer text
                 self.out(ctx, tpl, {"finding": f.name}, f.obs.id, "located" if self._informative(f) else "sided",
                          {"phrase": f.phrase, "location": loc}, self.parts_of(f), [f],
-                         short=loc, polarity="positive", regions=f.regions)
+                         short=loc, polarity="positive", regions=f.regions,
+                         extra=None if f.loc_kind == "box" else [LOCALIZATION_NONE])
         tpl = t.get("D04_how_severe_is_finding")
         if tpl is not None:
             graded = [f for f in ab_pos if f.severity]
@@ -734,7 +745,8 @@ class Strategy:
             for f in sample_capped(self.rng, located, self.gen.cap(tpl)):
                 self.out(ctx, tpl, {"device": f.name}, f.obs.id, "located",
                          {"phrase": f.phrase, "location": f.location}, self.parts_of(f), [f],
-                         short=f.location, polarity="positive", regions=f.regions)
+                         short=f.location, polarity="positive", regions=f.regions,
+                         extra=None if f.loc_kind == "box" else [LOCALIZATION_NONE])
 
     _all_pos: list[Fact] = []
 

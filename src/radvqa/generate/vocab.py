@@ -45,6 +45,10 @@ class Vocab:
             self.fseverities[fid] = tuple(getattr(f, "severities", ()) or ())
             self.fabnormal[fid] = bool(getattr(f, "abnormal", True))
             self.fanatomies[fid] = tuple(getattr(f, "anatomies", ()) or ())
+        # display names of subcategories (ontology display_names.yaml): id -> (name or None, kind)
+        disp = (getattr(onto, "display", None) or {}).get("subcategories", {})
+        self.sub_display: dict[str, tuple[str | None, str]] = {
+            str(k).upper(): (rec.get("name"), str(rec.get("kind", "group"))) for k, rec in disp.items()}
         self.rname: dict[str, str] = {}
         self.rparents: dict[str, tuple[str, ...]] = {}
         self.rside: dict[str, str | None] = {}
