@@ -12,12 +12,24 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from radvqa.model import CERTAINTIES, AnswerPart, Box, Observation
-from radvqa.quality.criteria import IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, obs_grade
+from radvqa.quality.criteria import IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, negated_only, obs_grade
 
 if TYPE_CHECKING:
     from radvqa.generate.engine import StudyCtx
 
 _VOWELS = frozenset("aeiou")
+_SIDE_WORDS = {"left": ("left",), "right": ("right",), "bilateral": ("bilateral", "both", "bilaterally")}
+_SEV_WORDS: dict[tuple[int, str], tuple[str, ...]] = {}
+
+
+def _severity_words(gen: Any, level: str) -> tuple[str, ...]:
+    """The report words meaning a severity level (ontology modifiers), cached per generator."""
+    key = (id(gen.vocab), level)
+    hit = _SEV_WORDS.get(key)
+    if hit is None:
+        table = getattr(getattr(gen.vocab.onto, "modifiers", None), "severity", None) or {}
+        hit = _SEV_WORDS[key] = (level, *table.get(level, ()))
+    return hit
 _CERTAINTIES = frozenset(CERTAINTIES)
 
 
@@ -134,10 +146,24 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
                          f"expected one of {sorted(_CERTAINTIES)}")
     # names, categories, phrase and tag depend on (finding, certainty, side, severity) alone:
     # worked out once per generator (``Generator.fact_words``), not for every observation
-    wkey = (fid, c, obs.laterality, obs.severity)
+    sev, side = obs.severity, obs.laterality
+    qualifier = obs.qualifier if c == "uncertain" else None
+    if c == "absent" and sev:
+        # "no large effusion" extracted as an absent effusion with severity "large": it says no
+        # such thing as "no effusion"; rendered as the qualified negative it is
+        qualifier, sev = sev, None
+    elif c == "present" and (sev or side) and obs.evidence and obs.source == "report":
+        # a modifier that the evidence only uses inside a negated phrase ("no large effusion"
+        # beside "left basilar opacity") belongs to the negated finding, not to this one
+        sents = [ctx.sentences[ev.sentence_id] for ev in obs.evidence if ev.sentence_id in ctx.sentences]
+        if sev and negated_only(_severity_words(gen, sev), sents):
+            sev = None
+        if side in _SIDE_WORDS and negated_only(_SIDE_WORDS[side], sents):
+            side = None
+    wkey = (fid, c, side, sev)
     words = gen.fact_words.get(wkey)
     if words is None:
-        words = gen.fact_words[wkey] = _fact_words(gen, fid, c, obs.laterality, obs.severity)
+        words = gen.fact_words[wkey] = _fact_words(gen, fid, c, side, sev)
     (name, f.category, f.subcategory, f.is_device, f.is_technical, f.is_artifact, f.abnormal, lat, shown,
      phrase, f.a_phrase, f.be, f.tag, dflt_regions) = words
     f.name = name
@@ -146,7 +172,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.uncertain = c == "uncertain"
     f.absent = c == "absent"
     f.lat = lat
-    f.severity = obs.severity
+    f.severity = sev
     f.phrase = phrase
     explicit = [r for r in obs.regions]
     f.explicit_regions = explicit
@@ -197,18 +223,17 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     # positives state the location in their own details part; negatives name it in the sentence
     vars_ = {"name": name, "phrase": phrase, "a_phrase": f.a_phrase, "A_phrase": cap(f.a_phrase),
              "be": f.be, "in_location": f.in_location if f.absent else ""}
-    qualifier = obs.qualifier if c == "uncertain" else None
     if qualifier:
         # a qualified negative ("no large pleural effusion") says exactly that: not "a pleural
         # effusion may be present", which reads as a positive finding
         key = "statement_qualified"
         vars_["qualifier"] = qualifier
         vars_["in_location"] = f.in_location = (" in " + f.location) if narrowing else ""
-        f.tag = f"no {qualifier} {f.tag.removeprefix('possible ')}"
+        f.tag = f"no {qualifier} {f.tag.removeprefix('possible ').removeprefix('no ')}"
     text = ctx.pick(ph[key]).format_map(vars_)
     regions_l = list(regions)
     f.main = AnswerPart(part_type="main", text=text, level=0, tag=f.tag, findings=[fid],
-                        regions=regions_l, laterality=lat, certainty=c, severity=obs.severity,
+                        regions=regions_l, laterality=lat, certainty=c, severity=sev,
                         boxes=boxes)
     f._related = None
     details: list[AnswerPart] = []

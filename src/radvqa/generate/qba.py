@@ -177,6 +177,18 @@ class Strategy:
         f = self.top_by.get(fid)
         return f if f is not None else ctx.negative_fact(fid)
 
+    def _stated_for(self, ctx: StudyCtx, fid: str) -> Fact:
+        """``fact_for``, except that a finding the study states through a more specific one ("CABG
+        grafts" for "surgical material") is answered by that one, never by an implied "no"."""
+        f = self.top_by.get(fid)
+        if f is not None:
+            return f
+        anc = self.gen.vocab.fancestors
+        for g in self.top_by.values():
+            if not g.absent and fid in anc.get(g.fid, ()):
+                return g
+        return ctx.negative_fact(fid)
+
     def parts_of(self, f: Fact, details: bool = True) -> list[AnswerPart]:
         if not details:
             return [f.main]
@@ -291,7 +303,8 @@ class Strategy:
         if not self._has_content(text):
             return  # "XXXX-year-old XXXX with XXXX": de-identification left nothing to ask about
         if ind.evaluate:
-            facts = [self.fact_for(ctx, fid) for fid in ind.evaluate if fid in self.gen.vocab.fname]
+            facts = [self._stated_for(ctx, fid) for fid in ind.evaluate if fid in self.gen.vocab.fname]
+            facts = list({id(f): f for f in facts}.values())
             pos = [f for f in facts if not f.absent]
             neg = [f for f in facts if f.absent]
         else:

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from radvqa.quality.criteria import negated_only
+
 CHECKS: tuple[str, ...] = (
     "contradiction_present_absent",
     "contradiction_present_uncertain",
@@ -54,8 +56,6 @@ COLUMNS = ("qa_id", "question_type", "question", "answer", "answer_short", "choi
 
 _ID_UPPER = re.compile(r"\b[A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+\b")
 _ID_SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
-_NEG_CUE = re.compile(r"\b(?:no|not|without|negative for|free of|nor)\b")
-_CLAUSE = re.compile(r"[,;:]|\bbut\b|\bhowever\b|\balthough\b|\bwhile\b")
 _SIDE_WORDS = {"left": ("left",), "right": ("right",), "bilateral": ("bilateral", "both", "bilaterally")}
 _RANK = {"present": 2, "uncertain": 1, "absent": 0}
 
@@ -73,6 +73,10 @@ class Family:
         v = Vocab(onto)
         self.ancestors: dict[str, frozenset[str]] = {f: frozenset(a) for f, a in v.fancestors.items()}
         self.raw_names = _raw_subcategory_names(onto)
+        mods = getattr(onto, "modifiers", None)
+        table = getattr(mods, "severity", None) or {}
+        # a severity level and the report words that mean it ("large": large, extensive, marked...)
+        self.severity_words: dict[str, tuple[str, ...]] = {lvl: (lvl, *words) for lvl, words in table.items()}
 
     def covers(self, general: str, specific: str) -> bool:
         """``general`` is ``specific`` or one of its ancestors."""
@@ -106,22 +110,6 @@ def _sides_overlap(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b or "bilateral" in (a, b)
 
 
-def _negated_only(word: str, sentences: list[str]) -> bool:
-    """``word`` occurs in the sentences, and every occurrence lies in a clause after a negation cue."""
-    seen = False
-    pat = re.compile(r"\b" + re.escape(word) + r"\b")
-    for s in sentences:
-        low = s.lower()
-        for m in pat.finditer(low):
-            seen = True
-            start = 0
-            for c in _CLAUSE.finditer(low, 0, m.start()):
-                start = c.end()
-            if not _NEG_CUE.search(low, start, m.start()):
-                return False
-    return seen
-
-
 def _statements(parts: list[dict[str, Any]]) -> list[tuple[str, str, str | None, str]]:
     """(finding, certainty, side, text) of each stated part (main or related; details describe)."""
     out = []
@@ -148,12 +136,17 @@ def check_row(row: dict[str, Any], fam: Family) -> list[str]:
     if any(fam.covers(n[0], u[0]) and _sides_overlap(n[2], u[2]) for u in unc for n in neg):
         bad.append("contradiction_uncertain_absent")
     keys = [(s[0], s[1], s[2]) for s in st]
-    texts = [p.get("text") for p in row.get("answer_parts") or () if p.get("text")]
+    # repeated sentences among the statements ("It is located in the left lower lung zone." after
+    # two different findings is two statements about two findings, not a duplicate)
+    texts = [p.get("text") for p in row.get("answer_parts") or ()
+             if p.get("text") and p.get("part_type") != "details"]
     if len(set(keys)) < len(keys) or len(set(texts)) < len(texts):
         bad.append("duplicate_statement")
     text = f"{row.get('question') or ''} {row.get('answer') or ''}"
     low = text.lower()
-    if _ID_UPPER.search(text) or _ID_SNAKE.search(low) or any(
+    # subcategory names are rendered by the subcategory questions only (elsewhere "the abdomen" is
+    # quoted report text or a region name)
+    if _ID_UPPER.search(text) or _ID_SNAKE.search(low) or "subcat" in (row.get("question_type") or "") and any(
             re.search(r"\bthe " + re.escape(raw) + r"(?=[?.,;]| is\b| are\b| in this\b|$)", low)
             for raw in _raw_hits(low, fam)):
         bad.append("raw_identifier")
@@ -161,17 +154,13 @@ def check_row(row: dict[str, Any], fam: Family) -> list[str]:
              if p[:1] == "S" or p.startswith("indication:")]
     if sents:
         for p in row.get("answer_parts") or ():
-            if p.get("certainty") not in ("present", "uncertain"):
+            # the modifiers of stated findings (uncertain ones are hedged statements of their own)
+            if p.get("certainty") != "present":
                 continue
-            words = [p["severity"]] if p.get("severity") else []
+            sev = p.get("severity")
             side = p.get("laterality")
-            if side in _SIDE_WORDS:
-                words_side = _SIDE_WORDS[side]
-                if all(_negated_only(w, sents) or not _mentioned(w, sents) for w in words_side) and \
-                        any(_mentioned(w, sents) for w in words_side):
-                    bad.append("modifier_from_negated_phrase")
-                    break
-            if any(_negated_only(w, sents) for w in words):
+            if (sev and negated_only(fam.severity_words.get(sev, (sev,)), sents)) or \
+                    (side in _SIDE_WORDS and negated_only(_SIDE_WORDS[side], sents)):
                 bad.append("modifier_from_negated_phrase")
                 break
     short = (row.get("answer_short") or "").strip().lower()
@@ -181,11 +170,6 @@ def check_row(row: dict[str, Any], fam: Family) -> list[str]:
         if f" {s} " in q:
             bad.append("answer_in_question")
     return bad
-
-
-def _mentioned(word: str, sentences: list[str]) -> bool:
-    pat = re.compile(r"\b" + re.escape(word) + r"\b")
-    return any(pat.search(s.lower()) for s in sentences)
 
 
 def _raw_hits(low: str, fam: Family) -> Iterator[str]:

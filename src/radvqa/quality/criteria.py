@@ -54,6 +54,29 @@ _SIDE_CUE = {"left": re.compile(r"\bleft\b"), "right": re.compile(r"\bright\b"),
              "bilateral": re.compile(r"\b(?:bilateral|bilaterally|both|biapical|bibasilar|bibasal)\b")}
 
 
+# "no change in the small granuloma" negates a change, not the finding (pseudo-negation)
+_PSEUDO_NEG = re.compile(r"\b(?:no|not|without)\s+(?:\w+\s+){0,2}(?:change|changes|changed|increase|decrease|progression)\b")
+_NEG_ONLY_CUE = re.compile(r"\b(?:no|not|without|negative for|free of|nor)\b")
+_NEG_CLAUSE = re.compile(r"[,;:]|\bbut\b|\bhowever\b|\balthough\b|\bwhile\b|\band\b")
+
+
+def negated_only(words: tuple[str, ...] | list[str], sentences: list[str]) -> bool:
+    """Some of ``words`` occurs in the sentences, and every occurrence lies in a clause after a
+    negation cue ("no large effusion": "large" is negated; "no change in the large hernia" is not)."""
+    seen = False
+    for s in sentences:
+        low = _PSEUDO_NEG.sub(lambda m: " " * len(m.group(0)), s.lower())
+        for w in words:
+            for m in re.finditer(r"\b" + re.escape(w) + r"\b", low):
+                seen = True
+                start = 0
+                for c in _NEG_CLAUSE.finditer(low, 0, m.start()):
+                    start = c.end()
+                if not _NEG_ONLY_CUE.search(low, start, m.start()):
+                    return False
+    return seen
+
+
 def _alternative(sentence: str) -> bool:
     """Some clause of the sentence offers alternatives ("atelectasis or scarring", "versus") outside
     a negated list ("no effusion or pneumothorax" is not an alternative)."""
@@ -96,7 +119,7 @@ def obs_grade(
         lower("entities", "unresolved", A)
     stated = obs.certainty != "absent"
     if obs.source == "report":
-        if obs.qualifier:
+        if obs.qualifier or (obs.certainty == "absent" and obs.severity):
             lower("evidence", "qualified", B)
         elif obs.certainty == "uncertain":
             lower("evidence", "hedged", B)
