@@ -86,7 +86,7 @@ class StudyCtx:
     __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "sizes", "rboxes", "sentences",
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
                  "n_boxable_images", "implied", "no_strs", "no_boxes", "shared", "protos", "proto0",
-                 "label_support", "label_conflicts")
+                 "label_support", "label_conflicts", "shared_sentences")
 
     def __init__(self, gen: "Generator", sg: SceneGraph, split: str) -> None:
         self.gen = gen
@@ -111,6 +111,13 @@ class StudyCtx:
         # localize's label merge (graph.py): observation id -> label findings agreeing / conflicting
         self.label_support = _id_map(sg.meta.get("label_support"))
         self.label_conflicts = _id_map(sg.meta.get("label_conflicts"))
+        # sentences that state more than one finding (grading: attributes may belong to another)
+        per_sentence: dict[str, int] = {}
+        for obs in sg.observations:
+            if obs.certainty != "absent" and obs.source == "report":
+                for sid in {ev.sentence_id for ev in obs.evidence if ev.sentence_id}:
+                    per_sentence[sid] = per_sentence.get(sid, 0) + 1
+        self.shared_sentences = frozenset(k for k, n in per_sentence.items() if n > 1)
         self.facts: dict[str, Fact] = {}
         self.implied: dict[str, Fact] = {}
         self.by_finding: dict[str, list[Fact]] = {}

@@ -17,7 +17,7 @@ from radvqa.generate.engine import StudyCtx, WeightedPool, change_text_grade, sa
 from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts, resolve_conflicts
 from radvqa.generate.templates import Family, Spec, Template
 from radvqa.model import AnswerPart, SceneGraph
-from radvqa.quality.criteria import IMPLIED_NEGATIVE, LOCALIZATION_NONE, combine
+from radvqa.quality.criteria import IMPLIED_NEGATIVE, LOCALIZATION_NONE, answer_merged, combine
 
 F = frozenset
 YN = F({"yes", "no"})
@@ -769,6 +769,10 @@ def _merged(facts: list[Fact], extra: list | None) -> tuple[Any, list[str], list
     grades = [f.grade for f in facts]
     if extra:
         grades.extend(extra)
+    sids = {ev.sentence_id for f in facts if not f.absent for ev in f.obs.evidence if ev.sentence_id}
+    merged = answer_merged(len(sids))
+    if merged is not None:
+        grades.append(merged)
     grade = combine(grades) if grades else _NONE
     prov: list[str] = []
     for f in facts:

@@ -19,6 +19,10 @@ Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not pola
 - *evidence: hedged (uncertain), qualified negative ("no large effusion") or alternatives in the
   sentence ("atelectasis or scarring") -> B; observation merged from several sentences -> A;
   report states the finding present and absent/uncertain -> B (``REPORT_CONFLICT``).
+- *evidence, plain sentence: a stated finding whose sentence also hedges something, or also
+  states another finding (attributes may belong to the other one) -> A.
+- *answer merged from several sentences: a positive row whose findings come from more than one
+  report sentence -> A (``answer_merged``; each extra claim is another chance to be wrong).
 - *side inferred: a side that no evidence sentence states -> A.
 - *labels: label-only finding in a study with a report -> C; without a report -> B (A with an expert
   box); a label that disagrees with the report (localize ``label_conflicts``) -> C.
@@ -98,6 +102,8 @@ def obs_grade(
     sentences: dict[str, str] | None = None,
     has_report: bool = True,
     label_conflict: bool = False,
+    hedge_re: Any = None,
+    shared_sentences: frozenset[str] = frozenset(),
 ) -> tuple[int, tuple[str, ...]]:
     """Grade of the facts one observation contributes (worst criterion) and the reasons.
 
@@ -131,6 +137,15 @@ def obs_grade(
             lower("evidence", "alternative", B)
         if len(sids) > 1:
             lower("evidence", "merged", A)
+        if stated and obs.certainty == "present":
+            # the extractor read the finding as certain, but its sentence hedges something: the
+            # hedge may be this finding's ("interstitial changes and possibly fibrosis")
+            if hedge_re is not None and any(hedge_re.search(t.lower()) for t in texts):
+                lower("evidence", "hedge_in_sentence", A)
+            # a sentence stating several findings is where sides, sizes and regions get attached to
+            # the wrong one ("mediastinal clips, left base scarring" -> "left surgical clips")
+            if shared_sentences.intersection(sids):
+                lower("evidence", "shared_sentence", A)
         side = obs.laterality
         if stated and side in _SIDE_CUE and texts and not any(_SIDE_CUE[side].search(t.lower()) for t in texts):
             lower("side", "inferred", A)
@@ -159,6 +174,11 @@ def obs_grade(
 
 
 IMPLIED_NEGATIVE = (B, (reason("negative", "implied", B),))
+def answer_merged(n_sentences: int) -> tuple[int, tuple[str, ...]] | None:
+    """Row criterion: the stated findings of a positive answer rest on ``n_sentences`` sentences."""
+    return (A, (reason("answer", "merged_sentences", A),)) if n_sentences > 1 else None
+
+
 # a positive answer to a question that asks where, with no box of the finding's own
 LOCALIZATION_NONE = (B, (reason("localization", "none_where_asked", B),))
 # the report states the finding both present and absent/uncertain: the answer keeps the positive
