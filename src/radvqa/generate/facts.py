@@ -39,7 +39,7 @@ class Fact:
         "phrase", "a_phrase", "be", "explicit_regions", "regions", "location", "in_location",
         "boxes", "loc_kind", "tag", "grade", "prov", "main", "details", "_related", "category",
         "subcategory", "is_device", "is_technical", "is_artifact", "abnormal", "implied",
-        "informative",
+        "informative", "qualified",
     )
 
     def related(self) -> AnswerPart:
@@ -224,6 +224,10 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     # positives state the location in their own details part; negatives name it in the sentence
     vars_ = {"name": name, "phrase": phrase, "a_phrase": f.a_phrase, "A_phrase": cap(f.a_phrase),
              "be": f.be, "in_location": f.in_location if f.absent else ""}
+    f.qualified = bool(qualifier)
+    if f.absent and lat in ("left", "right") and not qualifier:
+        # "no left pleural effusion" is all the report says: never "there is no pleural effusion"
+        vars_["name"] = f"{lat} {name}"
     if qualifier:
         # a qualified negative ("no large pleural effusion") says exactly that: not "a pleural
         # effusion may be present", which reads as a positive finding
@@ -330,6 +334,7 @@ def implied_negative(ctx: "StudyCtx", fid: str) -> Fact:
     f.is_technical = base.is_technical
     f.is_artifact = base.is_artifact
     f.abnormal = base.abnormal
+    f.qualified = False
     f.lat = None
     f.severity = None
     f.phrase = base.phrase
@@ -418,7 +423,11 @@ def merge_facts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
         for f in fs:
             sides.setdefault(f.lat, []).append(f)
         sided = [k for k in sides if k is not None]
-        if sided and None in sides:
+        if fs[0].absent and len(sided) > 1:
+            # "no left effusion" and "no right effusion" read as two identical "no effusion"
+            # sentences: one negative without a side says both
+            sides = {None: list(fs)}
+        elif sided and None in sides:
             sides[sided[0]].extend(sides.pop(None))
         for sub in sides.values():
             if len(sub) == 1:
@@ -459,6 +468,8 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact]) -> Fact:
         for b in o.boxes:
             boxes.setdefault(id(b), b)
     lat = next((f.lat for f in fs if f.lat), None)
+    if len({f.lat for f in fs}) > 1 and fs[0].absent and sum(1 for f in fs if f.lat) > 1:
+        lat = None
     m = msgspec.structs.replace(
         best.obs, laterality=lat, regions=regions, severity=first("severity"), size_mm=first("size_mm"),
         temporal=first("temporal"), texture=first("texture"), spread=first("spread"), children=children,

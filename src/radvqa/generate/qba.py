@@ -102,6 +102,7 @@ class Strategy:
         self.min_neg = int(cfg.get("min_negatives", 2))
         self.deid_mask = str(cfg.get("deid_mask", "xxxx")).lower()
         self.ind_filler = F(w.lower() for w in cfg.get("indication_filler_words", ()))
+        self.mention_terms = _mention_terms(v)
         self._bal: dict[str, tuple[float, int]] = {}
         self._counts: dict[tuple[Any, ...], tuple[int, int, int]] = {}
 
@@ -146,8 +147,9 @@ class Strategy:
                                                laterality=cf.lat, certainty=cf.certainty,
                                                severity=cf.severity, boxes=cf.boxes))
                 self.child_parts[f.obs.id] = kids
-        ab_pos = [f for f in top if f.abnormal and not f.absent]
-        ab_neg = [f for f in top if f.abnormal and f.absent]
+        # a qualified negative ("no large effusion") is a negative statement, hedged: never a "yes"
+        ab_pos = [f for f in top if f.abnormal and not f.absent and not f.qualified]
+        ab_neg = [f for f in top if f.abnormal and (f.absent or f.qualified)]
         devs = [f for f in top if f.is_device and not f.absent]
         tech = [f for f in top if f.is_technical and not f.is_artifact and not f.absent]
         arts = [f for f in top if f.is_artifact and not f.absent]
@@ -305,8 +307,8 @@ class Strategy:
         if ind.evaluate:
             facts = [self._stated_for(ctx, fid) for fid in ind.evaluate if fid in self.gen.vocab.fname]
             facts = list({id(f): f for f in facts}.values())
-            pos = [f for f in facts if not f.absent]
-            neg = [f for f in facts if f.absent]
+            pos = [f for f in facts if not f.absent and not f.qualified]
+            neg = [f for f in facts if f.absent or f.qualified]
         else:
             pos, neg = ab_pos, []
         extra = []
@@ -600,7 +602,9 @@ class Strategy:
         base, sampled = self._finding_set(ctx, mentioned, self.default_findings, self.pool_findings,
                                           self.k_findings)
         pos_by.update(via_child)
-        fids = [x for x in base + sampled if x in pos_by or x in stated or x not in unknowable]
+        text = self._report_text(ctx)
+        fids = [x for x in base + sampled if x in pos_by or x in stated
+                or (x not in unknowable and not self._talks_about(text, x))]
         base = [x for x in base if x in fids]
         sampled = [x for x in sampled if x in fids]
         lists = ([x for x in fids if x in pos_by], [x for x in base if x not in pos_by],
@@ -663,6 +667,21 @@ class Strategy:
                 self.out(ctx, tpl, {"finding": f.name}, f.obs.id, "severity",
                          {"phrase": f.phrase, "severity": f.severity or ""}, self.parts_of(f), [f],
                          short=f.severity, polarity="positive", regions=f.regions)
+
+    @staticmethod
+    def _report_text(ctx: StudyCtx) -> str:
+        rep = ctx.sg.report
+        return " " + " ".join(rep.text.lower().split()) + " " if rep is not None else ""
+
+    def _talks_about(self, text: str, fid: str) -> bool:
+        """The report mentions the finding (or its family, data/mention_terms.yaml) somewhere, even
+        where the extractor states nothing: its silence implies no "no"."""
+        if not text:
+            return False
+        for t in self.mention_terms.get(fid, ()):
+            if t in text:
+                return True
+        return False
 
     def _informative(self, f: Fact) -> bool:
         """A location says more than the finding's name: explicit regions that are not just the
@@ -729,7 +748,9 @@ class Strategy:
             unknowable.update(v.fdescendants.get(f.fid, ()))
         by.update(via)
         stated = {f.fid for f in top if f.is_device and f.absent}
-        dids = [d for d in dbase + dsampled if d in by or d in stated or d not in unknowable]
+        text = self._report_text(ctx)
+        dids = [d for d in dbase + dsampled if d in by or d in stated
+                or (d not in unknowable and not self._talks_about(text, d))]
         dbase = [d for d in dbase if d in dids]
         dsampled = [d for d in dsampled if d in dids]
         for qt in ("D05_describe_device", "D06_has_device"):
@@ -762,6 +783,28 @@ class Strategy:
                          extra=None if f.loc_kind == "box" else [LOCALIZATION_NONE])
 
     _all_pos: list[Fact] = []
+
+
+def _mention_terms(v: Any) -> dict[str, tuple[str, ...]]:
+    """finding -> " term" strings whose presence in a report means it is not silent about it."""
+    import yaml
+    from pathlib import Path
+
+    doc = yaml.safe_load((Path(__file__).with_name("data") / "mention_terms.yaml").read_text(encoding="utf-8"))
+    extra: dict[str, list[str]] = {k: list(vs) for k, vs in (doc.get("extra_terms") or {}).items()}
+    onto_f = getattr(v.onto, "findings", {}) or {}
+    own: dict[str, set[str]] = {}
+    for fid in v.fname:
+        f = onto_f.get(fid)
+        words = {v.fname[fid].lower(), *(str(x).lower() for x in (getattr(f, "synonyms", ()) or ()))}
+        own[fid] = {w for w in words if len(w) >= 4}
+    out: dict[str, tuple[str, ...]] = {}
+    for fid in v.fname:
+        terms = set(own[fid]) | set(extra.get(fid, ()))
+        for a in v.fancestors.get(fid, ()):
+            terms |= own.get(a, set()) | set(extra.get(a, ()))
+        out[fid] = tuple(sorted(" " + t for t in terms))
+    return out
 
 
 def _merged(facts: list[Fact], extra: list | None) -> tuple[Any, list[str], list[str]]:

@@ -14,8 +14,10 @@ from typing import Any
 
 # certainty cues that read as affirmative in radiology reports ("opacity consistent with
 # atelectasis") or that are alternatives (graded as such)
-_NOT_HEDGES = frozenset({"consistent with", "compatible with", "representing", "or", "versus", "vs", "apparent",
-                         "borderline"})
+_NOT_HEDGES = frozenset({"consistent with", "compatible with", "representing", "or", "versus", "vs"})
+# hedges the extractor's cue list leaves to context ("some hyperinflation appears to be present")
+_EXTRA_HEDGES = ("appears", "appear", "appearing", "may", "might", "could", "suggest", "suspicious",
+                 "question", "uncertain", "unclear", "not certain", "vague", "subtle", "faint")
 DEFAULT_SEVERITY_ORDER = ("trace", "minimal", "small", "mild", "moderate", "large", "severe")
 
 
@@ -77,7 +79,7 @@ class Vocab:
         # apart (quality.criteria)
         cues = (getattr(mods, "certainty", None) or {})
         words = sorted({c.lower() for k in ("uncertainty_pre", "uncertainty_post") for c in cues.get(k, ())
-                        if c.lower() not in _NOT_HEDGES}, key=len, reverse=True)
+                        if c.lower() not in _NOT_HEDGES} | set(_EXTRA_HEDGES), key=len, reverse=True)
         self.hedge_re = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b") if words else None
         order = tuple(getattr(mods, "severity_order", ()) or ()) or DEFAULT_SEVERITY_ORDER
         self.severity_rank = {s: i for i, s in enumerate(order)}

@@ -177,6 +177,14 @@ def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
     if plot is not None:
         body += [f"![QA rows by question type, strategy and grade]({plot.name})", ""]
     ex = _examples(out)
+    audit = manifest.get("audit")
+    if audit:
+        from radvqa.quality.audit import markdown_table
+
+        verdict = "every must-be-0 count is 0" if audit.get("ok") else "FAILED: " + ", ".join(audit.get("failed", []))
+        body += ["## Mechanical audit (`radvqa audit`)", "",
+                 f"Defects a reader can see without the image, counted over {audit.get('rows', 0):,} rows: "
+                 f"{verdict}.", "", *markdown_table(audit), ""]
     if ex:
         body += ["## Examples", "", "| question type | question | answer | grade |", "|---|---|---|---|"]
         for r in ex:

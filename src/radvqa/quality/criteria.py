@@ -9,7 +9,7 @@ observation per study (``obs_grade``) and combined per row, so grading costs a `
 Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not polarity
 (docs/generation.md "What a grade promises"):
 - regions: explicit region ids not in the ontology -> A.
-- entities: finding id not in the ontology -> A.
+- entities: finding id not in the ontology, or a catch-all finding ("other lesion") -> A.
 - change text: an answer part that quotes report text still containing a change word -> B.
 - localization: boxes for some images only, or only the finding's default-region boxes -> A; a
   positive answer to a question that asks where, without a box of its own -> B
@@ -123,6 +123,9 @@ def obs_grade(
         lower("regions", "unresolved", A)
     if obs.finding not in known_findings:
         lower("entities", "unresolved", A)
+    elif str(known_findings[obs.finding]).startswith("other "):
+        # a catch-all ("other lesion"): the answer does not say what was seen
+        lower("entities", "catch_all", A)
     stated = obs.certainty != "absent"
     if obs.source == "report":
         if obs.qualifier or (obs.certainty == "absent" and obs.severity):
