@@ -118,6 +118,37 @@ def register(app: typer.Typer) -> None:
         """SLAKE: questions of one language, with detection.json boxes."""
         _import("slake", path, out, lang=lang)
 
+    @imp.command("medical-diff-vqa")
+    def import_medical_diff_vqa(
+        path: Path = typer.Argument(..., metavar="PATH", help="Folder or file: the QA table (mimic_pair_questions.csv, any name, .gz ok); a folder may also hold mimic_all.csv."),
+        out: Path = typer.Option(..., "--out", "-o", help="Output dataset directory."),
+        studies: Optional[Path] = typer.Option(None, "--studies", help="mimic_all.csv (study_date, study_order) for the main/reference order check, when not in PATH."),
+        images: Optional[Path] = typer.Option(None, "--images", help="MIMIC-CXR-JPG root (files/pNN/...) for image paths."),
+        fix_order: bool = typer.Option(False, "--fix-order", help="Swap study_id/ref_id of reversed difference rows and rewrite their answers, as v1.0.1 did."),
+        release: str = typer.Option("unknown", "--release", help="The release you downloaded (1.0, 1.0.1); recorded in the manifest."),
+    ) -> None:
+        """Medical-Diff-VQA: its seven question types, with a main/reference order check."""
+        from radvqa.eval.diffvqa import import_medical_diff_vqa as run
+        from radvqa.eval.importers import ImportError_
+
+        try:
+            m = run(path, out, studies=studies, images=images, fix_order=fix_order, release=release)
+        except ImportError_ as e:
+            _fail(str(e))
+        c = m["counts"]
+        typer.echo(f"medical-diff-vqa: {c['qa']} questions ({c['closed']} closed, {c['open']} open; splits {c['by_split']}), "
+                   f"{c['rejected']} rejected -> {out}")
+        oc = m["medical_diff_vqa"].get("order_check", {})
+        if "pairs" in oc:
+            by = oc["pairs_by_order"]
+            typer.echo(f"order check: {oc['pairs']} pairs: {by['ok']} ok, {by['reversed']} reversed, {by['tie']} same date, "
+                       f"{by['unknown']} not in the study table; fixed {oc['difference_rows_fixed']} difference rows"
+                       + (f" ({oc['difference_rows_unfixable']} could not be rewritten)" if oc["difference_rows_unfixable"] else ""))
+            if by["reversed"] and not fix_order:
+                typer.echo("  reversed pairs are flagged (grade_reasons order:reversed), not changed; --fix-order swaps them", err=True)
+        else:
+            typer.echo(f"order check: {oc.get('note')}", err=True)
+
     base = typer.Typer(help="Baselines that never see the image; they write the predictions format.", no_args_is_help=True)
     app.add_typer(base, name="baseline")
 
