@@ -282,7 +282,11 @@ class Strategy:
 
     def _yn(self, ctx: StudyCtx, tpl: Template, slots: dict[str, str], slot_key: str, yes: bool,
             pos: list[Fact], neg: list[Fact], **kw: Any) -> None:
-        """yes/no-type: 'yes' lists the positives as parts; 'no' states the explicit negatives."""
+        """yes/no-type: 'yes' lists the positives as parts; 'no' states the explicit negatives.
+        A "yes" that rests on hedged findings only ("Yes. A stent cannot be excluded.") says more
+        than the report: no row."""
+        if pos and all(f.uncertain for f in pos):
+            return
         if pos:
             parts: list[AnswerPart] = []
             for f in pos:
@@ -506,8 +510,13 @@ class Strategy:
             for r in f.explicit_regions:
                 neg_at.setdefault(r, []).append(f)
                 mentioned.append(r)
-        base = list(dict.fromkeys([*(r for r in mentioned if r in v.rname), *self.default_regions]))
-        chosen = set(base)
+        # a finding placed in "the lungs" says nothing about which lung: neither lung may be called
+        # normal (C03/C04 "no" answers), though both are asked about when stated explicitly
+        pos_regions = {r for f in ab_pos for r in f.regions}
+        above = {r for r in v.rname if pos_regions.intersection(anc.get(r, ())) and r not in pos_at}
+        base = list(dict.fromkeys([*(r for r in mentioned if r in v.rname and r not in above),
+                                   *(r for r in self.default_regions if r not in above)]))
+        chosen = set(base) | above
         sampled = weighted_sample(self.rng, self.pool_regions, self.k_regions, chosen.__contains__)
         regions = base + sampled
         base_set = set(base)
@@ -762,6 +771,8 @@ class Strategy:
             for d in chosen:
                 slots = {"device": v.finding_name(d)}
                 fs = by.get(d)
+                if fs and all(f.uncertain for f in fs):
+                    continue  # "Is there a stent? Yes." for "suggestive of stents": no row
                 if fs:
                     f0 = fs[0]
                     self.out(ctx, tpl, slots, d, "present", {"phrase": f0.phrase, "location": f0.location or "the image"},

@@ -56,6 +56,7 @@ class Vocab:
         disp = (getattr(onto, "display", None) or {}).get("subcategories", {})
         self.sub_display: dict[str, tuple[str | None, str]] = {
             str(k).upper(): (rec.get("name"), str(rec.get("kind", "group"))) for k, rec in disp.items()}
+        self.vague: frozenset[str] = frozenset((getattr(onto, "display", None) or {}).get("vague_findings", {}))
         self.rname: dict[str, str] = {}
         self.rparents: dict[str, tuple[str, ...]] = {}
         self.rside: dict[str, str | None] = {}

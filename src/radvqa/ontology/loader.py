@@ -217,6 +217,11 @@ def _read_dir(path: Path, errors: list[str]) -> _Raw:
             if not isinstance(body, dict) or not all(isinstance(body.get(k, {}), dict) for k in ("categories", "subcategories")):
                 errors.append(f"{name}: display_names: expected mappings 'categories' and 'subcategories'")
                 continue
+            vague = body.get("vague_findings", [])
+            if not (isinstance(vague, list) and all(isinstance(x, str) for x in vague)):
+                errors.append(f"{name}: display_names.vague_findings: expected a list of finding ids")
+            else:
+                raw.display.setdefault("vague_findings", {}).update({x: {"name": x, "kind": "none"} for x in vague})
             for part in ("categories", "subcategories"):
                 for key, rec in (body.get(part) or {}).items():
                     if not (isinstance(rec, dict) and rec.get("kind") in DISPLAY_KINDS
@@ -425,6 +430,9 @@ def build(path: Path) -> Built:
                 if sub not in raw.display.get("subcategories", {}):
                     disp_errors.append(f"{raw.display_file}: display_names.subcategories: no entry for {sub!r} "
                                        f"(a subcategory of {cat})")
+        for fid in raw.display.get("vague_findings", {}):
+            if fid not in out.findings:
+                disp_errors.append(f"{raw.display_file}: display_names.vague_findings: unknown finding {fid!r}")
         out.checks.append(CheckResult(name="display names", passed=not disp_errors,
                                       detail=f"{len(raw.display.get('subcategories', {}))} subcategories",
                                       errors=disp_errors))

@@ -9,14 +9,16 @@ observation per study (``obs_grade``) and combined per row, so grading costs a `
 Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not polarity
 (docs/generation.md "What a grade promises"):
 - regions: explicit region ids not in the ontology -> A.
-- entities: finding id not in the ontology, or a catch-all finding ("other lesion") -> A.
+- entities: finding id not in the ontology, or a vague finding ("other lesion", a bare "line";
+  ontology display_names.yaml ``vague_findings``) -> A.
 - change text: an answer part that quotes report text still containing a change word -> B.
 - localization: boxes for some images only, or only the finding's default-region boxes -> A; a
   positive answer to a question that asks where, without a box of its own -> B
   (``LOCALIZATION_NONE``, added per row by the generator). Missing boxes do not lower other rows:
   a finding stated plainly by one report sentence is A++ without boxes.
 - issue level: an extraction error recorded in ``SceneGraph.meta["extract_error"]`` -> C.
-- *evidence: hedged (uncertain), qualified negative ("no large effusion") or alternatives in the
+- *evidence: hedged (uncertain), qualified negative ("no large effusion", also one the extractor
+  left as a plain negative: "no typical findings of edema") or alternatives in the
   sentence ("atelectasis or scarring") -> B; observation merged from several sentences -> A;
   report states the finding present and absent/uncertain -> B (``REPORT_CONFLICT``).
 - *evidence, plain sentence: a stated finding whose sentence also hedges something, or also
@@ -52,6 +54,9 @@ def reason(criterion: str, value: str, grade: int) -> str:
 
 
 _NEG_CUE = re.compile(r"\b(?:no|not|without|negative for|free of)\b")
+_QUALIFIED_NEG = re.compile(r"\bno (?:definite|definitive|typical|overt|convincing|significant|gross|frank|"
+                            r"large|obvious|discrete|appreciable|substantial|visible)\b|\bwithout (?:definite|"
+                            r"typical|overt|convincing|significant|gross|frank|obvious)\b")
 _ALT_CUE = re.compile(r"\b(?:or|versus|vs)\b")
 _CLAUSE = re.compile(r"[,;:]|\bbut\b|\bhowever\b")
 _SIDE_CUE = {"left": re.compile(r"\bleft\b"), "right": re.compile(r"\bright\b"),
@@ -104,6 +109,7 @@ def obs_grade(
     label_conflict: bool = False,
     hedge_re: Any = None,
     shared_sentences: frozenset[str] = frozenset(),
+    vague: frozenset[str] = frozenset(),
 ) -> tuple[int, tuple[str, ...]]:
     """Grade of the facts one observation contributes (worst criterion) and the reasons.
 
@@ -123,9 +129,10 @@ def obs_grade(
         lower("regions", "unresolved", A)
     if obs.finding not in known_findings:
         lower("entities", "unresolved", A)
-    elif str(known_findings[obs.finding]).startswith("other "):
-        # a catch-all ("other lesion"): the answer does not say what was seen
-        lower("entities", "catch_all", A)
+    elif str(known_findings[obs.finding]).startswith("other ") or obs.finding in vague:
+        # a catch-all ("other lesion") or a bare device word ("line": often "B lines", "lung
+        # lines remain low"): the answer does not say what was seen
+        lower("entities", "vague", A)
     stated = obs.certainty != "absent"
     if obs.source == "report":
         if obs.qualifier or (obs.certainty == "absent" and obs.severity):
@@ -136,6 +143,10 @@ def obs_grade(
         texts = [sentences[sid] for sid in sids if sentences and sid in sentences]
         if not texts:
             texts = [ev.text for ev in obs.evidence]
+        if obs.certainty == "absent" and not obs.severity and any(_QUALIFIED_NEG.search(t.lower()) for t in texts):
+            # "no typical findings of edema", "no definite effusion": a qualified negative the
+            # extractor left unmarked reads as a plain "no" (Observation.qualifier marks it)
+            lower("evidence", "qualified_unmarked", B)
         if stated and any(_alternative(t) for t in texts):
             lower("evidence", "alternative", B)
         if len(sids) > 1:
