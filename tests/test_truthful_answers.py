@@ -304,3 +304,66 @@ def test_audit_shortcuts_dispatch(tmp_path):
         assert res.exit_code == 2 and "not available" in res.output
     else:
         assert res.exit_code in (0, 1, 2)
+
+
+# ---- radvqa audit --------------------------------------------------------------------------------
+
+def _part(fid, c, text, lat=None, sev=None, pt="main"):
+    return {"part_type": pt, "text": text, "findings": [fid], "certainty": c, "laterality": lat, "severity": sev}
+
+
+def test_audit_checks_fire_on_defective_rows(fam):
+    def row(parts, q="Describe the findings.", prov=(), qt="B01_describe_all", short=None):
+        return {"qa_id": "x", "question_type": qt, "question": q, "answer": " ".join(p["text"] for p in parts),
+                "answer_short": short, "choices": None, "answer_parts": parts, "provenance": list(prov)}
+
+    assert check_row(row([_part("consolidation", "present", "Consolidation is seen.", "left"),
+                          _part("lung_opacity", "absent", "There is no lung opacity.")]), fam) == \
+        ["contradiction_present_absent"]
+    # sides that differ are two statements, not a contradiction
+    assert check_row(row([_part("pleural_effusion", "present", "A left effusion.", "left"),
+                          _part("pleural_effusion", "absent", "No right effusion.", "right")]), fam) == []
+    assert "contradiction_present_uncertain" in check_row(row([
+        _part("nodule", "present", "A nodule is seen."), _part("nodule", "uncertain", "A nodule may be present.")]), fam)
+    assert "contradiction_uncertain_absent" in check_row(row([
+        _part("nodule", "uncertain", "A nodule may be present."), _part("nodule", "absent", "No nodule.")]), fam)
+    assert "duplicate_statement" in check_row(row([
+        _part("nodule", "present", "A nodule is seen."), _part("nodule", "present", "There is a nodule.")]), fam)
+    assert "raw_identifier" in check_row(row([_part("nodule", "present", "A lung_opacity is seen.")]), fam)
+    assert "raw_identifier" in check_row(row([_part("infection", "present", "x.")], qt="B11_is_normal_subcat",
+                                             q="Is the appearance of the infections normal?"), fam)
+    assert "modifier_from_negated_phrase" in check_row(row(
+        [_part("lung_opacity", "present", "Large lung opacity is seen.", sev="large")],
+        prov=["S01: Left basilar opacity.", "S02: No large pleural effusion."]), fam)
+    # "no change in the large hernia" negates a change, not the hernia
+    assert check_row(row([_part("hiatal_hernia", "present", "A large hiatal hernia.", sev="large")],
+                         prov=["S01: No change in the large hiatus hernia."]), fam) == []
+    assert "answer_in_question" in check_row(row([_part("nodule", "present", "x.")], q="Where is the left lung nodule?",
+                                                 qt="D03_where_is_finding", short="the left lung"), fam)
+
+
+def test_audit_on_the_bundled_sample(tmp_path):
+    out = tmp_path / "sample"
+    res = CliRunner().invoke(app, ["build", "--out", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["audit", str(out), "--json", str(tmp_path / "a.json")])
+    assert res.exit_code == 0, res.output
+    got = json.loads((tmp_path / "a.json").read_text())
+    assert got["rows"] > 0 and all(got["counts"][c] == 0 for c in MUST_BE_ZERO)
+    card = (out / "README.md").read_text()
+    assert "Mechanical audit" in card and "every must-be-0 count is 0" in card
+
+
+def test_audit_exit_code_on_a_defective_build(tmp_path):
+    import pyarrow as pa
+
+    (tmp_path / "qa").mkdir()
+    parts = [_part("consolidation", "present", "Consolidation is seen."),
+             _part("lung_opacity", "absent", "There is no lung opacity.")]
+    t = pa.Table.from_pylist([{"qa_id": "q1", "question_type": "B01_describe_all", "question": "Describe it.",
+                               "answer": "Consolidation is seen. There is no lung opacity.", "answer_short": None,
+                               "answer_parts": parts, "provenance": ["S01: x"]}])
+    pq.write_table(t, tmp_path / "qa" / "part-00000.parquet")
+    res = CliRunner().invoke(app, ["audit", str(tmp_path), "--no-store"])
+    assert res.exit_code == 1 and "contradiction_present_absent" in res.output
+    assert CliRunner().invoke(app, ["audit", str(tmp_path / "nope")]).exit_code == 2

@@ -147,7 +147,7 @@ def check_row(row: dict[str, Any], fam: Family) -> list[str]:
     # subcategory names are rendered by the subcategory questions only (elsewhere "the abdomen" is
     # quoted report text or a region name)
     if _ID_UPPER.search(text) or _ID_SNAKE.search(low) or "subcat" in (row.get("question_type") or "") and any(
-            re.search(r"\bthe " + re.escape(raw) + r"(?=[?.,;]| is\b| are\b| in this\b|$)", low)
+            re.search(r"\bthe " + re.escape(raw) + r"(?=[?.,;]| is\b| are\b| in this\b| normal\b| abnormal\b|$)", low)
             for raw in _raw_hits(low, fam)):
         bad.append("raw_identifier")
     sents = [p.split(": ", 1)[1] if ": " in p else p for p in row.get("provenance") or ()
