@@ -86,6 +86,28 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{k}: {round(v, 4) if isinstance(v, float) else v}")
         typer.echo(f"report: {paths['report.html']}")
 
+    @app.command("score-extraction")
+    def score_extraction(
+        gold: Path = typer.Option(..., "--gold", metavar="FILE", help="Gold entity graphs: RadGraph train/dev/test.json or a RadGraph2 file."),
+        fmt: str = typer.Option("radgraph", "--format", metavar="FORMAT", help="radgraph or radgraph2 (change entities scored)."),
+        pred: Optional[Path] = typer.Option(None, "--pred", metavar="SG.jsonl", help="Predictions from `radvqa extract` on the gold texts; default: run the rules extractor."),
+        labeler: str = typer.Option("labeler_1", "--labeler", help="Which annotator of RadGraph's test.json (labeler_1 or labeler_2)."),
+        json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Also write the figures as JSON."),
+    ) -> None:
+        """Score the report extractor against radiologists' entity graphs (finding, +certainty, +side, +change)."""
+        import json
+
+        from radvqa.eval.radgraph import GoldError, format_table, read_predictions, score
+
+        try:
+            preds = read_predictions(pred) if pred else None
+            res = score(gold, fmt, labeler, predictions=preds)
+        except GoldError as e:
+            _fail(str(e))
+        typer.echo(format_table(res))
+        if json_out:
+            json_out.write_text(json.dumps(res, indent=1) + "\n", "utf-8")
+
     imp = typer.Typer(help="Import an existing benchmark into radvqa's QA layout.", no_args_is_help=True)
     app.add_typer(imp, name="import")
 
