@@ -225,7 +225,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     vars_ = {"name": name, "phrase": phrase, "a_phrase": f.a_phrase, "A_phrase": cap(f.a_phrase),
              "be": f.be, "in_location": f.in_location if f.absent else ""}
     f.qualified = bool(qualifier)
-    if f.absent and lat in ("left", "right") and not qualifier:
+    if (f.absent or qualifier) and lat in ("left", "right"):
         # "no left pleural effusion" is all the report says: never "there is no pleural effusion"
         vars_["name"] = f"{lat} {name}"
     if qualifier:

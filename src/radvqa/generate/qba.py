@@ -131,6 +131,11 @@ class Strategy:
         self.ind_filler = F(w.lower() for w in cfg.indication_filler_words)
         self.cw = tuple(f" {w} " for w in gen.change_words)
         self.mention_terms = _mention_terms(v)
+        rdesc: dict[str, list[str]] = {}
+        for r, ancestors in v.rancestors.items():
+            for a in ancestors:
+                rdesc.setdefault(a, []).append(r)
+        self.rdescendants = {a: tuple(ds) for a, ds in rdesc.items()}
         self._bal: dict[str, tuple[float, int]] = {}
         self._counts: dict[tuple[Any, ...], tuple[int, int, int]] = {}
         # the plan: every template in file order with its scope function and operation
@@ -160,13 +165,13 @@ class Strategy:
         return " " + " ".join(rep.text.lower().split()) + " " if rep is not None else ""
 
     def talks_about(self, text: str, fid: str) -> bool:
-        """The report mentions the finding (or its family, data/mention_terms.yaml) somewhere, even
-        where the extractor states nothing: its silence implies no "no"."""
-        if not text:
-            return False
-        for t in self.mention_terms.get(fid, ()):
-            if t in text:
-                return True
+        """The report mentions the finding somewhere, even where the extractor states nothing (its
+        name or synonyms, an ancestor's name, data/mention_terms.yaml words of it or an ancestor,
+        at a word start: " granuloma" in "granulomas"): its silence implies no "no"."""
+        if text:
+            for t in self.mention_terms.get(fid, ()):
+                if t in text:
+                    return True
         return False
 
     def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
@@ -664,8 +669,8 @@ class _Regions:
         self.anc = anc
         # a finding placed in "the lungs" says nothing about which lung: neither lung may be called
         # normal (a "no" answer), though both are asked about when stated explicitly
-        pos_regions = {r for f in st.ab_pos for r in f.regions}
-        above = {r for r in v.rname if pos_regions.intersection(anc.get(r, ())) and r not in pos_at}
+        rdesc = s.rdescendants
+        above = {d for f in st.ab_pos for r in f.regions for d in rdesc.get(r, ()) if d not in pos_at}
         base = list(dict.fromkeys([*(r for r in mentioned if r in v.rname and r not in above),
                                    *(r for r in s.default_regions if r not in above)]))
         chosen = set(base) | above
@@ -761,7 +766,9 @@ class _Findings:
         chosen = set(base)
         sampled = weighted_sample(st.rng, pool, k, chosen.__contains__)
         pos_by.update(via_child)
-        text = s.report_text(st.ctx)
+        text = st.scopes.get("text")
+        if text is None:
+            text = st.scopes["text"] = s.report_text(st.ctx)
         fids = [x for x in base + sampled if x in pos_by or x in stated
                 or (x not in unknowable and not s.talks_about(text, x))]
         base = [x for x in base if x in fids]
@@ -869,7 +876,8 @@ OPS: dict[str, Op] = {
 
 
 def _mention_terms(v: Any) -> dict[str, tuple[str, ...]]:
-    """finding -> " term" strings whose presence in a report means it is not silent about it."""
+    """finding -> " term" strings whose presence in a report means it is not silent about it: its
+    name and synonyms, its ancestors' names, and the extra words of it and its ancestors."""
     from pathlib import Path
 
     import yaml
@@ -877,17 +885,16 @@ def _mention_terms(v: Any) -> dict[str, tuple[str, ...]]:
     doc = yaml.safe_load((Path(__file__).with_name("data") / "mention_terms.yaml").read_text(encoding="utf-8"))
     extra: dict[str, list[str]] = {k: list(vs) for k, vs in (doc.get("extra_terms") or {}).items()}
     onto_f = getattr(v.onto, "findings", {}) or {}
-    own: dict[str, set[str]] = {}
-    for fid in v.fname:
-        f = onto_f.get(fid)
-        words = {v.fname[fid].lower(), *(str(x).lower() for x in (getattr(f, "synonyms", ()) or ()))}
-        own[fid] = {w for w in words if len(w) >= 4}
     out: dict[str, tuple[str, ...]] = {}
     for fid in v.fname:
-        terms = set(own[fid]) | set(extra.get(fid, ()))
+        f = onto_f.get(fid)
+        terms = {v.fname[fid].lower(), *(str(x).lower() for x in (getattr(f, "synonyms", ()) or ()))}
+        terms = {t for t in terms if len(t) >= 4} | set(extra.get(fid, ()))
         for a in v.fancestors.get(fid, ()):
-            terms |= own.get(a, set()) | set(extra.get(a, ()))
-        out[fid] = tuple(sorted(" " + t for t in terms))
+            terms.add(v.fname[a].lower())
+            terms.update(extra.get(a, ()))
+        # shortest first: a short term ("granuloma") covers its longer forms, found sooner
+        out[fid] = tuple(" " + t for t in sorted(terms, key=lambda t: (len(t), t)))
     return out
 
 

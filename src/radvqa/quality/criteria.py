@@ -86,6 +86,23 @@ def negated_only(words: tuple[str, ...] | list[str], sentences: list[str]) -> bo
     return seen
 
 
+_TEXT_FLAGS: dict[tuple[int, str], tuple[bool, bool, bool]] = {}
+
+
+def _text_flags(text: str, hedge_re: Any) -> tuple[bool, bool, bool]:
+    """(hedges something, offers alternatives, qualified negative) of one sentence, cached:
+    report sentences repeat across a corpus ("No pneumothorax.") and across a study's facts."""
+    key = (id(hedge_re), text)
+    hit = _TEXT_FLAGS.get(key)
+    if hit is None:
+        if len(_TEXT_FLAGS) > 200_000:
+            _TEXT_FLAGS.clear()
+        low = text.lower()
+        hit = _TEXT_FLAGS[key] = (hedge_re is not None and hedge_re.search(low) is not None,
+                                  _alternative(text), _QUALIFIED_NEG.search(low) is not None)
+    return hit
+
+
 def _alternative(sentence: str) -> bool:
     """Some clause of the sentence offers alternatives ("atelectasis or scarring", "versus") outside
     a negated list ("no effusion or pneumothorax" is not an alternative)."""
@@ -143,18 +160,19 @@ def obs_grade(
         texts = [sentences[sid] for sid in sids if sentences and sid in sentences]
         if not texts:
             texts = [ev.text for ev in obs.evidence]
-        if obs.certainty == "absent" and not obs.severity and any(_QUALIFIED_NEG.search(t.lower()) for t in texts):
+        flags = [_text_flags(t, hedge_re) for t in texts]
+        if obs.certainty == "absent" and not obs.severity and any(f[2] for f in flags):
             # "no typical findings of edema", "no definite effusion": a qualified negative the
             # extractor left unmarked reads as a plain "no" (Observation.qualifier marks it)
             lower("evidence", "qualified_unmarked", B)
-        if stated and any(_alternative(t) for t in texts):
+        if stated and any(f[1] for f in flags):
             lower("evidence", "alternative", B)
         if len(sids) > 1:
             lower("evidence", "merged", A)
         if stated and obs.certainty == "present":
             # the extractor read the finding as certain, but its sentence hedges something: the
             # hedge may be this finding's ("interstitial changes and possibly fibrosis")
-            if hedge_re is not None and any(hedge_re.search(t.lower()) for t in texts):
+            if any(f[0] for f in flags):
                 lower("evidence", "hedge_in_sentence", A)
             # a sentence stating several findings is where sides, sizes and regions get attached to
             # the wrong one ("mediastinal clips, left base scarring" -> "left surgical clips")
