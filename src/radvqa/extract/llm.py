@@ -1,23 +1,19 @@
 """LLM backend: the same Extraction, filled by an OpenAI-compatible chat-completions server (vLLM,
 Ollama, llama.cpp server, hosted APIs) with a JSON-schema response format.
 
-Only the standard library is used (urllib + threads), so the backend needs no extra package.
+HTTP goes through the shared client :class:`radvqa.llm.ChatClient` (the ``openai`` package), the
+cache is the shared :class:`radvqa.llm.cache.AnswerCache`.
 - sections and sentences (with offsets) come from the same splitter as the rules backend; the
   model returns observations whose ``evidence`` quotes report text, located back to offsets;
 - one request per report, ``concurrency`` requests in flight, results in input order;
-- retries with exponential backoff on network errors, timeouts, HTTP 429 and 5xx;
+- retries with exponential backoff on network errors, timeouts, HTTP 429 and 5xx (in the client);
 - a response that is not valid JSON for the schema is retried; after ``retries`` attempts the
   report gets ``Extraction.error`` (never dropped);
-- on-disk cache keyed by model + prompt version + report text (``cache_dir``).
+- on-disk cache keyed by model + prompt version + report text (``cache_dir``), valid answers only.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,19 +21,45 @@ from typing import Any
 
 import msgspec
 
+from radvqa.llm.cache import AnswerCache, key_of
+from radvqa.llm.client import ChatClient, redact_url
 from radvqa.extract.sections import section_role, split_sections
 from radvqa.extract.sentences import split_sentences
 from radvqa.extract.text import MAX_CHARS, check_text
 from radvqa.model import Extraction, Indication, Observation, Report, Sentence, Span
+from radvqa.extract import EXTRACTORS
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"  # 2: alternatives, qualified negatives (`qualifier`), scope, sides, chest only
 
+# The conventions are the rules backend's (radvqa/extract/README.md); keep the two in step.
 SYSTEM_PROMPT = """You are a radiology information-extraction system. Read the chest X-ray report \
 and list every finding it states as present, absent (negated) or uncertain (possible, cannot be \
 excluded). Use only the finding ids and region ids given. One observation per finding, side and \
 region. Quote the exact report words that state each observation in "evidence". Findings that \
 are only asked about in the indication or history go in "indication_evaluate", not in \
-"observations". Answer with JSON only."""
+"observations". Conventions:
+- Alternatives ("X or Y", "X versus Y", "X/Y", "X and/or Y", and lists after "could represent", \
+"may reflect", "differential includes") make each named alternative "uncertain", never "absent"; \
+the sign they explain ("opacity", "density") keeps its own certainty.
+- Qualified negatives ("no large effusion", "no definite consolidation", "no displaced fracture", \
+"no typical findings of edema", "no significant ...", "grossly clear") are "uncertain" with \
+"qualifier" set to the limiting word(s) ("large", "definite", "displaced", "typical findings of", \
+"significant", "gross"). Plain negatives ("no focal consolidation", "no acute fracture") are \
+"absent" with "qualifier" null. "qualifier" is null everywhere else.
+- Recommendations, "rule out X", "to exclude X", "evaluate for X" are not observations. \
+"Resolving X" is X present with change "improved". A modifier (severity, change, temporal) comes \
+only from the finding's own phrase, never from a negated phrase ("emphysema without acute \
+disease": emphysema has no temporal value).
+- Sides: a side or location governs every finding coordinated with it ("scarring or atelectasis \
+in the left base": both left); "lung bases", "bibasilar", "both lungs", "biapical", \
+"bilaterally" are "bilateral"; a side stated on the finding beats a side mentioned elsewhere in \
+the sentence.
+- Only the chest: findings about other body parts of a combined report are left out.
+- Devices keep their own id (a tracheostomy tube is not an endotracheal tube); monitor leads are \
+not implanted devices; "lung lines" is not a line; body jewelry is not a nipple shadow; a \
+measurement belongs to the phrase it measures. "Sequela of prior X" and "old X" have temporal \
+"old" and are not active X.
+Answer with JSON only."""
 
 
 class _LLMObs(msgspec.Struct):
@@ -48,6 +70,8 @@ class _LLMObs(msgspec.Struct):
     severity: str | None = None
     size_mm: float | None = None
     change: str | None = None
+    temporal: str | None = None
+    qualifier: str | None = None
     evidence: str = ""
 
 
@@ -74,9 +98,13 @@ def response_schema(finding_ids: list[str], region_ids: list[str]) -> dict[str, 
             "size_mm": nullable("number"),
             "change": {"type": ["string", "null"], "enum": ["new", "increased", "decreased", "unchanged",
                                                            "resolved", "improved", "worsened", None]},
+            "temporal": {"type": ["string", "null"], "enum": ["acute", "chronic", "old", "healed", None]},
+            # the limiting word(s) of a qualified negative ("no large effusion" -> "large")
+            "qualifier": nullable("string"),
             "evidence": {"type": "string"},
         },
-        "required": ["finding", "certainty", "laterality", "regions", "severity", "size_mm", "change", "evidence"],
+        "required": ["finding", "certainty", "laterality", "regions", "severity", "size_mm", "change", "temporal",
+                     "qualifier", "evidence"],
         "additionalProperties": False,
     }
     return {
@@ -90,6 +118,7 @@ def response_schema(finding_ids: list[str], region_ids: list[str]) -> dict[str, 
     }
 
 
+@EXTRACTORS.register("llm")
 class LLMExtractor:
     def __init__(self, ontology: Any = None, *, url: str, model: str, api_key: str | None = None,
                  concurrency: int = 8, timeout: float = 120.0, retries: int = 3, backoff: float = 1.0,
@@ -101,7 +130,6 @@ class LLMExtractor:
         if not url or not model:
             raise ValueError("the llm extractor needs url= (OpenAI-compatible base URL) and model=")
         self.ontology = ontology
-        self.url = url.rstrip("/") + ("" if url.rstrip("/").endswith("/chat/completions") else "/chat/completions")
         self.model = model
         self.api_key = api_key
         self.concurrency = max(1, int(concurrency))
@@ -111,8 +139,11 @@ class LLMExtractor:
         self.max_chars = max_chars
         self.temperature = temperature
         self.cache_dir = Path(cache_dir) if cache_dir else None
-        if self.cache_dir:
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self._cache = AnswerCache(self.cache_dir) if self.cache_dir else None
+        # transport failures are retried inside the client; ``retries`` also bounds invalid answers
+        self._client = ChatClient(url, api_key=api_key, timeout_s=timeout, max_retries=self.retries - 1,
+                                  backoff_base_s=backoff, backoff_max_s=max(backoff * 8, 0.0))
+        self.url = redact_url(self._client.base_url) + "/chat/completions"  # for display: no credentials
         self.version = f"llm:{model}:{PROMPT_VERSION}"
         self._findings = sorted(ontology.findings)
         self._regions = sorted(ontology.regions)
@@ -157,18 +188,15 @@ class LLMExtractor:
         return self._build(report, out)
 
     def cache_key(self, text: str) -> str:
-        h = hashlib.sha256()
-        for part in (self.model, PROMPT_VERSION, text):
-            h.update(part.encode("utf-8"))
-            h.update(b"\x00")
-        return h.hexdigest()
+        return key_of(self.model, PROMPT_VERSION, text)
 
     def _ask(self, text: str) -> _LLMOut:
-        path = self.cache_dir / f"{self.cache_key(text)}.json" if self.cache_dir else None
-        if path is not None and path.exists():
+        key = self.cache_key(text)
+        hit = self._cache.get(key) if self._cache is not None else None
+        if hit is not None:
             try:
-                return msgspec.json.decode(path.read_bytes(), type=_LLMOut)
-            except msgspec.DecodeError:
+                return msgspec.convert(hit.get("out"), type=_LLMOut)
+            except msgspec.ValidationError:
                 pass  # a damaged cache entry is re-asked
         body = {
             "model": self.model,
@@ -180,51 +208,22 @@ class LLMExtractor:
             "response_format": {"type": "json_schema",
                                 "json_schema": {"name": "scene_graph_observations", "strict": True, "schema": self._schema}},
         }
-        data = json.dumps(body).encode("utf-8")
         last = "no attempt"
-        for attempt in range(self.retries):
-            if attempt:
-                time.sleep(self.backoff * (2 ** (attempt - 1)))
+        for _ in range(self.retries):
+            res = self._client.chat(body)
+            if res.error is not None or res.content is None:
+                # the client already retried what retrying can fix
+                raise LLMError(f"llm extraction failed: {res.error}")
             try:
-                content = self._post(data)
-            except _Retryable as e:
-                last = str(e)
-                continue
-            try:
-                out = msgspec.json.decode(content, type=_LLMOut)
+                out = msgspec.json.decode(res.content.encode("utf-8"), type=_LLMOut)
                 self._validate(out)
             except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as e:
                 last = f"invalid JSON from the model: {e}"
                 continue
-            if path is not None:
-                tmp = path.with_suffix(".tmp")
-                tmp.write_bytes(msgspec.json.encode(out))
-                tmp.replace(path)
+            if self._cache is not None:
+                self._cache.put(key, {"out": msgspec.to_builtins(out)})
             return out
         raise LLMError(f"llm extraction failed after {self.retries} attempt(s): {last}")
-
-    def _post(self, data: bytes) -> bytes:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                payload = resp.read()
-        except urllib.error.HTTPError as e:
-            if e.code == 429 or e.code >= 500:
-                raise _Retryable(f"HTTP {e.code} from {self.url}") from None
-            raise LLMError(f"HTTP {e.code} from {self.url}: {e.read()[:300]!r}") from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
-            raise _Retryable(f"cannot reach {self.url}: {e}") from None
-        try:
-            msg = json.loads(payload)
-            content = msg["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise _Retryable(f"not a chat-completions response: {payload[:200]!r}") from None
-        if not isinstance(content, str):
-            raise _Retryable("chat-completions response without text content")
-        return content.encode("utf-8")
 
     def _validate(self, out: _LLMOut) -> None:
         findings = self.ontology.findings
@@ -236,6 +235,8 @@ class LLMExtractor:
                 raise ValueError(f"bad certainty {o.certainty!r}")
             if o.laterality not in (None, "left", "right", "bilateral"):
                 raise ValueError(f"bad laterality {o.laterality!r}")
+            if o.temporal not in (None, "acute", "chronic", "old", "healed"):
+                raise ValueError(f"bad temporal {o.temporal!r}")
             bad = [r for r in o.regions if r not in regions]
             if bad:
                 raise ValueError(f"unknown region id(s) {bad}")
@@ -255,15 +256,14 @@ class LLMExtractor:
                 if i >= 0:
                     sid = next((s.id for s in report.sentences if s.start <= i < s.end), None)
                     ev.append(Span(start=i, end=i + len(q), text=text[i:i + len(q)], sentence_id=sid))
-            obs.append(Observation(id=f"O{n:02d}", finding=o.finding, certainty=o.certainty, laterality=o.laterality,
+            # a qualified negative is uncertain by definition, whatever certainty the model put
+            qual = " ".join((o.qualifier or "").split()) or None
+            cert = "uncertain" if qual else o.certainty
+            obs.append(Observation(id=f"O{n:02d}", finding=o.finding, certainty=cert, laterality=o.laterality,
                                    regions=list(o.regions), severity=o.severity, size_mm=o.size_mm, change=o.change,
-                                   evidence=ev))
+                                   temporal=o.temporal, evidence=ev, qualifier=qual))
         ind_sents = [s for s in report.sentences if section_role(s.section) == "indication"]
         indication = None
         if ind_sents or out.indication_evaluate:
             indication = Indication(text=" ".join(s.text for s in ind_sents), evaluate=list(out.indication_evaluate))
         return Extraction(report=report, observations=obs, indication=indication, extractor=self.version)
-
-
-class _Retryable(Exception):
-    pass

@@ -241,14 +241,14 @@ def store(dataset: Path, result: dict[str, Any]) -> None:
     import json
 
     from radvqa.io.card import write_card
-    from radvqa.run.worker import write_text_atomic
+    from radvqa.io.atomic import write_atomic
 
     mp = dataset / "manifest.json"
     if not mp.is_file():
         return
     manifest = json.loads(mp.read_text(encoding="utf-8"))
     manifest["audit"] = {k: result[k] for k in ("rows", "counts", "examples", "failed", "ok")}
-    write_text_atomic(mp, json.dumps(manifest, indent=1, sort_keys=False) + "\n")
+    write_atomic(mp, json.dumps(manifest, indent=1, sort_keys=False) + "\n")
     write_card(dataset, manifest)
 
 
