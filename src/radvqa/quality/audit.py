@@ -68,10 +68,8 @@ class Family:
             from radvqa.ontology import load_ontology
 
             onto = load_ontology()
-        from radvqa.generate.vocab import Vocab
-
-        v = Vocab(onto)
-        self.ancestors: dict[str, frozenset[str]] = {f: frozenset(a) for f, a in v.fancestors.items()}
+        # ancestors straight from the ontology (quality sits below generate in the layer order)
+        self.ancestors: dict[str, frozenset[str]] = {f: frozenset(onto.ancestors(f)) for f in onto.findings}
         self.raw_names = _raw_subcategory_names(onto)
         mods = getattr(onto, "modifiers", None)
         table = getattr(mods, "severity", None) or {}
@@ -248,6 +246,8 @@ def store(dataset: Path, result: dict[str, Any]) -> None:
         return
     manifest = json.loads(mp.read_text(encoding="utf-8"))
     manifest["audit"] = {k: result[k] for k in ("rows", "counts", "examples", "failed", "ok")}
+    # the card renders the table from the manifest alone (io sits below quality in the layer order)
+    manifest["audit"]["table"] = markdown_table(result)
     write_atomic(mp, json.dumps(manifest, indent=1, sort_keys=False) + "\n")
     write_card(dataset, manifest)
 
