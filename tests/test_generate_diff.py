@@ -48,7 +48,10 @@ def test_new_and_resolved_from_label_studies(gen):
     res = one(rows, "resolved_findings")
     assert res.boxes and res.image_ids == ["nih-cxr14:b/x1", "nih-cxr14:a/x1"]
     assert res.boxes[0].image_id == "nih-cxr14:a/x1"
-    assert w.grade == "A++"  # complete label sets: absence is stated, not implied
+    # complete label sets: absence is stated, not implied (no B); NIH's mined labels with an expert
+    # box are A, not A++ (a label, not the radiologist's words: issue 13)
+    assert w.grade == "A" and "label:with_expert_box->A" in w.grade_reasons
+    assert not any(r.startswith("negative:implied") for r in w.grade_reasons)
 
 
 def test_nothing_changed(gen):

@@ -109,13 +109,16 @@ def test_grades_and_reasons(gen, rows):
     assert all(r.provenance == ["report:not_mentioned"] for r in implied)
 
 
-def test_region_default_only_lowers_grade(gen):
+def test_missing_box_lowers_only_where_questions(gen):
+    # a finding stated plainly by one report sentence is A++ without boxes; a question that asks
+    # where it is cannot be checked against a box: B, with a named reason
     sg = cxr_report_sg(region_boxes=False)
-    obs = [msgspec.structs.replace(o, regions=[], boxes=[]) for o in sg.observations]
+    obs = [msgspec.structs.replace(o, boxes=[]) for o in sg.observations]
     rows = gen.generate(msgspec.structs.replace(sg, observations=obs))
     [eff] = by(rows, "D02_has_finding", "pleural_effusion")
-    assert eff.grade == "B"
-    assert "regions:default_only->B" in eff.grade_reasons and "localization:none->B" in eff.grade_reasons
+    assert eff.grade == "A++" and eff.grade_reasons == []
+    where = [r for r in by(rows, "D03_where_is_finding") if "pleural_effusion" in r.findings]
+    assert where and all(r.grade == "B" and "localization:none_where_asked->B" in r.grade_reasons for r in where)
 
 
 def test_normal_study(gen):

@@ -40,6 +40,7 @@ COMMON_PHRASES: dict[str, frozenset[str]] = {
     "statement_present": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
     "statement_uncertain": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
     "statement_absent": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
+    "statement_qualified": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location", "qualifier"}),
     "detail_location": frozenset({"name", "location", "be", "It", "It_be", "measures"}),
     "detail_size": frozenset({"name", "location", "size", "be", "It", "It_be", "measures"}),
     "detail_description": frozenset({"name", "location", "description", "be", "It", "It_be", "measures"}),
@@ -114,6 +115,17 @@ def stable_int(*parts: object) -> int:
     return int.from_bytes(h.digest(), "big")
 
 
+def _id_map(value: str | None) -> dict[str, list[str]]:
+    """"O01=nodule; O03=mass:absent" -> {"O01": ["nodule"], "O03": ["mass:absent"]}."""
+    out: dict[str, list[str]] = {}
+    if value:
+        for item in value.split("; "):
+            oid, _, rest = item.partition("=")
+            if rest:
+                out.setdefault(oid, []).append(rest)
+    return out
+
+
 def make_qa_id(study_id: str, template_id: str, slot_key: str, wording: int) -> str:
     h = hashlib.blake2b(f"{study_id}\x1f{template_id}\x1f{slot_key}\x1f{wording}".encode(), digest_size=10)
     return h.hexdigest()
@@ -124,7 +136,8 @@ class StudyCtx:
 
     __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "sizes", "rboxes", "sentences",
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
-                 "n_boxable_images", "implied", "no_strs", "no_boxes", "shared", "protos", "proto0")
+                 "n_boxable_images", "implied", "no_strs", "no_boxes", "shared", "protos", "proto0",
+                 "label_support", "label_conflicts", "shared_sentences")
 
     def __init__(self, gen: "Generator", sg: SceneGraph, split: str) -> None:
         self.gen = gen
@@ -146,6 +159,16 @@ class StudyCtx:
         self._rngs: dict[str, random.Random] = {}
         self.rng = self.stream("facts")
         self.extract_grade = EXTRACT_ERROR if sg.meta.get("extract_error") else None
+        # localize's label merge (graph.py): observation id -> label findings agreeing / conflicting
+        self.label_support = _id_map(sg.meta.get("label_support"))
+        self.label_conflicts = _id_map(sg.meta.get("label_conflicts"))
+        # sentences that state more than one finding (grading: attributes may belong to another)
+        per_sentence: dict[str, int] = {}
+        for obs in sg.observations:
+            if obs.certainty != "absent" and obs.source == "report":
+                for sid in {ev.sentence_id for ev in obs.evidence if ev.sentence_id}:
+                    per_sentence[sid] = per_sentence.get(sid, 0) + 1
+        self.shared_sentences = frozenset(k for k, n in per_sentence.items() if n > 1)
         self.facts: dict[str, Fact] = {}
         self.implied: dict[str, Fact] = {}
         self.by_finding: dict[str, list[Fact]] = {}
@@ -203,6 +226,12 @@ class StudyCtx:
                 item = f"span {ev.start}-{ev.end}: {ev.text}"
             if item not in out:
                 out.append(item)
+        for fid in self.label_support.get(obs.id, ()):
+            item = f"label:{fid}"
+            if item not in out:
+                out.append(item)
+        for note in self.label_conflicts.get(obs.id, ()):
+            out.append(f"label_conflict:{note}")
         if obs.source != "report" or not obs.evidence:
             if obs.source in ("label", "box"):
                 out.append(f"label:{obs.finding}")

@@ -12,12 +12,24 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from radvqa.model import CERTAINTIES, AnswerPart, Box, Observation
-from radvqa.quality.criteria import IMPLIED_NEGATIVE, obs_grade
+from radvqa.quality.criteria import IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, negated_only, obs_grade
 
 if TYPE_CHECKING:
     from radvqa.generate.engine import StudyCtx
 
 _VOWELS = frozenset("aeiou")
+_SIDE_WORDS = {"left": ("left",), "right": ("right",), "bilateral": ("bilateral", "both", "bilaterally")}
+_SEV_WORDS: dict[tuple[int, str], tuple[str, ...]] = {}
+
+
+def _severity_words(gen: Any, level: str) -> tuple[str, ...]:
+    """The report words meaning a severity level (ontology modifiers), cached per generator."""
+    key = (id(gen.vocab), level)
+    hit = _SEV_WORDS.get(key)
+    if hit is None:
+        table = getattr(getattr(gen.vocab.onto, "modifiers", None), "severity", None) or {}
+        hit = _SEV_WORDS[key] = (level, *table.get(level, ()))
+    return hit
 _CERTAINTIES = frozenset(CERTAINTIES)
 
 
@@ -27,7 +39,7 @@ class Fact:
         "phrase", "a_phrase", "be", "explicit_regions", "regions", "location", "in_location",
         "boxes", "loc_kind", "tag", "grade", "prov", "main", "details", "_related", "category",
         "subcategory", "is_device", "is_technical", "is_artifact", "abnormal", "implied",
-        "informative",
+        "informative", "qualified",
     )
 
     def related(self) -> AnswerPart:
@@ -134,10 +146,24 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
                          f"expected one of {sorted(_CERTAINTIES)}")
     # names, categories, phrase and tag depend on (finding, certainty, side, severity) alone:
     # worked out once per generator (``Generator.fact_words``), not for every observation
-    wkey = (fid, c, obs.laterality, obs.severity)
+    sev, side = obs.severity, obs.laterality
+    qualifier = obs.qualifier if c == "uncertain" else None
+    if c == "absent" and sev:
+        # "no large effusion" extracted as an absent effusion with severity "large": it says no
+        # such thing as "no effusion"; rendered as the qualified negative it is
+        qualifier, sev = sev, None
+    elif c == "present" and (sev or side) and obs.evidence and obs.source == "report":
+        # a modifier that the evidence only uses inside a negated phrase ("no large effusion"
+        # beside "left basilar opacity") belongs to the negated finding, not to this one
+        sents = [ctx.sentences[ev.sentence_id] for ev in obs.evidence if ev.sentence_id in ctx.sentences]
+        if sev and negated_only(_severity_words(gen, sev), sents):
+            sev = None
+        if side in _SIDE_WORDS and negated_only(_SIDE_WORDS[side], sents):
+            side = None
+    wkey = (fid, c, side, sev)
     words = gen.fact_words.get(wkey)
     if words is None:
-        words = gen.fact_words[wkey] = _fact_words(gen, fid, c, obs.laterality, obs.severity)
+        words = gen.fact_words[wkey] = _fact_words(gen, fid, c, side, sev)
     (name, f.category, f.subcategory, f.is_device, f.is_technical, f.is_artifact, f.abnormal, lat, shown,
      phrase, f.a_phrase, f.be, f.tag, dflt_regions) = words
     f.name = name
@@ -146,7 +172,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.uncertain = c == "uncertain"
     f.absent = c == "absent"
     f.lat = lat
-    f.severity = obs.severity
+    f.severity = sev
     f.phrase = phrase
     explicit = [r for r in obs.regions]
     f.explicit_regions = explicit
@@ -186,7 +212,10 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         f.grade = IMPLIED_NEGATIVE
     else:
         n_boxed = len({b.image_id for b in boxes}) if boxes else 0
-        f.grade = obs_grade(obs, v.fname, v.rname, kind, n_boxed, ctx.n_boxable_images)
+        f.grade = obs_grade(obs, v.fname, v.rname, kind, n_boxed, ctx.n_boxable_images,
+                            sentences=ctx.sentences, has_report=ctx.sg.report is not None,
+                            label_conflict=obs.id in ctx.label_conflicts, hedge_re=v.hedge_re,
+                            shared_sentences=ctx.shared_sentences, vague=v.vague)
         if ctx.extract_grade is not None:
             f.grade = (max(f.grade[0], ctx.extract_grade[0]), f.grade[1] + ctx.extract_grade[1])
     # an implied negative rests on the report's silence: say so rather than cite nothing
@@ -195,23 +224,36 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     # positives state the location in their own details part; negatives name it in the sentence
     vars_ = {"name": name, "phrase": phrase, "a_phrase": f.a_phrase, "A_phrase": cap(f.a_phrase),
              "be": f.be, "in_location": f.in_location if f.absent else ""}
+    f.qualified = bool(qualifier)
+    if (f.absent or qualifier) and lat in ("left", "right"):
+        # "no left pleural effusion" is all the report says: never "there is no pleural effusion"
+        vars_["name"] = f"{lat} {name}"
+    if qualifier:
+        # a qualified negative ("no large pleural effusion") says exactly that: not "a pleural
+        # effusion may be present", which reads as a positive finding
+        key = "statement_qualified"
+        vars_["qualifier"] = qualifier
+        vars_["in_location"] = f.in_location = (" in " + f.location) if narrowing else ""
+        f.tag = f"no {qualifier} {f.tag.removeprefix('possible ').removeprefix('no ')}"
     text = ctx.pick(ph[key]).format_map(vars_)
     regions_l = list(regions)
     f.main = AnswerPart(part_type="main", text=text, level=0, tag=f.tag, findings=[fid],
-                        regions=regions_l, laterality=lat, certainty=c, severity=obs.severity,
+                        regions=regions_l, laterality=lat, certainty=c, severity=sev,
                         boxes=boxes)
     f._related = None
     details: list[AnswerPart] = []
-    if not f.absent:
+    if not f.absent and not qualifier:
         plural = f.be == "are"
         dv = {"name": shown, "location": f.location, "be": f.be, "It": "They" if plural else "It",
               "It_be": "They are" if plural else "It is", "measures": "measure" if plural else "measures"}
         if informative:
             details.append(_detail(ctx, ph["detail_location"], dv, f))
-        if obs.size_mm:
+        # a size or a description is said of something seen: after "X cannot be excluded" an "It
+        # measures 7 mm." has nothing to refer to (the measured thing is another finding's)
+        if obs.size_mm and f.present:
             dv["size"] = f"{obs.size_mm:g}"
             details.append(_detail(ctx, ph["detail_size"], dv, f))
-        desc = [d for d in (obs.temporal, obs.texture, obs.spread) if d]
+        desc = [d for d in (obs.temporal, obs.texture, obs.spread) if d] if f.present else []
         if desc:
             dv["description"] = join_list(desc)
             details.append(_detail(ctx, ph["detail_description"], dv, f))
@@ -292,6 +334,7 @@ def implied_negative(ctx: "StudyCtx", fid: str) -> Fact:
     f.is_technical = base.is_technical
     f.is_artifact = base.is_artifact
     f.abnormal = base.abnormal
+    f.qualified = False
     f.lat = None
     f.severity = None
     f.phrase = base.phrase
@@ -380,7 +423,11 @@ def merge_facts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
         for f in fs:
             sides.setdefault(f.lat, []).append(f)
         sided = [k for k in sides if k is not None]
-        if sided and None in sides:
+        if fs[0].absent and len(sided) > 1:
+            # "no left effusion" and "no right effusion" read as two identical "no effusion"
+            # sentences: one negative without a side says both
+            sides = {None: list(fs)}
+        elif sided and None in sides:
             sides[sided[0]].extend(sides.pop(None))
         for sub in sides.values():
             if len(sub) == 1:
@@ -421,6 +468,8 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact]) -> Fact:
         for b in o.boxes:
             boxes.setdefault(id(b), b)
     lat = next((f.lat for f in fs if f.lat), None)
+    if len({f.lat for f in fs}) > 1 and fs[0].absent and sum(1 for f in fs if f.lat) > 1:
+        lat = None
     m = msgspec.structs.replace(
         best.obs, laterality=lat, regions=regions, severity=first("severity"), size_mm=first("size_mm"),
         temporal=first("temporal"), texture=first("texture"), spread=first("spread"), children=children,
@@ -467,3 +516,54 @@ def fold_ancestors(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
 def _has_own_details(f: Fact) -> bool:
     o = f.obs
     return bool(o.size_mm or o.temporal or o.texture or o.spread or o.children)
+
+
+def _sides_overlap(a: str | None, b: str | None) -> bool:
+    # an unsided statement covers either side; "bilateral" overlaps left and right
+    return a is None or b is None or a == b or "bilateral" in (a, b)
+
+
+def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
+    """One consistent set of statements per study, so no answer contradicts itself.
+
+    - A negative that covers a stated finding (the same finding, or an ancestor, on an overlapping
+      side) is dropped: "Left lung opacity is seen." never sits beside "There is no lung opacity."
+      (that negative came from "the lungs are otherwise clear"). A left finding and "no right
+      effusion" both stay.
+    - An uncertain statement covered by a present finding is dropped ("A nodule is seen." and "A
+      nodule cannot be excluded."), and so is a negative covering an uncertain one ("A pleural
+      effusion cannot be excluded." wins over "No pleural effusion.": the hedge is the safer claim).
+    - When the report itself states one finding present and absent or uncertain (the same finding,
+      not a family member), the kept positive is graded down (``REPORT_CONFLICT``)."""
+    if len(facts) < 2:
+        return facts
+    anc = ctx.gen.vocab.fancestors
+
+    def covers(general: Fact, specific: Fact) -> bool:
+        return (general.fid == specific.fid or general.fid in anc.get(specific.fid, ())) and \
+            _sides_overlap(general.lat, specific.lat)
+
+    pos = [f for f in facts if f.present]
+    unc = [f for f in facts if f.uncertain]
+    if not pos and not unc:
+        return facts
+    dropped: set[int] = set()
+    conflicted: set[int] = set()
+    for f in facts:
+        if f.present:
+            continue
+        stronger = pos if f.uncertain else pos + unc
+        hits = [p for p in stronger if covers(f, p)]
+        if hits:
+            dropped.add(id(f))
+            for p in hits:
+                if p.fid == f.fid and not f.implied and f.obs.source == "report" and p.obs.source == "report" \
+                        and not (f.uncertain and f.obs.qualifier):
+                    conflicted.add(id(p))
+    if not dropped:
+        return facts
+    for f in facts:
+        if id(f) in conflicted:
+            g, r = combine([f.grade, REPORT_CONFLICT])
+            f.grade = (g, tuple(r))
+    return [f for f in facts if id(f) not in dropped]

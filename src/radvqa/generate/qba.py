@@ -27,10 +27,10 @@ import msgspec
 
 from radvqa.generate.engine import (STRATEGY_REGISTRY, Generator, StudyCtx, WeightedPool, change_text_grade,
                                     sample_capped, weighted_sample)
-from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts
+from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts, resolve_conflicts
 from radvqa.generate.templates import Family, Op, Template
 from radvqa.model import AnswerPart, SceneGraph
-from radvqa.quality.criteria import IMPLIED_NEGATIVE, combine
+from radvqa.quality.criteria import IMPLIED_NEGATIVE, LOCALIZATION_NONE, answer_merged, combine
 
 F = frozenset
 _NONE: tuple[int, tuple[str, ...]] = (0, ())
@@ -132,6 +132,12 @@ class Strategy:
         self.deid_mask = cfg.deid_mask.lower()
         self.ind_filler = F(w.lower() for w in cfg.indication_filler_words)
         self.cw = tuple(f" {w} " for w in gen.change_words)
+        self.mention_terms = _mention_terms(v)
+        rdesc: dict[str, list[str]] = {}
+        for r, ancestors in v.rancestors.items():
+            for a in ancestors:
+                rdesc.setdefault(a, []).append(r)
+        self.rdescendants = {a: tuple(ds) for a, ds in rdesc.items()}
         self._bal: dict[str, tuple[float, int]] = {}
         self._counts: dict[tuple[Any, ...], tuple[int, int, int]] = {}
         # the plan: every template in file order with its scope function and operation
@@ -143,7 +149,32 @@ class Strategy:
         return sg.report is not None or not self.require_report
 
     def sub_name(self, s: str) -> str:
+        # the ontology's display-name table first (display_names.yaml), then the family config
+        shown = self.gen.vocab.sub_display.get(s)
+        if shown is not None and shown[0]:
+            return shown[0]
         return self.sub_names.get(s) or s.lower().replace("_", " ")
+
+    def askable_subcat(self, s: str) -> bool:
+        """Subcategory questions ("Is the appearance of the {subcategory} normal?") are about body
+        parts: groups of findings ("infections") and nameless ones ("OTHER") are not asked."""
+        shown = self.gen.vocab.sub_display.get(s)
+        return shown is None or (shown[1] == "anatomy" and bool(shown[0]))
+
+    @staticmethod
+    def report_text(ctx: StudyCtx) -> str:
+        rep = ctx.sg.report
+        return " " + " ".join(rep.text.lower().split()) + " " if rep is not None else ""
+
+    def talks_about(self, text: str, fid: str) -> bool:
+        """The report mentions the finding somewhere, even where the extractor states nothing (its
+        name or synonyms, an ancestor's name, data/mention_terms.yaml words of it or an ancestor,
+        at a word start: " granuloma" in "granulomas"): its silence implies no "no"."""
+        if text:
+            for t in self.mention_terms.get(fid, ()):
+                if t in text:
+                    return True
+        return False
 
     def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
         st = Study(self, ctx)
@@ -221,7 +252,8 @@ class Study:
         self.rng = ctx.stream("qba")
         facts = list(ctx.facts.values())
         child_ids = {c for f in facts for c in f.obs.children}
-        top = fold_ancestors(ctx, merge_facts(ctx, [f for f in facts if f.obs.id not in child_ids]))
+        top = resolve_conflicts(ctx, fold_ancestors(ctx, merge_facts(
+            ctx, [f for f in facts if f.obs.id not in child_ids])))
         self.top = top
         # the study's fact per finding (merged copies), for questions that name a finding
         self.top_by: dict[str, Fact] = {}
@@ -239,8 +271,9 @@ class Study:
                                                laterality=cf.lat, certainty=cf.certainty,
                                                severity=cf.severity, boxes=cf.boxes))
                 self.child_parts[f.obs.id] = kids
-        self.ab_pos = [f for f in top if f.abnormal and not f.absent]
-        self.ab_neg = [f for f in top if f.abnormal and f.absent]
+        # a qualified negative ("no large effusion") is a negative statement, hedged: never a "yes"
+        self.ab_pos = [f for f in top if f.abnormal and not f.absent and not f.qualified]
+        self.ab_neg = [f for f in top if f.abnormal and (f.absent or f.qualified)]
         self.devs = [f for f in top if f.is_device and not f.absent]
         self.tech = [f for f in top if f.is_technical and not f.is_artifact and not f.absent]
         self.arts = [f for f in top if f.is_artifact and not f.absent]
@@ -263,6 +296,18 @@ class Study:
         """The study's (merged) fact for a finding, else an implied negative."""
         f = self.top_by.get(fid)
         return f if f is not None else self.ctx.negative_fact(fid)
+
+    def stated_for(self, fid: str) -> Fact:
+        """``fact_for``, except that a finding the study states through a more specific one ("CABG
+        grafts" for "surgical material") is answered by that one, never by an implied "no"."""
+        f = self.top_by.get(fid)
+        if f is not None:
+            return f
+        anc = self.s.gen.vocab.fancestors
+        for g in self.top_by.values():
+            if not g.absent and fid in anc.get(g.fid, ()):
+                return g
+        return self.ctx.negative_fact(fid)
 
     def parts_of(self, f: Fact, details: bool = True) -> list[AnswerPart]:
         if not details:
@@ -395,9 +440,13 @@ def _describe(st: Study, tpl: Template, it: Item, pos: list[Fact], with_negative
 
 
 def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
-    """yes/no-type: 'yes' lists the positives as parts; 'no' states the explicit negatives."""
+    """yes/no-type: 'yes' lists the positives as parts; 'no' states the explicit negatives.
+    A "yes" that rests on hedged findings only ("Yes. A stent cannot be excluded.") says more
+    than the report: no row."""
     pos = it.pos
     key = "yes" if yes else "no"
+    if pos and all(f.uncertain for f in pos):
+        return
     if pos:
         parts: list[AnswerPart] = []
         for f in pos:
@@ -518,7 +567,8 @@ def op_where_finding(st: Study, tpl: Template, it: Item) -> None:
     # a side only: the lead says it ("It is on the left side."), so the short answer is in the
     # answer text
     st.say(tpl, it.slots, it.key, "located" if informative else "sided", {"phrase": f.phrase, "location": loc},
-           st.parts_of(f), [f], short=loc, polarity="positive", regions=f.regions)
+           st.parts_of(f), [f], short=loc, polarity="positive", regions=f.regions,
+           extra=None if f.loc_kind == "box" else [LOCALIZATION_NONE])
 
 
 def op_severity(st: Study, tpl: Template, it: Item) -> None:
@@ -530,7 +580,8 @@ def op_severity(st: Study, tpl: Template, it: Item) -> None:
 def op_where_device(st: Study, tpl: Template, it: Item) -> None:
     f = it.fact
     st.say(tpl, it.slots, it.key, "located", {"phrase": f.phrase, "location": f.location}, st.parts_of(f), [f],
-           short=f.location, polarity="positive", regions=f.regions)
+           short=f.location, polarity="positive", regions=f.regions,
+           extra=None if f.loc_kind == "box" else [LOCALIZATION_NONE])
 
 
 # scopes ----------------------------------------------------------------------------------------
@@ -544,9 +595,10 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     if not s._has_content(text):
         return ()  # "XXXX-year-old XXXX with XXXX": de-identification left nothing to ask about
     if ind.evaluate:
-        facts = [st.fact_for(fid) for fid in ind.evaluate if fid in s.gen.vocab.fname]
-        pos = [f for f in facts if not f.absent]
-        neg = [f for f in facts if f.absent]
+        facts = [st.stated_for(fid) for fid in ind.evaluate if fid in s.gen.vocab.fname]
+        facts = list({id(f): f for f in facts}.values())
+        pos = [f for f in facts if not f.absent and not f.qualified]
+        neg = [f for f in facts if f.absent or f.qualified]
     else:
         pos, neg = st.ab_pos, []
     extra = []
@@ -577,7 +629,7 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
         for f in neg:
             if f.subcategory:
                 by_neg.setdefault(f.subcategory, []).append(f)
-        subs = list(dict.fromkeys([*by_pos, *by_neg, *s.default_subcats]))
+        subs = [x for x in dict.fromkeys([*by_pos, *by_neg, *s.default_subcats]) if s.askable_subcat(x)]
         hit = st.scopes[("subcategory", op.subject)] = (by_pos, by_neg, subs)
     by_pos, by_neg, subs = hit
     chosen = s._balance([x for x in subs if x in by_pos], [x for x in subs if x not in by_pos],
@@ -617,8 +669,13 @@ class _Regions:
         self.index = {"abnormal": pos_at, "devices": dev_at, "artifacts": art_at}
         self.neg_at = neg_at
         self.anc = anc
-        base = list(dict.fromkeys([*(r for r in mentioned if r in v.rname), *s.default_regions]))
-        chosen = set(base)
+        # a finding placed in "the lungs" says nothing about which lung: neither lung may be called
+        # normal (a "no" answer), though both are asked about when stated explicitly
+        rdesc = s.rdescendants
+        above = {d for f in st.ab_pos for r in f.regions for d in rdesc.get(r, ()) if d not in pos_at}
+        base = list(dict.fromkeys([*(r for r in mentioned if r in v.rname and r not in above),
+                                   *(r for r in s.default_regions if r not in above)]))
+        chosen = set(base) | above
         sampled = weighted_sample(st.rng, s.pool_regions, s.k_regions, chosen.__contains__)
         self.regions = base + sampled
         self.base = base
@@ -711,16 +768,20 @@ class _Findings:
         chosen = set(base)
         sampled = weighted_sample(st.rng, pool, k, chosen.__contains__)
         pos_by.update(via_child)
-        fids = [x for x in base + sampled if x in pos_by or x in stated or x not in unknowable]
+        text = st.scopes.get("text")
+        if text is None:
+            text = st.scopes["text"] = s.report_text(st.ctx)
+        fids = [x for x in base + sampled if x in pos_by or x in stated
+                or (x not in unknowable and not s.talks_about(text, x))]
         base = [x for x in base if x in fids]
         sampled = [x for x in sampled if x in fids]
         self.lists = ([x for x in fids if x in pos_by], [x for x in base if x not in pos_by],
                       [x for x in sampled if x not in pos_by])
         self.pos_by = pos_by
         self.slot = "finding" if subject == "abnormal" else "device"
-        self.per_fid: dict[str, tuple[dict[str, str], tuple[Any, ...]]] = {}
+        self.per_fid: dict[str, tuple[dict[str, str], tuple[Any, ...] | None]] = {}
 
-    def about(self, st: Study, fid: str) -> tuple[dict[str, str], tuple[Any, ...]]:
+    def about(self, st: Study, fid: str) -> tuple[dict[str, str], tuple[Any, ...] | None]:
         """(slots, (answer key, parts, lead variables, facts, regions)) for one finding."""
         hit = self.per_fid.get(fid)
         if hit is not None:
@@ -728,6 +789,10 @@ class _Findings:
         slots = {self.slot: st.s.gen.vocab.finding_name(fid)}
         fs = self.pos_by.get(fid)
         abnormal = self.subject == "abnormal"
+        if fs and not abnormal and all(f.uncertain for f in fs):
+            # "Is there a stent? Yes." for "suggestive of coronary artery stents": no row
+            hit = self.per_fid[fid] = (slots, None)
+            return hit
         if fs:
             f0 = fs[0]
             key = "present" if (not abnormal or any(f.present for f in fs)) else "uncertain"
@@ -750,7 +815,8 @@ class _Findings:
         lists = self.lists
         for fid in s._balance(lists[0], lists[1], s.gen.cap(tpl), tpl, lists[2]):
             slots, about = self.about(st, fid)
-            yield Item(slots, fid, [], [], fact=about)
+            if about is not None:
+                yield Item(slots, fid, [], [], fact=about)
 
 
 def scope_finding(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
@@ -811,11 +877,38 @@ OPS: dict[str, Op] = {
 }
 
 
+def _mention_terms(v: Any) -> dict[str, tuple[str, ...]]:
+    """finding -> " term" strings whose presence in a report means it is not silent about it: its
+    name and synonyms, its ancestors' names, and the extra words of it and its ancestors."""
+    from pathlib import Path
+
+    import yaml
+
+    doc = yaml.safe_load((Path(__file__).with_name("data") / "mention_terms.yaml").read_text(encoding="utf-8"))
+    extra: dict[str, list[str]] = {k: list(vs) for k, vs in (doc.get("extra_terms") or {}).items()}
+    onto_f = getattr(v.onto, "findings", {}) or {}
+    out: dict[str, tuple[str, ...]] = {}
+    for fid in v.fname:
+        f = onto_f.get(fid)
+        terms = {v.fname[fid].lower(), *(str(x).lower() for x in (getattr(f, "synonyms", ()) or ()))}
+        terms = {t for t in terms if len(t) >= 4} | set(extra.get(fid, ()))
+        for a in v.fancestors.get(fid, ()):
+            terms.add(v.fname[a].lower())
+            terms.update(extra.get(a, ()))
+        # shortest first: a short term ("granuloma") covers its longer forms, found sooner
+        out[fid] = tuple(" " + t for t in sorted(terms, key=lambda t: (len(t), t)))
+    return out
+
+
 def _merged(facts: list[Fact], extra: list | None) -> tuple[Any, list[str], list[str]]:
     """(combined grade, provenance, finding ids) of several facts, first occurrences in order."""
     grades = [f.grade for f in facts]
     if extra:
         grades.extend(extra)
+    sids = {ev.sentence_id for f in facts if not f.absent for ev in f.obs.evidence if ev.sentence_id}
+    merged = answer_merged(len(sids))
+    if merged is not None:
+        grades.append(merged)
     grade = combine(grades) if grades else _NONE
     prov: list[str] = []
     for f in facts:

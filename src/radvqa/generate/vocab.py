@@ -9,8 +9,15 @@ small hand-made ontology object (tests) works as well as the packaged one.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+# certainty cues that read as affirmative in radiology reports ("opacity consistent with
+# atelectasis") or that are alternatives (graded as such)
+_NOT_HEDGES = frozenset({"consistent with", "compatible with", "representing", "or", "versus", "vs"})
+# hedges the extractor's cue list leaves to context ("some hyperinflation appears to be present")
+_EXTRA_HEDGES = ("appears", "appear", "appearing", "may", "might", "could", "suggest", "suspicious",
+                 "question", "uncertain", "unclear", "not certain", "vague", "subtle", "faint")
 DEFAULT_SEVERITY_ORDER = ("trace", "minimal", "small", "mild", "moderate", "large", "severe")
 
 
@@ -45,6 +52,11 @@ class Vocab:
             self.fseverities[fid] = tuple(getattr(f, "severities", ()) or ())
             self.fabnormal[fid] = bool(getattr(f, "abnormal", True))
             self.fanatomies[fid] = tuple(getattr(f, "anatomies", ()) or ())
+        # display names of subcategories (ontology display_names.yaml): id -> (name or None, kind)
+        disp = (getattr(onto, "display", None) or {}).get("subcategories", {})
+        self.sub_display: dict[str, tuple[str | None, str]] = {
+            str(k).upper(): (rec.get("name"), str(rec.get("kind", "group"))) for k, rec in disp.items()}
+        self.vague: frozenset[str] = frozenset((getattr(onto, "display", None) or {}).get("vague_findings", {}))
         self.rname: dict[str, str] = {}
         self.rparents: dict[str, tuple[str, ...]] = {}
         self.rside: dict[str, str | None] = {}
@@ -63,6 +75,13 @@ class Vocab:
                 fdesc.setdefault(a, []).append(fid)
         self.fdescendants = {k: tuple(v) for k, v in fdesc.items()}
         mods = getattr(onto, "modifiers", None)
+        # hedging cues of the ontology's certainty vocabulary (grading: a stated finding whose
+        # sentence hedges something); alternatives and "consistent with"-style readings are judged
+        # apart (quality.criteria)
+        cues = (getattr(mods, "certainty", None) or {})
+        words = sorted({c.lower() for k in ("uncertainty_pre", "uncertainty_post") for c in cues.get(k, ())
+                        if c.lower() not in _NOT_HEDGES} | set(_EXTRA_HEDGES), key=len, reverse=True)
+        self.hedge_re = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b") if words else None
         order = tuple(getattr(mods, "severity_order", ()) or ()) or DEFAULT_SEVERITY_ORDER
         self.severity_rank = {s: i for i, s in enumerate(order)}
         # anatomies (CT / MR body regions) and their pathologies, for rin distractors

@@ -173,6 +173,12 @@ def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
     if plot is not None:
         body += [f"![QA rows by question type, strategy and grade]({plot.name})", ""]
     ex = _examples(out)
+    audit = manifest.get("audit")
+    if audit:
+        verdict = "every must-be-0 count is 0" if audit.get("ok") else "FAILED: " + ", ".join(audit.get("failed", []))
+        body += ["## Mechanical audit (`radvqa audit`)", "",
+                 f"Defects a reader can see without the image, counted over {audit.get('rows', 0):,} rows: "
+                 f"{verdict}.", "", *audit.get("table", []), ""]
     if ex:
         body += ["## Examples", "", "| question type | question | answer | grade |", "|---|---|---|---|"]
         for r in ex:

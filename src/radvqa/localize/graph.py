@@ -14,8 +14,20 @@ Rules (contract for the generators):
      precedence present > uncertain > absent.
    - A "no finding" label (maps to no finding id) makes no observation; it is recorded as
      ``meta["no_finding_label"] = scheme`` when positive.
-   - A label whose finding the report already states with the same certainty makes no second
-     observation (answers would say it twice); it is listed in ``meta["labels_agreeing_with_report"]``.
+   - **Merge with the report.** A label observation that matches a report observation (same finding,
+     or an ancestor or descendant of it, on an overlapping side) makes no observation of its own:
+     the report's wording is the one statement. When some matching report observation has the
+     label's certainty, the label supports it: ``meta["label_support"]`` lists
+     ``<observation id>=<label finding>`` (the generator adds ``label:<finding>`` to its
+     provenance). When none does (the report negates or hedges what the label asserts, or states
+     what the label denies), the report wins and the conflict is kept:
+     ``meta["label_conflicts"]`` lists ``<observation id>=<label finding>:<label certainty>``
+     (provenance ``label_conflict:...``; grade C). A label never asserts what the report negates
+     or hedges. ``meta["labels_agreeing_with_report"]`` keeps the supporting label findings.
+   - **Label-only findings** (no matching report observation) stay label observations
+     (``source="label"``); answers state them plainly but their grade says where they come from:
+     B when the study has no report (the labels are all there is), C when it has one (the report
+     is silent about what the label asserts: a coder's label, not the radiologist's words).
 3. **Boxes** (``study.boxes``; ``label`` = finding id) are checked against their image's size
    (``boxes.check_box``: clipped and noted in ``meta["box_notes"]``, or a Reject with
    ``stage="localize"``). Expert boxes are kept per reader and fused across readers
@@ -85,20 +97,31 @@ def build_scene_graph(
         rejects.append(_rej(study, f"label {lab.scheme}:{lab.name}", f"label value {lab.value!r} is not 1, 0 or -1"))
     for scheme in no_finding:
         meta["no_finding_label"] = scheme
-    report_keys = {(o.finding, o.certainty) for o in observations}
+    report_obs = list(observations)
+    family = _Family(ontology)
     merged: list[str] = []
+    support: list[str] = []
+    conflicts: list[str] = []
     for fid, regions in sorted(label_obs):
-        if (fid, label_obs[(fid, regions)]) in report_keys:
-            # the report already states this finding with the same certainty: a second observation
-            # would make every answer say it twice; the agreement is noted instead
-            merged.append(fid)
+        cert = label_obs[(fid, regions)]
+        side = _side(regions, ontology)
+        matches = [o for o in report_obs if family.related(o.finding, fid) and _sides_overlap(o.laterality, side)]
+        if matches:
+            # the report speaks about this finding (or its family): one statement, the report's;
+            # the label is provenance (agreeing) or a recorded conflict (never a second statement)
+            agree = [o for o in matches if o.certainty == cert]
+            if agree:
+                merged.append(fid)
+                support.extend(f"{o.id}={fid}" for o in agree)
+            else:
+                conflicts.extend(f"{o.id}={fid}:{cert}" for o in matches)
             continue
         observations.append(
             Observation(
                 id=next_id(),
                 finding=fid,
-                certainty=label_obs[(fid, regions)],
-                laterality=_side(regions, ontology),
+                certainty=cert,
+                laterality=side,
                 regions=list(regions),
                 from_report=False,
                 source="label",
@@ -148,7 +171,11 @@ def build_scene_graph(
     if disputed:
         meta["boxes_on_absent_findings"] = "; ".join(disputed)
     if merged:
-        meta["labels_agreeing_with_report"] = "; ".join(merged)
+        meta["labels_agreeing_with_report"] = "; ".join(dict.fromkeys(merged))
+    if support:
+        meta["label_support"] = "; ".join(support)
+    if conflicts:
+        meta["label_conflicts"] = "; ".join(conflicts)
 
     modality = study.images[0].modality if study.images else "CR"
     sg = SceneGraph(
@@ -208,6 +235,32 @@ def _label_observations(
         if old is None or _RANK[c] > _RANK[old]:
             out[(fid, regions)] = c
     return out, no_finding, bad
+
+
+class _Family:
+    """Ancestor look-ups (ontology ``ancestors``), cached; no ontology: a finding is only itself."""
+
+    def __init__(self, ontology: Any) -> None:
+        self.onto = ontology
+        self.cache: dict[str, frozenset[str]] = {}
+
+    def ancestors(self, fid: str) -> frozenset[str]:
+        hit = self.cache.get(fid)
+        if hit is None:
+            try:
+                hit = frozenset(self.onto.ancestors(fid)) if self.onto is not None and hasattr(self.onto, "ancestors") else frozenset()
+            except KeyError:  # a finding the ontology does not know: related to itself only
+                hit = frozenset()
+            self.cache[fid] = hit
+        return hit
+
+    def related(self, a: str, b: str) -> bool:
+        return a == b or a in self.ancestors(b) or b in self.ancestors(a)
+
+
+def _sides_overlap(a: str | None, b: str | None) -> bool:
+    # an unsided statement covers either side; "bilateral" overlaps left and right
+    return a is None or b is None or a == b or "bilateral" in (a, b)
 
 
 def _side(regions: tuple[str, ...], ontology: Any) -> str | None:

@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from radvqa.ontology.loader import OntologyError, build, normalize_term
 from radvqa.ontology.types import Anatomy, CheckResult, Finding, Modifiers, Region, Scheme
@@ -52,6 +53,8 @@ class Ontology:
         self.schemes = schemes
         self.modifiers = modifiers
         self.categories = categories
+        # display_names.yaml: {"categories"|"subcategories": {ID: {"name": str | None, "kind": ...}}}
+        self.display: dict[str, dict[str, dict[str, Any]]] = {}
         self.spelling = tuple(spelling)
         # compiled once: (plain substring for a cheap pre-check, word-start pattern, replacement)
         self._spelling_rules = [(a, re.compile(rf"\b{re.escape(a)}"), b)
@@ -319,6 +322,7 @@ def check_ontology(path: str | Path | None = None) -> tuple[Ontology | None, lis
         return None, built.checks
     onto = Ontology(built.findings, built.regions, built.anatomies, built.schemes, built.modifiers,
                     built.categories, built.spelling, built.version, p, built.checks)
+    onto.display = built.display
     return onto, built.checks
 
 

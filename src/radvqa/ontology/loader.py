@@ -25,7 +25,8 @@ from radvqa.ontology.types import Anatomy, CheckResult, Finding, Modifiers, Regi
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-PAYLOAD_KEYS = ("findings", "regions", "anatomies", "categories", "modifiers", "spelling", "scheme")
+PAYLOAD_KEYS = ("findings", "regions", "anatomies", "categories", "modifiers", "spelling", "scheme",
+                "display_names")
 SIDES = ("left", "right")
 
 # field -> (accepted python types, required). "list[str]" fields are given as list of str.
@@ -104,6 +105,9 @@ def normalize_term(text: str) -> str:
     return " ".join(text.lower().replace("\u2019", "'").split()).strip(" .,;:")
 
 
+DISPLAY_KINDS = ("anatomy", "group", "none")
+
+
 class _Raw:
     """Everything read from one directory, with where each item came from (for messages)."""
 
@@ -114,6 +118,9 @@ class _Raw:
         self.schemes: list[tuple[str, dict[str, Any]]] = []
         self.categories: dict[str, list[str]] = {}
         self.categories_file: str | None = None
+        # display_names.yaml: {"categories": {ID: {name, kind}}, "subcategories": {ID: {name, kind}}}
+        self.display: dict[str, dict[str, dict[str, Any]]] = {}
+        self.display_file: str | None = None
         self.modifiers: tuple[str, dict[str, Any]] | None = None
         self.modifiers_seen = False  # a modifiers file exists (even if it failed the schema)
         self.spelling: list[tuple[str, str]] = []
@@ -206,6 +213,24 @@ def _read_dir(path: Path, errors: list[str]) -> _Raw:
                     errors.append(f"{name}: categories.{cat}: defined twice")
                 raw.categories[cat] = [str(s) for s in subs]
             raw.categories_file = name
+        elif kind == "display_names":
+            if not isinstance(body, dict) or not all(isinstance(body.get(k, {}), dict) for k in ("categories", "subcategories")):
+                errors.append(f"{name}: display_names: expected mappings 'categories' and 'subcategories'")
+                continue
+            vague = body.get("vague_findings", [])
+            if not (isinstance(vague, list) and all(isinstance(x, str) for x in vague)):
+                errors.append(f"{name}: display_names.vague_findings: expected a list of finding ids")
+            else:
+                raw.display.setdefault("vague_findings", {}).update({x: {"name": x, "kind": "none"} for x in vague})
+            for part in ("categories", "subcategories"):
+                for key, rec in (body.get(part) or {}).items():
+                    if not (isinstance(rec, dict) and rec.get("kind") in DISPLAY_KINDS
+                            and (rec.get("name") is None or isinstance(rec.get("name"), str))):
+                        errors.append(f"{name}: display_names.{part}.{key}: expected {{name: str or null, kind: "
+                                      f"{' | '.join(DISPLAY_KINDS)}}}, got {rec!r}")
+                        continue
+                    raw.display.setdefault(part, {})[str(key)] = {"name": rec.get("name"), "kind": rec["kind"]}
+            raw.display_file = name
         elif kind == "spelling":
             if not isinstance(body, list):
                 errors.append(f"{name}: spelling: expected a list of [US, UK] pairs")
@@ -274,6 +299,7 @@ class Built:
         self.schemes: dict[str, Scheme] = {}
         self.modifiers: Modifiers | None = None
         self.categories: dict[str, tuple[str, ...]] = {}
+        self.display: dict[str, dict[str, dict[str, Any]]] = {}
         self.spelling: tuple[tuple[str, str], ...] = ()
         self.version: str = ""
         self.checks: list[CheckResult] = []
@@ -328,6 +354,7 @@ def build(path: Path) -> Built:
         out.modifiers = _build_modifiers(raw, mod_errors)
     out.spelling = tuple(raw.spelling)
     out.categories = {k: tuple(v) for k, v in raw.categories.items()}
+    out.display = raw.display
     # the copy's version is the newest file version, compared numerically ("1.10.0" > "1.9.0")
     versions = sorted(set(raw.versions.values()),
                       key=lambda v: tuple(int(x) if x.isdigit() else -1 for x in v.split(".")))
@@ -408,6 +435,23 @@ def _check_categories(raw: _Raw, out: Built, where_of: Where) -> None:
                                   f"{f.category} in {raw.categories_file}")
     out.checks.append(CheckResult(name="categories and subcategories", passed=not cat_errors,
                                   detail=f"{len(raw.categories)} categories", errors=cat_errors))
+
+    # --- display names: every category and subcategory reviewed (when the copy has the table) --
+    disp_errors: list[str] = []
+    if raw.display_file is not None:
+        for cat, subs in raw.categories.items():
+            if cat not in raw.display.get("categories", {}):
+                disp_errors.append(f"{raw.display_file}: display_names.categories: no entry for {cat!r}")
+            for sub in subs:
+                if sub not in raw.display.get("subcategories", {}):
+                    disp_errors.append(f"{raw.display_file}: display_names.subcategories: no entry for {sub!r} "
+                                       f"(a subcategory of {cat})")
+        for fid in raw.display.get("vague_findings", {}):
+            if fid not in out.findings:
+                disp_errors.append(f"{raw.display_file}: display_names.vague_findings: unknown finding {fid!r}")
+        out.checks.append(CheckResult(name="display names", passed=not disp_errors,
+                                      detail=f"{len(raw.display.get('subcategories', {}))} subcategories",
+                                      errors=disp_errors))
 
 
 def _check_references(out: Built, where_of: Where, rwhere_of: Where) -> None:

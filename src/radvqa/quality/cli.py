@@ -1,16 +1,73 @@
-"""Commands of the quality area: ``radvqa grade`` (judge pass over a built dataset)."""
+"""Commands of the quality area: ``radvqa grade`` (judge pass over a built dataset) and
+``radvqa audit`` (mechanical defect counts; ``audit shortcuts``: answer shortcuts)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the ``radvqa`` app."""
+
+    @app.command("audit")
+    def audit_cmd(
+        args: List[str] = typer.Argument(..., help="DIR (a radvqa build folder), or: shortcuts DATASET"),
+        json_out: Optional[Path] = typer.Option(None, "--json", help="also write the result as JSON here"),
+        no_store: bool = typer.Option(False, "--no-store", help="do not record the audit in DIR's manifest and card"),
+    ) -> None:
+        """Count mechanical defects of a built dataset (self-contradicting answers, duplicate
+        statements, raw identifiers, modifiers from negated phrases, answers named by the question),
+        print them as a table with examples, record them in manifest.json and the dataset card.
+        Exit 1 when a count that must be 0 is not. ``radvqa audit shortcuts DATASET``: answer
+        shortcuts (questions answerable without the image)."""
+        if args[0] == "shortcuts":
+            if len(args) != 2:
+                typer.echo("usage: radvqa audit shortcuts DATASET [--json FILE]", err=True)
+                raise typer.Exit(2)
+            try:
+                from radvqa.quality.shortcuts import cli_main  # type: ignore[import-not-found]
+            except ImportError:
+                typer.echo("error: `radvqa audit shortcuts` is not available in this version "
+                           "(radvqa.quality.shortcuts is missing)", err=True)
+                raise typer.Exit(2) from None
+            raise typer.Exit(int(cli_main(Path(args[1]), json_out)))
+        if len(args) != 1:
+            typer.echo("usage: radvqa audit DIR  |  radvqa audit shortcuts DATASET", err=True)
+            raise typer.Exit(2)
+        from rich.console import Console
+        from rich.table import Table
+
+        from radvqa.quality.audit import CHECKS, DESCRIPTIONS, MUST_BE_ZERO, audit_dataset, store
+
+        dataset = Path(args[0])
+        try:
+            res = audit_dataset(dataset)
+        except FileNotFoundError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        n = max(1, res["rows"])
+        tab = Table(title=f"radvqa audit {dataset} ({res['rows']:,} rows)")
+        for col in ("defect", "must be 0", "rows", "share", "example"):
+            tab.add_column(col, overflow="fold")
+        for c in CHECKS:
+            k = res["counts"][c]
+            ex = res["examples"][c]
+            e = f"{ex[0]['question']} -> {ex[0]['answer']}" if ex else ""
+            tab.add_row(f"{DESCRIPTIONS[c]} ({c})", "yes" if c in MUST_BE_ZERO else "no", f"{k:,}",
+                        f"{100.0 * k / n:.2f}%", e[:200])
+        Console(width=160).print(tab)
+        if json_out is not None:
+            json_out.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+        if not no_store:
+            store(dataset, res)
+        if res["failed"]:
+            typer.echo(f"FAILED: must be 0: {', '.join(res['failed'])}", err=True)
+            raise typer.Exit(1)
+        typer.echo("ok: every must-be-0 count is 0")
 
     @app.command("grade")
     def grade_cmd(

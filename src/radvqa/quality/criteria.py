@@ -6,15 +6,28 @@ grade is the worst (largest) over its criteria, and every criterion that lowered
 a named reason ``criterion:value->grade``. Observation-level criteria are computed once per
 observation per study (``obs_grade``) and combined per row, so grading costs a ``max`` per row.
 
-Criteria (REFERENCE.md §1; ours marked *):
-- regions: explicit region ids all resolved -> A++; some unresolved (not in the ontology) -> A;
-  none given (only the finding's default regions) -> B.
-- entities: finding id resolved in the ontology -> A++; unresolved -> A.
+Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not polarity
+(docs/generation.md "What a grade promises"):
+- regions: explicit region ids not in the ontology -> A.
+- entities: finding id not in the ontology, or a vague finding ("other lesion", a bare "line";
+  ontology display_names.yaml ``vague_findings``) -> A.
 - change text: an answer part that quotes report text still containing a change word -> B.
-- localization: a lesion/expert box or a region box of the observation's own regions -> A++; boxes
-  for some images only -> A; only the finding's default-region boxes (fallback) or none -> B.
-- issue level: the rules extractor reports no issue levels; an extraction error recorded in
-  ``SceneGraph.meta["extract_error"]`` -> C (non-interpretable).
+- localization: boxes for some images only, or only the finding's default-region boxes -> A; a
+  positive answer to a question that asks where, without a box of its own -> B
+  (``LOCALIZATION_NONE``, added per row by the generator). Missing boxes do not lower other rows:
+  a finding stated plainly by one report sentence is A++ without boxes.
+- issue level: an extraction error recorded in ``SceneGraph.meta["extract_error"]`` -> C.
+- *evidence: hedged (uncertain), qualified negative ("no large effusion", also one the extractor
+  left as a plain negative: "no typical findings of edema") or alternatives in the
+  sentence ("atelectasis or scarring") -> B; observation merged from several sentences -> A;
+  report states the finding present and absent/uncertain -> B (``REPORT_CONFLICT``).
+- *evidence, plain sentence: a stated finding whose sentence also hedges something, or also
+  states another finding (attributes may belong to the other one) -> A.
+- *answer merged from several sentences: a positive row whose findings come from more than one
+  report sentence -> A (``answer_merged``; each extra claim is another chance to be wrong).
+- *side inferred: a side that no evidence sentence states -> A.
+- *labels: label-only finding in a study with a report -> C; without a report -> B (A with an expert
+  box); a label that disagrees with the report (localize ``label_conflicts``) -> C.
 - *implied negative: a negative asserted only because the report is silent -> B (not inferable).
 - *boxes valid: every box inside its image with x1 < x2, y1 < y2 -> otherwise D.
 - *answer in question: the question names its own answer -> D (generators skip these; the check
@@ -25,6 +38,7 @@ Criteria (REFERENCE.md §1; ours marked *):
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from radvqa.model import GRADES, Box, Observation
@@ -39,6 +53,66 @@ def reason(criterion: str, value: str, grade: int) -> str:
     return f"{criterion}:{value}->{GRADES[grade]}"
 
 
+_NEG_CUE = re.compile(r"\b(?:no|not|without|negative for|free of)\b")
+_QUALIFIED_NEG = re.compile(r"\bno (?:definite|definitive|typical|overt|convincing|significant|gross|frank|"
+                            r"large|obvious|discrete|appreciable|substantial|visible)\b|\bwithout (?:definite|"
+                            r"typical|overt|convincing|significant|gross|frank|obvious)\b")
+_ALT_CUE = re.compile(r"\b(?:or|versus|vs)\b")
+_CLAUSE = re.compile(r"[,;:]|\bbut\b|\bhowever\b")
+_SIDE_CUE = {"left": re.compile(r"\bleft\b"), "right": re.compile(r"\bright\b"),
+             "bilateral": re.compile(r"\b(?:bilateral|bilaterally|both|biapical|bibasilar|bibasal)\b")}
+
+
+# "no change in the small granuloma" negates a change, not the finding (pseudo-negation)
+_PSEUDO_NEG = re.compile(r"\b(?:no|not|without)\s+(?:\w+\s+){0,2}(?:change|changes|changed|increase|decrease|progression)\b")
+_NEG_ONLY_CUE = re.compile(r"\b(?:no|not|without|negative for|free of|nor)\b")
+_NEG_CLAUSE = re.compile(r"[,;:]|\bbut\b|\bhowever\b|\balthough\b|\bwhile\b|\band\b")
+
+
+def negated_only(words: tuple[str, ...] | list[str], sentences: list[str]) -> bool:
+    """Some of ``words`` occurs in the sentences, and every occurrence lies in a clause after a
+    negation cue ("no large effusion": "large" is negated; "no change in the large hernia" is not)."""
+    seen = False
+    for s in sentences:
+        low = _PSEUDO_NEG.sub(lambda m: " " * len(m.group(0)), s.lower())
+        for w in words:
+            for m in re.finditer(r"\b" + re.escape(w) + r"\b", low):
+                seen = True
+                start = 0
+                for c in _NEG_CLAUSE.finditer(low, 0, m.start()):
+                    start = c.end()
+                if not _NEG_ONLY_CUE.search(low, start, m.start()):
+                    return False
+    return seen
+
+
+_TEXT_FLAGS: dict[tuple[int, str], tuple[bool, bool, bool]] = {}
+
+
+def _text_flags(text: str, hedge_re: Any) -> tuple[bool, bool, bool]:
+    """(hedges something, offers alternatives, qualified negative) of one sentence, cached:
+    report sentences repeat across a corpus ("No pneumothorax.") and across a study's facts."""
+    key = (id(hedge_re), text)
+    hit = _TEXT_FLAGS.get(key)
+    if hit is None:
+        if len(_TEXT_FLAGS) > 200_000:
+            _TEXT_FLAGS.clear()
+        low = text.lower()
+        hit = _TEXT_FLAGS[key] = (hedge_re is not None and hedge_re.search(low) is not None,
+                                  _alternative(text), _QUALIFIED_NEG.search(low) is not None)
+    return hit
+
+
+def _alternative(sentence: str) -> bool:
+    """Some clause of the sentence offers alternatives ("atelectasis or scarring", "versus") outside
+    a negated list ("no effusion or pneumothorax" is not an alternative)."""
+    low = sentence.lower()
+    for clause in _CLAUSE.split(low):
+        if _ALT_CUE.search(clause) and not _NEG_CUE.search(clause):
+            return True
+    return False
+
+
 def obs_grade(
     obs: Observation,
     known_findings: dict[str, Any],
@@ -46,38 +120,101 @@ def obs_grade(
     localization: str,
     n_images_boxed: int,
     n_images: int,
+    *,
+    sentences: dict[str, str] | None = None,
+    has_report: bool = True,
+    label_conflict: bool = False,
+    hedge_re: Any = None,
+    shared_sentences: frozenset[str] = frozenset(),
+    vague: frozenset[str] = frozenset(),
 ) -> tuple[int, tuple[str, ...]]:
     """Grade of the facts one observation contributes (worst criterion) and the reasons.
 
     ``localization`` is what the generator attached: "box" (lesion box or own-region box),
-    "fallback" (default-region boxes), "none"."""
+    "fallback" (default-region boxes), "none". ``sentences`` maps sentence ids to report sentences
+    (evidence checks); ``label_conflict``: a dataset label disagrees with this report observation."""
     g = A_PP
     reasons: list[str] = []
-    if obs.regions:
-        if any(r not in known_regions for r in obs.regions):
-            g = max(g, A)
-            reasons.append(reason("regions", "unresolved", A))
-    elif obs.certainty != "absent" and not obs.boxes:
-        g = max(g, B)
-        reasons.append(reason("regions", "default_only", B))
+
+    def lower(criterion: str, value: str, grade: int) -> None:
+        nonlocal g
+        if grade > g:
+            g = grade
+        reasons.append(reason(criterion, value, grade))
+
+    if obs.regions and any(r not in known_regions for r in obs.regions):
+        lower("regions", "unresolved", A)
     if obs.finding not in known_findings:
-        g = max(g, A)
-        reasons.append(reason("entities", "unresolved", A))
-    if obs.certainty != "absent":
+        lower("entities", "unresolved", A)
+    elif str(known_findings[obs.finding]).startswith("other ") or obs.finding in vague:
+        # a catch-all ("other lesion") or a bare device word ("line": often "B lines", "lung
+        # lines remain low"): the answer does not say what was seen
+        lower("entities", "vague", A)
+    stated = obs.certainty != "absent"
+    if obs.source == "report":
+        if obs.qualifier or (obs.certainty == "absent" and obs.severity):
+            lower("evidence", "qualified", B)
+        elif obs.certainty == "uncertain":
+            lower("evidence", "hedged", B)
+        sids = list(dict.fromkeys(ev.sentence_id for ev in obs.evidence if ev.sentence_id))
+        texts = [sentences[sid] for sid in sids if sentences and sid in sentences]
+        if not texts:
+            texts = [ev.text for ev in obs.evidence]
+        flags = [_text_flags(t, hedge_re) for t in texts]
+        if obs.certainty == "absent" and not obs.severity and any(f[2] for f in flags):
+            # "no typical findings of edema", "no definite effusion": a qualified negative the
+            # extractor left unmarked reads as a plain "no" (Observation.qualifier marks it)
+            lower("evidence", "qualified_unmarked", B)
+        if stated and any(f[1] for f in flags):
+            lower("evidence", "alternative", B)
+        if len(sids) > 1:
+            lower("evidence", "merged", A)
+        if stated and obs.certainty == "present":
+            # the extractor read the finding as certain, but its sentence hedges something: the
+            # hedge may be this finding's ("interstitial changes and possibly fibrosis")
+            if any(f[0] for f in flags):
+                lower("evidence", "hedge_in_sentence", A)
+            # a sentence stating several findings is where sides, sizes and regions get attached to
+            # the wrong one ("mediastinal clips, left base scarring" -> "left surgical clips")
+            if shared_sentences.intersection(sids):
+                lower("evidence", "shared_sentence", A)
+        side = obs.laterality
+        if stated and side in _SIDE_CUE and texts and not any(_SIDE_CUE[side].search(t.lower()) for t in texts):
+            lower("side", "inferred", A)
+    elif obs.source == "label":
+        if has_report:
+            # the report is silent about what a coder's label asserts (or denies)
+            lower("label", "only_report_silent", C)
+        elif obs.certainty == "uncertain":
+            lower("label", "uncertain", B)
+        elif stated and any(b.source in LESION_SOURCES and b.source != "label" for b in obs.boxes):
+            lower("label", "with_expert_box", A)
+        else:
+            lower("label", "only", B)
+    if label_conflict:
+        lower("label", "conflict", C)
+    if stated:
+        # missing boxes lower only the rows whose question asks where (``LOCALIZATION_NONE``,
+        # added by the generator); boxes that exist but are partial or only default regions are
+        # weaker evidence of where the finding is
         if localization == "box":
             if n_images and 0 < n_images_boxed < n_images:
-                g = max(g, A)
-                reasons.append(reason("localization", "incomplete", A))
+                lower("localization", "incomplete", A)
         elif localization == "fallback":
-            g = max(g, B)
-            reasons.append(reason("localization", "fallback", B))
-        else:
-            g = max(g, B)
-            reasons.append(reason("localization", "none", B))
+            lower("localization", "fallback", A)
     return g, tuple(reasons)
 
 
 IMPLIED_NEGATIVE = (B, (reason("negative", "implied", B),))
+def answer_merged(n_sentences: int) -> tuple[int, tuple[str, ...]] | None:
+    """Row criterion: the stated findings of a positive answer rest on ``n_sentences`` sentences."""
+    return (A, (reason("answer", "merged_sentences", A),)) if n_sentences > 1 else None
+
+
+# a positive answer to a question that asks where, with no box of the finding's own
+LOCALIZATION_NONE = (B, (reason("localization", "none_where_asked", B),))
+# the report states the finding both present and absent/uncertain: the answer keeps the positive
+REPORT_CONFLICT = (B, (reason("evidence", "report_conflict", B),))
 CHANGE_TEXT_LEFT = (B, (reason("change_text", "left", B),))
 EXTRACT_ERROR = (C, (reason("issue_level", "non_interpretable", C),))
 
