@@ -1,11 +1,15 @@
 """``build(...)``: sources -> spill by patient -> shards (extract, localize, generate, write) ->
 manifest, rejected.jsonl, dataset card. The same function backs ``radvqa build``.
 
-Phases, each restartable:
-1. *read*: stream the source, route studies to bucket files by patient hash (``run/shards.py``);
-   source rejects go to ``.radvqa/source.rejected.jsonl``; ``.radvqa/spill.done.json`` marks it done.
-2. *shards*: each shard is processed by ``run/worker.run_shard`` on this process, a process pool or
-   Ray; each finished shard leaves a completion marker with its statistics.
+Phases, each restartable, both run by one executor (``run/executors.py``: this process, a process
+pool or Ray):
+1. *read*: the workers read the sources, each one part (``run/reader.py``: a source that can be split
+   plans consecutive parts; others are one part), and route studies to that part's bucket files by
+   patient hash (``run/shards.py``); source rejects go to ``.radvqa/source.rejected.jsonl`` in part
+   order; ``.radvqa/spill.done.json`` marks it done. Records given to ``build(records=...)`` are
+   spilled by this process (one part).
+2. *shards*: each shard is processed by ``run/worker.run_shard``; each finished shard leaves a
+   completion marker with its statistics.
 3. *finish*: rejects concatenated in a fixed order, manifest from the markers, dataset card; the
    spill is deleted.
 
@@ -32,8 +36,12 @@ from radvqa.io.parquet import WriteError, shard_files
 from radvqa.io.schema import SCHEMA_VERSION
 from radvqa.model import Reject, Study
 from radvqa.sources.base import SourceError
+from radvqa.run.errors import BuildError
+from radvqa.run.executors import Executor, TaskFailed, make_executor
 from radvqa.run.imagepaths import PathRelativizer, image_roots_for
-from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, SpillWriter, plan_shards
+from radvqa.run.reader import configure, make_source, plan_parts, rejects_file
+from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, SpillWriter, part_dir, plan_shards
+from radvqa.run.tasks import ReadStats, ReadTask, ShardStats, ShardTask
 from radvqa.run.worker import (
     GC_THRESHOLD,
     clear_shard, marker_path, rejects_path, shard_is_complete, state_dir, write_text_atomic,
@@ -41,9 +49,7 @@ from radvqa.run.worker import (
 
 ALL_STRATEGIES = ("qba", "vindr", "rin", "diff")
 
-
-class BuildError(RuntimeError):
-    """A build could not finish; the message says why and what to do."""
+__all__ = ["ALL_STRATEGIES", "BuildError", "BuildOptions", "Progress", "build", "resume_state"]
 
 
 @dataclass
@@ -106,7 +112,7 @@ class Progress:
 
     def phase(self, name: str, total: int | None = None) -> None: ...
     def advance(self, n: int = 1) -> None: ...
-    def shard_done(self, stats: dict[str, Any]) -> None: ...
+    def shard_done(self, stats: ShardStats) -> None: ...
     def studies_done(self, shard: int, n: int) -> None: ...
     def message(self, text: str) -> None: ...
 
@@ -153,50 +159,8 @@ def _prepare_out(out: Path, opts: BuildOptions) -> None:
 # -- phase 1: read sources -------------------------------------------------------------------------
 
 
-def _source_records(opts: BuildOptions, progress: Progress) -> Any:
-    from radvqa.sources import get_source, sample_inputs
-
-    try:
-        src = get_source(opts.source)
-    except KeyError as exc:
-        raise BuildError(str(exc.args[0]) if exc.args else str(exc)) from None
-    inputs: Sequence[Path | str] = [Path(p) for p in opts.inputs]
-    if opts.source == "sample" and not inputs:
-        inputs = sample_inputs()
-    if opts.source == "synthetic":
-        src.studies = opts.studies if opts.studies is not None else (opts.limit or 1000)
-        src.seed = opts.seed
-    elif opts.studies is not None:
-        raise BuildError("--studies applies to the synthetic source only")
-    elif not inputs:
-        raise BuildError(f"source {opts.source!r} needs --input PATH (one or more)")
-    for p in inputs:
-        if not Path(p).exists():
-            raise BuildError(f"source {opts.source!r}: input not found: {p}")
-    try:
-        from radvqa.ontology import load_ontology
-
-        onto = load_ontology()
-    except ImportError:
-        onto = None
-    except Exception as exc:  # noqa: BLE001 - OntologyError and friends: say so, do not trace back
-        raise BuildError(f"cannot load the ontology: {exc}") from None
-    return src.iter_records(list(inputs), ontology=onto, limit=opts.limit)
-
-
-def _read_phase(out: Path, opts: BuildOptions, progress: Progress,
+def _read_phase(out: Path, opts: BuildOptions, progress: Progress, executor: Executor,
                 records: Iterable[Study | Reject] | None = None) -> dict[str, Any]:
-    # many short-lived objects per study, freed by reference counting: see worker.run_shard
-    gc_before = gc.get_threshold()
-    gc.set_threshold(GC_THRESHOLD, 20, 10)
-    try:
-        return _read_sources(out, opts, progress, records)
-    finally:
-        gc.set_threshold(*gc_before)
-
-
-def _read_sources(out: Path, opts: BuildOptions, progress: Progress,
-                  records: Iterable[Study | Reject] | None) -> dict[str, Any]:
     st = state_dir(out)
     done = st / "spill.done.json"
     if opts.resume and done.exists():
@@ -205,16 +169,79 @@ def _read_sources(out: Path, opts: BuildOptions, progress: Progress,
     spill_dir = st / "spill"
     if spill_dir.exists():
         shutil.rmtree(spill_dir)
+    spill_dir.mkdir(parents=True)
     t0 = time.perf_counter()
-    writer = SpillWriter(spill_dir)
+    if records is not None:
+        # many short-lived objects per study, freed by reference counting: see worker.run_shard
+        gc_before = gc.get_threshold()
+        gc.set_threshold(GC_THRESHOLD, 20, 10)
+        try:
+            parts = [_spill_records(spill_dir, opts, progress, records)]
+        finally:
+            gc.set_threshold(*gc_before)
+    else:
+        tasks = _read_tasks(spill_dir, opts)
+        progress.phase("reading sources", len(tasks) if len(tasks) > 1 else None)
+        try:
+            parts = executor.run(tasks, lambda r: progress.advance(1))
+        except TaskFailed as exc:
+            raise BuildError(f"reading the sources failed: {exc}" if str(exc) == "interrupted" else str(exc)) from exc
+    parts.sort(key=lambda r: r.part)
+    _concat(st / "source.rejected.jsonl", [rejects_file(spill_dir, r.part) for r in parts])
+    n_studies = sum(r.studies for r in parts)
+    info = {
+        "studies": n_studies,
+        "source_rejects": sum(r.source_rejects for r in parts),
+        "n_shards": plan_shards(n_studies, opts.shard_studies),
+        "n_buckets": N_BUCKETS,
+        "n_parts": len(parts),
+        "seconds": round(time.perf_counter() - t0, 4),
+        # the slowest part (wall), and the parts' read seconds summed (what one reader would take)
+        "part_seconds_max": max((r.seconds for r in parts), default=0.0),
+        "part_seconds_sum": round(sum(r.seconds for r in parts), 4),
+    }
+    write_text_atomic(done, json.dumps(info, indent=1))
+    return info
+
+
+def _read_tasks(spill_dir: Path, opts: BuildOptions) -> list[ReadTask]:
+    src = make_source(opts.source)
+    inputs: list[str] = [str(Path(p).resolve()) for p in opts.inputs]
+    if opts.source == "sample" and not inputs:
+        from radvqa.sources import sample_inputs
+
+        inputs = [str(p) for p in sample_inputs()]
+    configure(src, opts.studies, opts.seed, opts.limit, opts.source)
+    if not inputs and not hasattr(src, "studies"):
+        raise BuildError(f"source {opts.source!r} needs --input PATH (one or more)")
+    for p in inputs:
+        if not Path(p).exists():
+            raise BuildError(f"source {opts.source!r}: input not found: {p}")
+    # a few parts per worker: parts differ in cost, and a worker that finishes early takes the next
+    specs = plan_parts(src, inputs, opts.workers * READ_PARTS_PER_WORKER if opts.workers > 1 else 1,
+                       opts.limit, opts.strict)
+    roots = image_roots_for(_input_paths(opts))
+    return [ReadTask(spill=str(spill_dir.resolve()), part=k, n_parts=len(specs), source=opts.source, inputs=inputs,
+                     image_roots=roots, cwd=os.getcwd(), studies=opts.studies, seed=opts.seed, limit=opts.limit,
+                     strict=opts.strict, spec=spec)
+            for k, spec in enumerate(specs)]
+
+
+READ_PARTS_PER_WORKER = 2
+
+
+def _spill_records(spill_dir: Path, opts: BuildOptions, progress: Progress,
+                   records: Iterable[Study | Reject]) -> ReadStats:
+    """Records handed to ``build`` by the caller: spilled here, as part 0."""
+    t0 = time.perf_counter()
+    writer = SpillWriter(part_dir(spill_dir, 0))
     # image paths become relative to the input roots here, once per study (see run/imagepaths.py)
     relativize = PathRelativizer(image_roots_for(_input_paths(opts))).study
     n_rej = 0
-    rej_file = st / "source.rejected.jsonl"
     progress.phase("reading sources", opts.studies if opts.source == "synthetic" else opts.limit)
     try:
-        with open(rej_file, "w", encoding="utf-8") as rf:
-            for rec in (records if records is not None else _source_records(opts, progress)):
+        with open(rejects_file(spill_dir, 0), "w", encoding="utf-8") as rf:
+            for rec in records:
                 if isinstance(rec, Study):
                     writer.add(relativize(rec))
                 elif isinstance(rec, Reject):
@@ -235,33 +262,27 @@ def _read_sources(out: Path, opts: BuildOptions, progress: Progress,
     except BaseException:
         writer.abort()
         raise
-    n_studies = sum(writer.counts)
-    info = {
-        "studies": n_studies,
-        "source_rejects": n_rej,
-        "n_shards": plan_shards(n_studies, opts.shard_studies),
-        "n_buckets": N_BUCKETS,
-        "seconds": round(time.perf_counter() - t0, 4),
-    }
-    write_text_atomic(done, json.dumps(info, indent=1))
-    return info
+    return ReadStats(part=0, studies=sum(writer.counts), source_rejects=n_rej,
+                     seconds=round(time.perf_counter() - t0, 4), pid=os.getpid())
+
+
+def _concat(dst: Path, parts: list[Path]) -> None:
+    with open(dst, "wb") as w:
+        for p in parts:
+            if p.exists():
+                with open(p, "rb") as r:
+                    shutil.copyfileobj(r, w)
 
 
 # -- phase 2: shards -------------------------------------------------------------------------------
 
 
-def _run_tasks(tasks: list[dict[str, Any]], opts: BuildOptions, progress: Progress) -> list[dict[str, Any]]:
-    from radvqa.run.executors import run_local, run_pool, run_ray
-
-    if not tasks:
-        return []
-    if opts.executor == "ray":
-        return run_ray(tasks, opts.workers, progress.shard_done)
-    if opts.executor != "local":
-        raise BuildError(f"unknown executor {opts.executor!r} (local or ray)")
-    if opts.workers <= 1 or len(tasks) == 1:
-        return run_local(tasks, progress.shard_done, progress.studies_done)
-    return run_pool(tasks, opts.workers, progress.shard_done)
+def _run_shards(executor: Executor, tasks: list[ShardTask], progress: Progress) -> list[ShardStats]:
+    try:
+        return executor.run(tasks, progress.shard_done)
+    except TaskFailed as exc:
+        raise BuildError(f"{exc}; {exc.done} of {exc.total} shards are complete and kept: "
+                         "rerun the same command with --resume to finish") from exc
 
 
 def build(opts: BuildOptions | None = None, progress: Progress | None = None,
@@ -284,12 +305,22 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     t_start = time.perf_counter()
     _prepare_out(out, opts)
 
-    read = _read_phase(out, opts, progress, records)
+    executor = make_executor(opts.executor, opts.workers, opts.worker_options(), progress.studies_done)
+    try:
+        return _build(out, opts, progress, executor, records, t_start)
+    finally:
+        executor.close()
+
+
+def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor,
+           records: Iterable[Study | Reject] | None, t_start: float) -> dict[str, Any]:
+    read = _read_phase(out, opts, progress, executor, records)
     n_shards = int(read["n_shards"])
+    n_parts = int(read.get("n_parts", 1))
     spill = state_dir(out) / "spill"
 
-    finished: dict[int, dict[str, Any]] = {}
-    todo: list[dict[str, Any]] = []
+    finished: dict[int, ShardStats] = {}
+    todo: list[ShardTask] = []
     for k in range(n_shards):
         stats = shard_is_complete(out, k) if opts.resume else None
         if stats is not None:
@@ -298,22 +329,22 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
             if not spill.exists():
                 raise BuildError(f"cannot resume {out}: shard {k} is unfinished and the spill is gone; rerun without --resume")
             clear_shard(out, k)
-            todo.append({"out": str(out), "spill": str(spill), "shard": k, "n_shards": n_shards,
-                         "options": opts.worker_options()})
+            todo.append(ShardTask(out=str(out.resolve()), spill=str(spill.resolve()), shard=k, n_shards=n_shards,
+                                  n_parts=n_parts, options=opts.worker_options()))
     resumed = len(finished)
     if finished:
         progress.message(f"resume: {len(finished)} of {n_shards} shards already complete")
     progress.phase("building shards", read["studies"])
     t_shards = time.perf_counter()
     for st in finished.values():
-        progress.advance(int(st["studies_in"]))
-    for st in _run_tasks(todo, opts, progress):
-        finished[int(st["shard"])] = st
+        progress.advance(st.studies_in)
+    for st in _run_shards(executor, todo, progress):
+        finished[st.shard] = st
 
     # -- phase 3: finish
     t_fin = time.perf_counter()
     progress.phase("writing manifest and card", 1)
-    stats_list = [finished[k] for k in range(n_shards)]
+    stats_list = [finished[k].to_dict() for k in range(n_shards)]
     total = merge_shard_stats(stats_list)
     counts = build_counts(total, int(read["source_rejects"]), int(read["studies"]))
     _merge_rejects(out, n_shards)
@@ -332,7 +363,8 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     cpu = dict(total["timings"])
     cpu.pop("wall", None)
     timings: dict[str, Any] = {
-        "read_sources": read["seconds"],  # wall seconds, driver
+        "read_sources": read["seconds"],  # wall seconds of the read phase (all readers)
+        "read_parts": read.get("n_parts", 1),
         "shards": 0.0,  # wall seconds of the shard phase (all workers)
         "stages_cpu": cpu,  # CPU seconds summed over workers: load, extract, localize, generate, write, total
     }
