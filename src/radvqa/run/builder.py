@@ -171,6 +171,7 @@ def _read_phase(out: Path, opts: BuildOptions, progress: Progress, executor: Exe
         shutil.rmtree(spill_dir)
     spill_dir.mkdir(parents=True)
     t0 = time.perf_counter()
+    t_par = 0.0  # seconds inside the executor (the readers' parallel work)
     if records is not None:
         # many short-lived objects per study, freed by reference counting: see worker.run_shard
         gc_before = gc.get_threshold()
@@ -182,10 +183,12 @@ def _read_phase(out: Path, opts: BuildOptions, progress: Progress, executor: Exe
     else:
         tasks = _read_tasks(spill_dir, opts)
         progress.phase("reading sources", len(tasks) if len(tasks) > 1 else None)
+        t1 = time.perf_counter()
         try:
             parts = executor.run(tasks, lambda r: progress.advance(1))
         except TaskFailed as exc:
             raise BuildError(f"reading the sources failed: {exc}" if str(exc) == "interrupted" else str(exc)) from exc
+        t_par = time.perf_counter() - t1
     parts.sort(key=lambda r: r.part)
     _concat(st / "source.rejected.jsonl", [rejects_file(spill_dir, r.part) for r in parts])
     n_studies = sum(r.studies for r in parts)
@@ -196,6 +199,7 @@ def _read_phase(out: Path, opts: BuildOptions, progress: Progress, executor: Exe
         "n_buckets": N_BUCKETS,
         "n_parts": len(parts),
         "seconds": round(time.perf_counter() - t0, 4),
+        "parallel_seconds": round(t_par, 4),
         # the slowest part (wall), and the parts' read seconds summed (what one reader would take)
         "part_seconds_max": max((r.seconds for r in parts), default=0.0),
         "part_seconds_sum": round(sum(r.seconds for r in parts), 4),
@@ -365,6 +369,7 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
     timings: dict[str, Any] = {
         "read_sources": read["seconds"],  # wall seconds of the read phase (all readers)
         "read_parts": read.get("n_parts", 1),
+        "read_parallel": read.get("parallel_seconds", 0.0),  # of which inside the executor (the readers)
         "shards": 0.0,  # wall seconds of the shard phase (all workers)
         "stages_cpu": cpu,  # CPU seconds summed over workers: load, extract, localize, generate, write, total
     }
