@@ -219,8 +219,21 @@ def bench_writer(rows: int) -> None:
              bytes_per_row=round(size / n, 1))
 
 
+def _digest(out: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in [*sorted((out / "qa").glob("*.parquet")), *sorted((out / "scene_graphs").glob("*.parquet")),
+              out / "rejected.jsonl"]:
+        h.update(f.relative_to(out).as_posix().encode())
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
 def bench_build(mode: str, studies: list[int], workers: list[int], pipeline: str, data: Path, keep: bool,
-                shard_studies: int) -> None:
+                shard_studies: int, digest: bool = False) -> None:
     from radvqa.run.builder import BuildOptions, build
 
     for n in studies:
@@ -257,7 +270,7 @@ def bench_build(mode: str, studies: list[int], workers: list[int], pipeline: str
                  finish_s=t.get("finish"), serial_s=round(serial, 2), serial_frac=round(serial / wall, 3),
                  peak_all=rss.peak(), peak_read=rss.peak(tw0, t_sh), peak_shards=rss.peak(t_sh, t_fin),
                  load_avg_1m=round(os.getloadavg()[0], 2), studies_per_s=round(n / wall, 1),
-                 timings=t, cpus=os.cpu_count(), command=cmd)
+                 timings=t, cpus=os.cpu_count(), digest=_digest(out) if digest else None, command=cmd)
             if not keep:
                 shutil.rmtree(out, ignore_errors=True)
 
@@ -275,12 +288,14 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "iu-xray")
     ap.add_argument("--shard-studies", type=int, default=2000)
     ap.add_argument("--keep", action="store_true", help="keep the output folders")
+    ap.add_argument("--digest", action="store_true",
+                    help="print a SHA-256 over the shard files and rejected.jsonl (equal for any worker count)")
     a = ap.parse_args()
     if a.mode == "writer":
         bench_writer(a.rows)
         return
     bench_build(a.mode, [int(x) for x in a.studies.split(",")], [int(x) for x in a.workers.split(",")], a.pipeline,
-                a.data.resolve(), a.keep, a.shard_studies)
+                a.data.resolve(), a.keep, a.shard_studies, a.digest)
 
 
 if __name__ == "__main__":
