@@ -387,6 +387,7 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
             "strategies": list(opts.strategies), "limit": opts.limit, "studies": opts.studies,
             "extractor": opts.extractor, "workers": opts.workers, "executor": opts.executor,
             "shard_studies": opts.shard_studies, "resumed_shards": resumed,
+            **({"nodes": len(executor.nodes)} if hasattr(executor, "nodes") else {}),
         },
         "counts": counts,
         "rejects_by_reason": by_reason,

@@ -205,7 +205,8 @@ class RayExecutor:
             else:
                 ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
                 self.started = True
-        self.remote = ray.remote(num_cpus=1, max_retries=0)(execute)
+        self.remote = ray.remote(num_cpus=1, max_retries=0)(_ray_execute)
+        self.nodes: set[str] = set()  # Ray node ids that ran a task (a two-node test checks both did)
 
     def run(self, tasks: Sequence[Task], on_done: OnDone) -> list[Any]:
         ray = self.ray
@@ -217,13 +218,14 @@ class RayExecutor:
                 ready, pending = ray.wait(pending, num_returns=1)
                 for r in ready:
                     try:
-                        st = ray.get(r)
+                        st, node = ray.get(r)
                     except Exception as exc:  # noqa: BLE001 - ray wraps worker errors in its own types
                         for p in pending:
                             ray.cancel(p, force=True)
                         cause = getattr(exc, "cause", None)
                         msg = str(cause) if isinstance(cause, BuildError) else f"{_label(refs[r])} failed on Ray: {exc}"
                         raise TaskFailed(msg, len(results), len(tasks)) from exc
+                    self.nodes.add(node)
                     results.append(st)
                     on_done(st)
         except KeyboardInterrupt:
@@ -236,6 +238,12 @@ class RayExecutor:
         if self.started:
             self.ray.shutdown()
             self.started = False
+
+
+def _ray_execute(task: Task) -> tuple[Result, str]:
+    import ray
+
+    return execute(task), ray.get_runtime_context().get_node_id()
 
 
 EXECUTORS: dict[str, Callable[..., Executor]] = {
