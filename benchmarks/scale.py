@@ -7,17 +7,23 @@ Modes (each prints one table row per run, and the command that reproduces it):
   synthetic  ``build(synthetic, --studies N)`` for each N and worker count. ``--pipeline real`` runs
              the real chain (rules extractor on the synthetic report text, localize, generate);
              ``--pipeline minimal`` only the runner + writer (radvqa.run.minimal).
-  openi      end to end from report text: the OpenI reports of ``--data`` (NLMCXR_reports.tgz) parsed
-             once, then replicated with new study/patient ids up to N studies, through the real chain.
+  openi      end to end from report text: the OpenI reports of ``--data`` (NLMCXR_reports.tgz)
+             replicated with new study/patient ids up to N studies (radvqa.sources.replicate, split
+             into position ranges read by the workers), through the real chain.
 
-Peak RSS: the sum of VmRSS over this process and all its descendants, sampled every 0.1 s from /proc
-(Linux). CPU seconds (this process + reaped workers) are printed too: on a shared machine wall time
-depends on other load, CPU time much less. Targets (issue 6): >= 50,000 QA rows/s with 2 workers on a 2-core machine; peak RSS <= 2 GiB
-and flat in N.
+Memory: a separate process (``--sample-rss``, not a thread of the build: it takes none of the
+build's GIL or CPU) samples every 0.1 s the sum of VmRSS and of PSS (``smaps_rollup``, where it
+exists) over this process and all its descendants; each row prints the peaks over the whole run,
+the read phase and the shard phase. The RSS sum counts pages shared by forked workers once per
+process, the PSS sum once in all. Each row also prints the read / shard / finish seconds and the
+serial part (wall time outside the executor) and its share of the wall time. CPU seconds (this
+process + reaped workers) are printed too: on a shared machine wall time depends on other load.
+16-core figures: docs/scale-out.md.
 
   python benchmarks/scale.py writer --rows 200000
   python benchmarks/scale.py synthetic --studies 10000,100000 --workers 1,2 --pipeline real
   python benchmarks/scale.py openi --studies 20000 --workers 2 --data ../shared/data/iu-xray
+  python benchmarks/scale.py synthetic --studies 200000 --workers 1,2,16 --digest   # 16 cores
 
 Measured 2026-11-26 on the shared 2-core dev VM (other jobs running; load average in each row):
 
