@@ -250,7 +250,7 @@ def bench_build(mode: str, studies: list[int], workers: list[int], pipeline: str
                 source, inputs = "radvqa.sources.replicate:ReplicatedOpenI", [str(data / "NLMCXR_reports.tgz")]
             else:
                 source, inputs = "synthetic", []
-            opts = BuildOptions(source=source, inputs=inputs, out=str(out), workers=w, studies=n, seed=0,
+            opts = BuildOptions(source=source, inputs=inputs, out=str(out), workers=w, studies=n,
                                 shard_studies=shard_studies,
                                 pipeline="radvqa.run.minimal:MinimalPipeline" if pipeline == "minimal" else None)
             clock = PhaseClock()
