@@ -24,6 +24,11 @@ from radvqa.sources.base import SourceError
 _BASE: dict[tuple[str, tuple[str, ...]], tuple[list[Study], list[Reject]]] = {}
 
 
+def release() -> None:
+    """Forget the parsed base (the read phase is over in this process)."""
+    _BASE.clear()
+
+
 class Replicated:
     name = "replicated"
     base = ""
