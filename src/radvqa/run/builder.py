@@ -34,15 +34,17 @@ import msgspec
 
 from radvqa import __version__
 from radvqa.generate.engine import STRATEGIES, GenerateOptions
+from radvqa.io.atomic import atomic_path
 from radvqa.io.manifest import REJECTED, build_counts, merge_shard_stats, write_manifest
-from radvqa.io.parquet import WriteError, shard_files
+from radvqa.io.parquet import shard_files
 from radvqa.io.schema import SCHEMA_VERSION
 from radvqa.model import Reject, Study
+from radvqa.sources.base import ROW_STAGE
 from radvqa.sources.base import SourceError
 from radvqa.run.errors import BuildError
 from radvqa.run.executors import Executor, TaskFailed, make_executor
 from radvqa.run.imagepaths import PathRelativizer, image_roots_for
-from radvqa.run.reader import configure, make_source, plan_parts, rejects_file
+from radvqa.run.reader import check_read_count, configure, make_source, plan_parts, rejects_file
 from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, SpillWriter, part_dir, plan_shards
 from radvqa.run.tasks import ReadStats, ReadTask, ShardStats, ShardTask
 from radvqa.run.worker import (
@@ -206,9 +208,12 @@ def _read_phase(out: Path, opts: BuildOptions, progress: Progress, executor: Exe
     parts.sort(key=lambda r: r.part)
     _concat(st / "source.rejected.jsonl", [rejects_file(spill_dir, r.part) for r in parts])
     n_studies = sum(r.studies for r in parts)
+    reads = [r.records_read for r in parts]
     info = {
         "studies": n_studies,
+        "records_read": None if None in reads else sum(reads),  # type: ignore[arg-type]
         "source_rejects": sum(r.source_rejects for r in parts),
+        "source_row_rejects": sum(r.row_rejects for r in parts),
         "n_shards": plan_shards(n_studies, opts.shard_studies),
         "n_buckets": N_BUCKETS,
         "n_parts": len(parts),
@@ -255,7 +260,7 @@ def _spill_records(spill_dir: Path, opts: BuildOptions, progress: Progress,
     writer = SpillWriter(part_dir(spill_dir, 0))
     # image paths become relative to the input roots here, once per study (see run/imagepaths.py)
     relativize = PathRelativizer(image_roots_for(_input_paths(opts))).study
-    n_rej = 0
+    n_rej = n_row_rej = 0
     progress.phase("reading sources", opts.studies if opts.source == "synthetic" else opts.limit)
     try:
         with open(rejects_file(spill_dir, 0), "w", encoding="utf-8") as rf:
@@ -266,7 +271,10 @@ def _spill_records(spill_dir: Path, opts: BuildOptions, progress: Progress,
                     if opts.strict:
                         raise BuildError(f"--strict: {rec.source} {rec.ref}: {rec.reason}")
                     rf.write(json.dumps({"source": rec.source, "ref": rec.ref, "reason": rec.reason, "stage": rec.stage or "source"}, ensure_ascii=False) + "\n")
-                    n_rej += 1
+                    if rec.stage == ROW_STAGE:
+                        n_row_rej += 1  # a box/label/size row, not a study: not in studies_in
+                    else:
+                        n_rej += 1
                 else:
                     raise BuildError(f"source {opts.source!r} yielded {type(rec).__name__}, expected Study or Reject")
                 progress.advance()
@@ -280,7 +288,9 @@ def _spill_records(spill_dir: Path, opts: BuildOptions, progress: Progress,
     except BaseException:
         writer.abort()
         raise
-    return ReadStats(part=0, studies=sum(writer.counts), source_rejects=n_rej,
+    n_studies = sum(writer.counts)
+    return ReadStats(part=0, studies=n_studies, source_rejects=n_rej, row_rejects=n_row_rej,
+                     records_read=check_read_count(opts.source, records, n_studies, n_rej),
                      seconds=round(time.perf_counter() - t0, 4), pid=os.getpid())
 
 
@@ -368,7 +378,8 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
     progress.phase("writing manifest and card", 1)
     stats_list = [finished[k].to_dict() for k in range(n_shards)]
     total = merge_shard_stats(stats_list)
-    counts = build_counts(total, int(read["source_rejects"]), int(read["studies"]))
+    counts = build_counts(total, int(read["source_rejects"]), int(read["studies"]),
+                          row_rejects=int(read.get("source_row_rejects") or 0), records_read=read.get("records_read"))
     _merge_rejects(out, n_shards)
     by_reason = reject_reasons(out / "rejected.jsonl")
     if opts.strict and by_reason:
@@ -463,26 +474,16 @@ def reject_reasons(path: Path) -> dict[str, int]:
 def _merge_rejects(out: Path, n_shards: int) -> None:
     """rejected.jsonl = source rejects, then each shard's, in shard order (deterministic)."""
     st = state_dir(out)
-    dst = out / REJECTED
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    try:
-        with open(tmp, "wb") as w:
-            src = st / "source.rejected.jsonl"
-            if src.exists():
-                with open(src, "rb") as r:
+    with atomic_path(out / REJECTED) as tmp, open(tmp, "wb") as w:
+        src = st / "source.rejected.jsonl"
+        if src.exists():
+            with open(src, "rb") as r:
+                shutil.copyfileobj(r, w)
+        for k in range(n_shards):
+            p = rejects_path(out, k)
+            if p.exists():
+                with open(p, "rb") as r:
                     shutil.copyfileobj(r, w)
-            for k in range(n_shards):
-                p = rejects_path(out, k)
-                if p.exists():
-                    with open(p, "rb") as r:
-                        shutil.copyfileobj(r, w)
-        os.replace(tmp, dst)
-    except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise WriteError(exc.errno, f"cannot write {dst}: {exc.strerror}") from exc
 
 
 def resume_state(out: Path) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from radvqa.run.errors import BuildError
 from radvqa.run.imagepaths import PathRelativizer
 from radvqa.run.shards import SpillWriter, part_dir
 from radvqa.run.tasks import ReadStats, ReadTask
-from radvqa.sources.base import SourceError
+from radvqa.sources.base import ROW_STAGE, SourceError
 
 GC_THRESHOLD = 100_000
 
@@ -128,10 +128,11 @@ def _run_read(task: ReadTask) -> ReadStats:
     configure(src, task.studies, task.seed, task.limit, task.source)
     writer = SpillWriter(part_dir(spill, task.part))
     relativize = PathRelativizer(task.image_roots, cwd=task.cwd).study
-    n_rej = 0
+    n_rej = n_row_rej = 0
+    stream = _records(task, src)
     try:
         with open(rejects_file(spill, task.part), "w", encoding="utf-8") as rf:
-            for rec in _records(task, src):
+            for rec in stream:
                 if isinstance(rec, Study):
                     writer.add(relativize(rec))
                 elif isinstance(rec, Reject):
@@ -139,7 +140,10 @@ def _run_read(task: ReadTask) -> ReadStats:
                         raise BuildError(f"--strict: {rec.source} {rec.ref}: {rec.reason}")
                     rf.write(json.dumps({"source": rec.source, "ref": rec.ref, "reason": rec.reason,
                                          "stage": rec.stage or "source"}, ensure_ascii=False) + "\n")
-                    n_rej += 1
+                    if rec.stage == ROW_STAGE:
+                        n_row_rej += 1  # a box/label/size row, not a study: not in studies_in
+                    else:
+                        n_rej += 1
                 else:
                     raise BuildError(f"source {task.source!r} yielded {type(rec).__name__}, expected Study or Reject")
         writer.close()
@@ -149,5 +153,17 @@ def _run_read(task: ReadTask) -> ReadStats:
     except OSError as exc:
         writer.abort()
         raise BuildError(f"cannot write the spill under {spill}: {exc.strerror or exc}") from exc
-    return ReadStats(part=task.part, studies=sum(writer.counts), source_rejects=n_rej,
+    n_studies = sum(writer.counts)
+    return ReadStats(part=task.part, studies=n_studies, source_rejects=n_rej, row_rejects=n_row_rej,
+                     records_read=check_read_count(task.source, stream, n_studies, n_rej),
                      seconds=round(time.perf_counter() - t0, 4), pid=os.getpid())
+
+
+def check_read_count(source: str, stream: Any, n_studies: int, n_rej: int) -> int | None:
+    """The adapter's own count of records read (see sources.base.ReadCounts): a record read but
+    neither spilled nor rejected is a silent drop, which the spill-based count cannot see."""
+    read = getattr(getattr(stream, "counts", None), "read", None)
+    if read is not None and read != n_studies + n_rej:
+        raise BuildError(f"source {source!r} read {read} records but {n_studies} studies + {n_rej} rejects "
+                         f"came out: {read - n_studies - n_rej} dropped without a reject line (a bug; please report)")
+    return read

@@ -32,7 +32,9 @@ class ReadTask(msgspec.Struct, frozen=True, kw_only=True):
 class ReadStats(msgspec.Struct, kw_only=True):
     part: int
     studies: int
-    source_rejects: int
+    source_rejects: int  # rejected records that are studies
+    row_rejects: int = 0  # rejected table rows that are not studies (a box, label or size row)
+    records_read: int | None = None  # the adapter's own count, where it counts (sources.base.ReadCounts)
     seconds: float
     pid: int
 
