@@ -7,17 +7,23 @@ Modes (each prints one table row per run, and the command that reproduces it):
   synthetic  ``build(synthetic, --studies N)`` for each N and worker count. ``--pipeline real`` runs
              the real chain (rules extractor on the synthetic report text, localize, generate);
              ``--pipeline minimal`` only the runner + writer (radvqa.run.minimal).
-  openi      end to end from report text: the OpenI reports of ``--data`` (NLMCXR_reports.tgz) parsed
-             once, then replicated with new study/patient ids up to N studies, through the real chain.
+  openi      end to end from report text: the OpenI reports of ``--data`` (NLMCXR_reports.tgz)
+             replicated with new study/patient ids up to N studies (radvqa.sources.replicate, split
+             into position ranges read by the workers), through the real chain.
 
-Peak RSS: the sum of VmRSS over this process and all its descendants, sampled every 0.1 s from /proc
-(Linux). CPU seconds (this process + reaped workers) are printed too: on a shared machine wall time
-depends on other load, CPU time much less. Targets (issue 6): >= 50,000 QA rows/s with 2 workers on a 2-core machine; peak RSS <= 2 GiB
-and flat in N.
+Memory: a separate process (``--sample-rss``, not a thread of the build: it takes none of the
+build's GIL or CPU) samples every 0.1 s the sum of VmRSS and of PSS (``smaps_rollup``, where it
+exists) over this process and all its descendants; each row prints the peaks over the whole run,
+the read phase and the shard phase. The RSS sum counts pages shared by forked workers once per
+process, the PSS sum once in all. Each row also prints the read / shard / finish seconds and the
+serial part (wall time outside the executor) and its share of the wall time. CPU seconds (this
+process + reaped workers) are printed too: on a shared machine wall time depends on other load.
+16-core figures: docs/scale-out.md.
 
   python benchmarks/scale.py writer --rows 200000
   python benchmarks/scale.py synthetic --studies 10000,100000 --workers 1,2 --pipeline real
   python benchmarks/scale.py openi --studies 20000 --workers 2 --data ../shared/data/iu-xray
+  python benchmarks/scale.py synthetic --studies 200000 --workers 1,2,16 --digest   # 16 cores
 
 Measured 2026-11-26 on the shared 2-core dev VM (other jobs running; load average in each row):
 
@@ -41,9 +47,7 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -64,41 +68,110 @@ def _children() -> dict[int, list[int]]:
     return kids
 
 
-def tree_rss(root: int) -> int:
+def _pss(pid: int) -> int | None:
+    """Proportional set size (shared pages divided among the processes sharing them), or None
+    where /proc/PID/smaps_rollup does not exist."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def tree_memory(root: int, skip: int) -> tuple[int, int | None, int]:
+    """(sum of RSS, sum of PSS or None, number of processes) over ``root`` and its descendants,
+    leaving out ``skip`` (the sampler itself). The RSS sum counts pages that forked workers share
+    with their fork server once per process; PSS counts each page once in all."""
     kids = _children()
-    todo, total = [root], 0
+    todo, rss, pss, n = [root], 0, 0, 0
+    have_pss = True
     while todo:
         p = todo.pop()
+        if p == skip:
+            continue
         try:
             with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * PAGE
+                rss += int(f.read().split()[1]) * PAGE
+            n += 1
         except (OSError, ValueError, IndexError):
             pass
+        if have_pss:
+            v = _pss(p)
+            if v is None:
+                have_pss = False
+            else:
+                pss += v
         todo.extend(kids.get(p, []))
-    return total
+    return rss, (pss if have_pss else None), n
+
+
+def _sampler_main(root: int, out: str, interval: float) -> None:
+    """Runs in its own process (not a thread of the build, so it takes none of the build's GIL or
+    CPU accounting): samples the build's process tree until stdin closes, writing one line per
+    sample (time, rss, pss, processes)."""
+    import select
+
+    me = os.getpid()
+    with open(out, "w") as f:
+        while True:
+            rss, pss, n = tree_memory(root, me)
+            f.write(f"{time.time():.3f} {rss} {pss if pss is not None else -1} {n}\n")
+            f.flush()
+            r, _, _ = select.select([sys.stdin], [], [], interval)
+            if r and not sys.stdin.buffer.read1(1):
+                return
 
 
 class PeakRSS:
-    def __init__(self, interval: float = 0.1) -> None:
-        self.peak = 0
-        self.interval = interval
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
+    """Peak memory of this process tree, sampled by a separate process (``_sampler_main``)."""
 
-    def _run(self) -> None:
-        me = os.getpid()
-        while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss(me))
-            self._stop.wait(self.interval)
+    def __init__(self, interval: float = 0.1) -> None:
+        self.interval = interval
+        self.samples: list[tuple[float, int, int | None, int]] = []
+        self._file = tempfile.NamedTemporaryFile(prefix="radvqa-rss-", suffix=".txt", delete=False).name
 
     def __enter__(self) -> PeakRSS:
-        self._t.start()
+        import subprocess
+
+        self._p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--sample-rss", str(os.getpid()),
+                                    self._file, str(self.interval)], stdin=subprocess.PIPE)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._t.join()
-        self.peak = max(self.peak, tree_rss(os.getpid()))
+        assert self._p.stdin is not None
+        self._p.stdin.close()
+        self._p.wait(timeout=30)
+        with open(self._file) as f:
+            for line in f:
+                t, rss, pss, n = line.split()
+                self.samples.append((float(t), int(rss), None if pss == "-1" else int(pss), int(n)))
+        os.unlink(self._file)
+
+    def peak(self, t0: float = 0.0, t1: float = float("inf")) -> dict[str, int | None]:
+        """Peak RSS sum, peak PSS sum (MiB) and most processes, between wall-clock times t0 and t1."""
+        win = [s for s in self.samples if t0 <= s[0] <= t1] or self.samples[-1:]
+        pss = [s[2] for s in win if s[2] is not None]
+        return {"rss_mib": round(max((s[1] for s in win), default=0) / 2**20),
+                "pss_mib": round(max(pss) / 2**20) if pss else None,
+                "procs": max((s[3] for s in win), default=0)}
+
+
+class PhaseClock:
+    """A build Progress that notes when each phase starts (wall clock, for the memory windows)."""
+
+    def __init__(self) -> None:
+        self.starts: dict[str, float] = {}
+
+    def phase(self, name: str, total: int | None = None) -> None:
+        self.starts.setdefault(name, time.time())
+
+    def advance(self, n: int = 1) -> None: ...
+    def shard_done(self, stats: object) -> None: ...
+    def studies_done(self, shard: int, n: int) -> None: ...
+    def message(self, text: str) -> None: ...
 
 
 def _cpu() -> float:
@@ -151,65 +224,66 @@ def bench_writer(rows: int) -> None:
              bytes_per_row=round(size / n, 1))
 
 
-def openi_records(data: Path, n: int) -> Iterator[object]:
-    """OpenI studies parsed once, then replicated (new study and patient ids) up to n studies."""
-    from radvqa.model import Reject, Study
-    from radvqa.sources import get_source
+def _digest(out: Path) -> str:
+    import hashlib
 
-    tgz = data / "NLMCXR_reports.tgz"
-    base = [r for r in get_source("openi").iter_records([tgz]) if isinstance(r, Study)]
-    if not base:
-        raise SystemExit(f"no OpenI studies read from {tgz}")
-    made = 0
-    k = 0
-    while made < n:
-        for s in base:
-            if made >= n:
-                return
-            if k == 0:
-                yield s
-            else:
-                yield Study(id=f"{s.id}~r{k}", patient_id=f"{s.patient_id}~r{k}", source=s.source, images=s.images,
-                            report_text=s.report_text, labels=s.labels, boxes=s.boxes, region_boxes=s.region_boxes,
-                            split=s.split, study_time=s.study_time, meta=s.meta)
-            made += 1
-        k += 1
-    _ = Reject
+    h = hashlib.sha256()
+    for f in [*sorted((out / "qa").glob("*.parquet")), *sorted((out / "scene_graphs").glob("*.parquet")),
+              out / "rejected.jsonl"]:
+        h.update(f.relative_to(out).as_posix().encode())
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()[:16]
 
 
 def bench_build(mode: str, studies: list[int], workers: list[int], pipeline: str, data: Path, keep: bool,
-                shard_studies: int) -> None:
+                shard_studies: int, digest: bool = False) -> None:
     from radvqa.run.builder import BuildOptions, build
-    from radvqa.sources.synthetic import SyntheticSource
 
     for n in studies:
         for w in workers:
             out = Path(tempfile.mkdtemp(prefix=f"radvqa-scale-{mode}-{n}-{w}-"))
-            opts = BuildOptions(source="synthetic" if mode == "synthetic" else "openi", out=str(out), workers=w,
-                                studies=n if mode == "synthetic" else None, shard_studies=shard_studies,
+            if mode == "openi":
+                # the OpenI reports replicated with new ids up to n studies, read by the workers
+                source, inputs = "radvqa.sources.replicate:ReplicatedOpenI", [str(data / "NLMCXR_reports.tgz")]
+            else:
+                source, inputs = "synthetic", []
+            opts = BuildOptions(source=source, inputs=inputs, out=str(out), workers=w, studies=n,
+                                shard_studies=shard_studies,
                                 pipeline="radvqa.run.minimal:MinimalPipeline" if pipeline == "minimal" else None)
-            recs = openi_records(data, n) if mode == "openi" else None
-            if mode == "synthetic" and pipeline == "minimal":
-                recs = SyntheticSource(studies=n, seed=0).iter_records()
+            clock = PhaseClock()
             t0 = time.perf_counter()
             c0 = _cpu()
             with PeakRSS() as rss:
-                m = build(opts, records=recs)
+                tw0 = time.time()
+                m = build(opts, progress=clock)  # type: ignore[arg-type]
+                tw1 = time.time()
             wall = time.perf_counter() - t0
             cpu = _cpu() - c0
             c = m["counts"]
+            t = m["timings"]
+            t_sh = clock.starts.get("building shards", tw1)
+            t_fin = clock.starts.get("writing manifest and card", tw1)
+            serial = wall - float(t.get("read_parallel", 0.0)) - float(t["shards"])
             cmd = (f"python benchmarks/scale.py {mode} --studies {n} --workers {w} --pipeline {pipeline}"
                    + (f" --data {data}" if mode == "openi" else ""))
             _row(mode=mode, pipeline=pipeline, studies=n, workers=w, qa_rows=c["qa_rows"], studies_out=c["studies_out"],
                  wall_s=round(wall, 2), qa_rows_per_s=round(c["qa_rows"] / wall), cpu_s=round(cpu, 2),
                  qa_rows_per_cpu_s=round(c["qa_rows"] / cpu) if cpu else None,
+                 read_s=t["read_sources"], read_parts=t.get("read_parts"), shards_s=t["shards"],
+                 finish_s=t.get("finish"), serial_s=round(serial, 2), serial_frac=round(serial / wall, 3),
+                 peak_all=rss.peak(), peak_read=rss.peak(tw0, t_sh), peak_shards=rss.peak(t_sh, t_fin),
                  load_avg_1m=round(os.getloadavg()[0], 2), studies_per_s=round(n / wall, 1),
-                 peak_rss_mib=round(rss.peak / 2**20), timings=m["timings"], cpus=os.cpu_count(), command=cmd)
+                 timings=t, cpus=os.cpu_count(), digest=_digest(out) if digest else None, command=cmd)
             if not keep:
                 shutil.rmtree(out, ignore_errors=True)
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--sample-rss":
+        _sampler_main(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]))
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=("writer", "synthetic", "openi"))
     ap.add_argument("--rows", type=int, default=200_000, help="writer: rows to convert/write")
@@ -219,12 +293,14 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "iu-xray")
     ap.add_argument("--shard-studies", type=int, default=2000)
     ap.add_argument("--keep", action="store_true", help="keep the output folders")
+    ap.add_argument("--digest", action="store_true",
+                    help="print a SHA-256 over the shard files and rejected.jsonl (equal for any worker count)")
     a = ap.parse_args()
     if a.mode == "writer":
         bench_writer(a.rows)
         return
     bench_build(a.mode, [int(x) for x in a.studies.split(",")], [int(x) for x in a.workers.split(",")], a.pipeline,
-                a.data.resolve(), a.keep, a.shard_studies)
+                a.data.resolve(), a.keep, a.shard_studies, a.digest)
 
 
 if __name__ == "__main__":

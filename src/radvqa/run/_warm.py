@@ -14,6 +14,24 @@ import json
 import os
 
 
+def _first_calls() -> None:
+    """Modules that a shard would otherwise import on first use, once per worker: pyarrow's first
+    ``pa.array`` imports pandas (~40 MB per process), the Parquet writer its compute kernels.
+    Imported here they are shared by every forked worker. Nothing stateful of the pipeline is run
+    (a study processed here could change generator state that the workers inherit)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.compute  # noqa: F401
+    import pyarrow.parquet as pq
+
+    from radvqa.io.schema import codec
+
+    for kind in ("qa", "scene_graphs"):
+        c = codec(kind)
+        pq.write_table(pa.Table.from_arrays([pa.array([], type=f.type) for f in c.schema], schema=c.schema), io.BytesIO())
+
+
 def _warm() -> None:
     raw = os.environ.get("RADVQA_WARM_OPTIONS")
     try:
@@ -23,6 +41,7 @@ def _warm() -> None:
 
         codec("qa")
         codec("scene_graphs")
+        _first_calls()
         if raw:
             make_pipeline(json.loads(raw))
         # what is built so far lives as long as the workers: keep it out of every collection, and

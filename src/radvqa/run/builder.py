@@ -1,11 +1,15 @@
 """``build(...)``: sources -> spill by patient -> shards (extract, localize, generate, write) ->
 manifest, rejected.jsonl, dataset card. The same function backs ``radvqa build``.
 
-Phases, each restartable:
-1. *read*: stream the source, route studies to bucket files by patient hash (``run/shards.py``);
-   source rejects go to ``.radvqa/source.rejected.jsonl``; ``.radvqa/spill.done.json`` marks it done.
-2. *shards*: each shard is processed by ``run/worker.run_shard`` on this process, a process pool or
-   Ray; each finished shard leaves a completion marker with its statistics.
+Phases, each restartable, both run by one executor (``run/executors.py``: this process, a process
+pool or Ray):
+1. *read*: the workers read the sources, each one part (``run/reader.py``: a source that can be split
+   plans consecutive parts; others are one part), and route studies to that part's bucket files by
+   patient hash (``run/shards.py``); source rejects go to ``.radvqa/source.rejected.jsonl`` in part
+   order; ``.radvqa/spill.done.json`` marks it done. Records given to ``build(records=...)`` are
+   spilled by this process (one part).
+2. *shards*: each shard is processed by ``run/worker.run_shard``; each finished shard leaves a
+   completion marker with its statistics.
 3. *finish*: rejects concatenated in a fixed order, manifest from the markers, dataset card; the
    spill is deleted.
 
@@ -21,7 +25,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,8 +41,12 @@ from radvqa.io.schema import SCHEMA_VERSION
 from radvqa.model import Reject, Study
 from radvqa.sources.base import ROW_STAGE
 from radvqa.sources.base import SourceError
+from radvqa.run.errors import BuildError
+from radvqa.run.executors import Executor, TaskFailed, make_executor
 from radvqa.run.imagepaths import PathRelativizer, image_roots_for
-from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, SpillWriter, plan_shards
+from radvqa.run.reader import check_read_count, configure, make_source, plan_parts, rejects_file
+from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, SpillWriter, part_dir, plan_shards
+from radvqa.run.tasks import ReadStats, ReadTask, ShardStats, ShardTask
 from radvqa.run.worker import (
     GC_THRESHOLD,
     clear_shard, marker_path, rejects_path, shard_is_complete, state_dir, write_text_atomic,
@@ -46,9 +54,7 @@ from radvqa.run.worker import (
 
 ALL_STRATEGIES = STRATEGIES  # the one list lives in radvqa.generate
 
-
-class BuildError(RuntimeError):
-    """A build could not finish; the message says why and what to do."""
+__all__ = ["ALL_STRATEGIES", "BuildError", "BuildOptions", "Progress", "build", "resume_state"]
 
 
 @dataclass
@@ -124,7 +130,7 @@ class Progress:
 
     def phase(self, name: str, total: int | None = None) -> None: ...
     def advance(self, n: int = 1) -> None: ...
-    def shard_done(self, stats: dict[str, Any]) -> None: ...
+    def shard_done(self, stats: ShardStats) -> None: ...
     def studies_done(self, shard: int, n: int) -> None: ...
     def message(self, text: str) -> None: ...
 
@@ -175,51 +181,8 @@ def _prepare_out(out: Path, opts: BuildOptions) -> None:
 # -- phase 1: read sources -------------------------------------------------------------------------
 
 
-def _source_records(opts: BuildOptions, progress: Progress) -> Any:
-    from radvqa.sources import get_source, sample_inputs
-
-    try:
-        src = get_source(opts.source)
-    except KeyError as exc:
-        raise BuildError(str(exc.args[0]) if exc.args else str(exc)) from None
-    inputs: Sequence[Path | str] = [Path(p) for p in opts.inputs]
-    if opts.source == "sample" and not inputs:
-        inputs = sample_inputs()
-    if opts.source == "synthetic":
-        src.studies = opts.studies if opts.studies is not None else (opts.limit or 1000)
-        src.seed = opts.seed
-    elif opts.studies is not None:
-        raise BuildError("--studies applies to the synthetic source only")
-    elif not inputs:
-        raise BuildError(f"source {opts.source!r} needs --input PATH (one or more)")
-    for p in inputs:
-        if not Path(p).exists():
-            raise BuildError(f"source {opts.source!r}: input not found: {p}")
-    try:
-        from radvqa.ontology import load_ontology
-
-        onto = load_ontology()
-    except ImportError:
-        onto = None
-    except Exception as exc:  # noqa: BLE001 - OntologyError and friends: say so, do not trace back
-        raise BuildError(f"cannot load the ontology: {exc}") from None
-    src.notify = progress.message  # which layout each input table was recognised as (sources/tables.py)
-    return src.iter_records(list(inputs), ontology=onto, limit=opts.limit)
-
-
-def _read_phase(out: Path, opts: BuildOptions, progress: Progress,
+def _read_phase(out: Path, opts: BuildOptions, progress: Progress, executor: Executor,
                 records: Iterable[Study | Reject] | None = None) -> dict[str, Any]:
-    # many short-lived objects per study, freed by reference counting: see worker.run_shard
-    gc_before = gc.get_threshold()
-    gc.set_threshold(GC_THRESHOLD, 20, 10)
-    try:
-        return _read_sources(out, opts, progress, records)
-    finally:
-        gc.set_threshold(*gc_before)
-
-
-def _read_sources(out: Path, opts: BuildOptions, progress: Progress,
-                  records: Iterable[Study | Reject] | None) -> dict[str, Any]:
     st = state_dir(out)
     done = st / "spill.done.json"
     if opts.resume and done.exists():
@@ -228,17 +191,132 @@ def _read_sources(out: Path, opts: BuildOptions, progress: Progress,
     spill_dir = st / "spill"
     if spill_dir.exists():
         shutil.rmtree(spill_dir)
+    spill_dir.mkdir(parents=True)
     t0 = time.perf_counter()
-    writer = SpillWriter(spill_dir)
+    t_par = 0.0  # seconds inside the executor (the readers' parallel work)
+    if records is not None:
+        # many short-lived objects per study, freed by reference counting: see worker.run_shard
+        gc_before = gc.get_threshold()
+        gc.set_threshold(GC_THRESHOLD, 20, 10)
+        try:
+            parts = [_spill_records(spill_dir, opts, progress, records)]
+        finally:
+            gc.set_threshold(*gc_before)
+    else:
+        tasks = _read_tasks(spill_dir, opts)
+        progress.phase("reading sources", len(tasks) if len(tasks) > 1 else None)
+        t1 = time.perf_counter()
+        try:
+            parts = executor.run(tasks, lambda r: progress.advance(1))
+        except TaskFailed as exc:
+            raise BuildError(f"reading the sources failed: {exc}" if str(exc) == "interrupted" else str(exc)) from exc
+        t_par = time.perf_counter() - t1
+    parts.sort(key=lambda r: r.part)
+    _concat(st / "source.rejected.jsonl", [rejects_file(spill_dir, r.part) for r in parts])
+    n_studies = sum(r.studies for r in parts)
+    reads = [r.records_read for r in parts]
+    info = {
+        "studies": n_studies,
+        "records_read": None if None in reads else sum(reads),  # type: ignore[arg-type]
+        "source_rejects": sum(r.source_rejects for r in parts),
+        "source_row_rejects": sum(r.row_rejects for r in parts),
+        "n_shards": plan_shards(n_studies, opts.shard_studies),
+        "n_buckets": N_BUCKETS,
+        "n_parts": len(parts),
+        "seconds": round(time.perf_counter() - t0, 4),
+        "parallel_seconds": round(t_par, 4),
+        # the slowest part (wall), and the parts' read seconds summed (what one reader would take)
+        "part_seconds_max": max((r.seconds for r in parts), default=0.0),
+        "part_seconds_sum": round(sum(r.seconds for r in parts), 4),
+    }
+    write_text_atomic(done, json.dumps(info, indent=1))
+    return info
+
+
+def _check_source(opts: BuildOptions, progress: Progress) -> None:
+    """The source, its inputs and its first record, checked before anything is created or drawn
+    (#17): a bad source name, path or table leaves no OUT/.radvqa and no progress bar, and the
+    layout each input table was recognised as is said once (sources/tables.py). The records
+    themselves are then read by the read tasks (run/reader.py), in parallel where the source can
+    be split; this costs one extra start of the source (its tables' headers and first record)."""
+    src = make_source(opts.source)  # a registry name or "module:Class"; BuildError if unknown
+    if hasattr(src, "studies"):  # generated sources (synthetic, replicated) size themselves
+        return
+    if opts.studies is not None:
+        raise BuildError("--studies applies to the synthetic source only")
+    inputs: list[Path] = [Path(p) for p in opts.inputs]
+    if opts.source == "sample" and not inputs:
+        from radvqa.sources import sample_inputs
+
+        inputs = list(sample_inputs())
+    if not inputs:
+        raise BuildError(f"source {opts.source!r} needs --input PATH (one or more)")
+    for p in inputs:
+        if not p.exists():
+            raise BuildError(f"source {opts.source!r}: input not found: {p}")
+    from radvqa.sources.base import SourceError
+
+    src.notify = progress.message
+    it = iter(src.iter_records(inputs, ontology=_load_ontology(), limit=1))
+    try:
+        next(it, None)
+    except SourceError as exc:
+        raise BuildError(f"source {opts.source!r}: {exc}") from None
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
+
+
+def _load_ontology() -> Any:
+    try:
+        from radvqa.ontology import load_ontology
+
+        return load_ontology()
+    except ImportError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - OntologyError and friends: say so, do not trace back
+        raise BuildError(f"cannot load the ontology: {exc}") from None
+
+
+def _read_tasks(spill_dir: Path, opts: BuildOptions) -> list[ReadTask]:
+    src = make_source(opts.source)
+    inputs: list[str] = [str(Path(p).resolve()) for p in opts.inputs]
+    if opts.source == "sample" and not inputs:
+        from radvqa.sources import sample_inputs
+
+        inputs = [str(p) for p in sample_inputs()]
+    configure(src, opts.studies, opts.seed, opts.limit, opts.source)
+    if not inputs and not hasattr(src, "studies"):
+        raise BuildError(f"source {opts.source!r} needs --input PATH (one or more)")
+    for p in inputs:
+        if not Path(p).exists():
+            raise BuildError(f"source {opts.source!r}: input not found: {p}")
+    # a few parts per worker: parts differ in cost, and a worker that finishes early takes the next
+    specs = plan_parts(src, inputs, opts.workers * READ_PARTS_PER_WORKER if opts.workers > 1 else 1,
+                       opts.limit, opts.strict)
+    roots = image_roots_for(_input_paths(opts))
+    return [ReadTask(spill=str(spill_dir.resolve()), part=k, n_parts=len(specs), source=opts.source, inputs=inputs,
+                     image_roots=roots, cwd=os.getcwd(), studies=opts.studies, seed=opts.seed, limit=opts.limit,
+                     strict=opts.strict, spec=spec)
+            for k, spec in enumerate(specs)]
+
+
+READ_PARTS_PER_WORKER = 2
+
+
+def _spill_records(spill_dir: Path, opts: BuildOptions, progress: Progress,
+                   records: Iterable[Study | Reject]) -> ReadStats:
+    """Records handed to ``build`` by the caller: spilled here, as part 0."""
+    t0 = time.perf_counter()
+    writer = SpillWriter(part_dir(spill_dir, 0))
     # image paths become relative to the input roots here, once per study (see run/imagepaths.py)
     relativize = PathRelativizer(image_roots_for(_input_paths(opts))).study
     n_rej = n_row_rej = 0
-    rej_file = st / "source.rejected.jsonl"
     progress.phase("reading sources", opts.studies if opts.source == "synthetic" else opts.limit)
     try:
-        with open(rej_file, "w", encoding="utf-8") as rf:
-            stream = records if records is not None else _source_records(opts, progress)
-            for rec in stream:
+        with open(rejects_file(spill_dir, 0), "w", encoding="utf-8") as rf:
+            for rec in records:
                 if isinstance(rec, Study):
                     writer.add(relativize(rec))
                 elif isinstance(rec, Reject):
@@ -263,40 +341,38 @@ def _read_sources(out: Path, opts: BuildOptions, progress: Progress,
         writer.abort()
         raise
     n_studies = sum(writer.counts)
-    # the adapter's own count of records read (see sources.base.ReadCounts): a record read but
-    # neither spilled nor rejected is a silent drop, which the spill-based count cannot see
-    read = getattr(getattr(stream, "counts", None), "read", None)
-    if read is not None and read != n_studies + n_rej:
-        raise BuildError(f"source {opts.source!r} read {read} records but {n_studies} studies + {n_rej} rejects "
-                         f"came out: {read - n_studies - n_rej} dropped without a reject line (a bug; please report)")
-    info = {
-        "studies": n_studies,
-        "records_read": read,
-        "source_rejects": n_rej,
-        "source_row_rejects": n_row_rej,
-        "n_shards": plan_shards(n_studies, opts.shard_studies),
-        "n_buckets": N_BUCKETS,
-        "seconds": round(time.perf_counter() - t0, 4),
-    }
-    write_text_atomic(done, json.dumps(info, indent=1))
-    return info
+    return ReadStats(part=0, studies=n_studies, source_rejects=n_rej, row_rejects=n_row_rej,
+                     records_read=check_read_count(opts.source, records, n_studies, n_rej),
+                     seconds=round(time.perf_counter() - t0, 4), pid=os.getpid())
+
+
+def _concat(dst: Path, parts: list[Path]) -> None:
+    with open(dst, "wb") as w:
+        for p in parts:
+            if p.exists():
+                with open(p, "rb") as r:
+                    shutil.copyfileobj(r, w)
 
 
 # -- phase 2: shards -------------------------------------------------------------------------------
 
 
-def _run_tasks(tasks: list[dict[str, Any]], opts: BuildOptions, progress: Progress) -> list[dict[str, Any]]:
-    from radvqa.run.executors import run_local, run_pool, run_ray
+def _run_shards(executor: Executor, tasks: list[ShardTask], progress: Progress) -> list[ShardStats]:
+    try:
+        return executor.run(tasks, progress.shard_done)
+    except TaskFailed as exc:
+        # what is on disk, not what this process had collected: shards finished by workers after
+        # the last result came back (an interrupt) are complete and kept too (#17: "0 of 64")
+        from radvqa.run.worker import marker_path
 
-    if not tasks:
-        return []
-    if opts.executor == "ray":
-        return run_ray(tasks, opts.workers, progress.shard_done)
-    if opts.executor != "local":
-        raise BuildError(f"unknown executor {opts.executor!r} (local or ray)")
-    if opts.workers <= 1 or len(tasks) == 1:
-        return run_local(tasks, progress.shard_done, progress.studies_done)
-    return run_pool(tasks, opts.workers, progress.shard_done)
+        if not tasks:
+            raise BuildError(f"{exc}; {exc.done} of {exc.total} shards are complete and kept: "
+                             "rerun the same command with --resume to finish") from exc
+        n_all = tasks[0].n_shards
+        done = sum(1 for t in tasks if marker_path(Path(t.out), t.shard).exists())
+        kept = done + (n_all - len(tasks))  # shards complete before this run (resume) are kept too
+        raise BuildError(f"{exc}; {kept} of {n_all} shards are complete and kept: "
+                         "rerun the same command with --resume to finish") from exc
 
 
 def build(opts: BuildOptions | None = None, progress: Progress | None = None,
@@ -322,22 +398,33 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     out = Path(opts.out)
     t_start = time.perf_counter()
     if records is None and not (opts.resume and (state_dir(out) / "spill.done.json").exists()):
-        # source and inputs checked, and the first record read, before anything is created or
-        # drawn: a bad source name, path or table leaves no OUT/.radvqa and no progress bar
-        records = _primed(_source_records(opts, progress), opts.source)
+        # source and inputs checked before anything is created or drawn: a bad source name or
+        # path leaves no OUT/.radvqa and no progress bar (a bad table fails in the read phase,
+        # which then removes what it wrote)
+        _check_source(opts, progress)
     fresh = not out.exists() or not any(out.iterdir())
     _prepare_out(out, opts)
 
+    executor = make_executor(opts.executor, opts.workers, opts.worker_options(), progress.studies_done)
     try:
-        read = _read_phase(out, opts, progress, records)
+        return _build(out, opts, progress, executor, records, t_start, fresh)
+    finally:
+        executor.close()
+
+
+def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor,
+           records: Iterable[Study | Reject] | None, t_start: float, fresh: bool) -> dict[str, Any]:
+    try:
+        read = _read_phase(out, opts, progress, executor, records)
     except BaseException:
-        _discard(out, fresh)
+        _discard(out, fresh)  # a failed read leaves nothing behind (#17)
         raise
     n_shards = int(read["n_shards"])
+    n_parts = int(read.get("n_parts", 1))
     spill = state_dir(out) / "spill"
 
-    finished: dict[int, dict[str, Any]] = {}
-    todo: list[dict[str, Any]] = []
+    finished: dict[int, ShardStats] = {}
+    todo: list[ShardTask] = []
     for k in range(n_shards):
         stats = shard_is_complete(out, k) if opts.resume else None
         if stats is not None:
@@ -346,22 +433,22 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
             if not spill.exists():
                 raise BuildError(f"cannot resume {out}: shard {k} is unfinished and the spill is gone; rerun without --resume")
             clear_shard(out, k)
-            todo.append({"out": str(out), "spill": str(spill), "shard": k, "n_shards": n_shards,
-                         "options": opts.worker_options()})
+            todo.append(ShardTask(out=str(out.resolve()), spill=str(spill.resolve()), shard=k, n_shards=n_shards,
+                                  n_parts=n_parts, options=opts.worker_options()))
     resumed = len(finished)
     if finished:
         progress.message(f"resume: {len(finished)} of {n_shards} shards already complete")
     progress.phase("building shards", read["studies"])
     t_shards = time.perf_counter()
     for st in finished.values():
-        progress.advance(int(st["studies_in"]))
-    for st in _run_tasks(todo, opts, progress):
-        finished[int(st["shard"])] = st
+        progress.advance(st.studies_in)
+    for st in _run_shards(executor, todo, progress):
+        finished[st.shard] = st
 
     # -- phase 3: finish
     t_fin = time.perf_counter()
     progress.phase("writing manifest and card", 1)
-    stats_list = [finished[k] for k in range(n_shards)]
+    stats_list = [finished[k].to_dict() for k in range(n_shards)]
     total = merge_shard_stats(stats_list)
     counts = build_counts(total, int(read["source_rejects"]), int(read["studies"]),
                           row_rejects=int(read.get("source_row_rejects") or 0), records_read=read.get("records_read"))
@@ -389,7 +476,9 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     cpu = dict(total["timings"])
     cpu.pop("wall", None)
     timings: dict[str, Any] = {
-        "read_sources": read["seconds"],  # wall seconds, driver
+        "read_sources": read["seconds"],  # wall seconds of the read phase (all readers)
+        "read_parts": read.get("n_parts", 1),
+        "read_parallel": read.get("parallel_seconds", 0.0),  # of which inside the executor (the readers)
         "shards": 0.0,  # wall seconds of the shard phase (all workers)
         "stages_cpu": cpu,  # CPU seconds summed over workers: load, extract, localize, generate, write, total
     }
@@ -407,6 +496,7 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
             **opts.generate_dict(), "limit": opts.limit, "studies": opts.studies,
             "extractor": opts.extractor, "workers": opts.workers, "executor": opts.executor,
             "shard_studies": opts.shard_studies, "resumed_shards": resumed,
+            **({"nodes": len(executor.nodes)} if hasattr(executor, "nodes") else {}),
         },
         "counts": counts,
         # a requested strategy that wrote nothing, and why (#17: rin on chest sources said nothing)
@@ -433,30 +523,6 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     return manifest
 
 
-def _primed(records: Iterable[Study | Reject], source: str) -> Iterable[Study | Reject]:
-    """The records with the first one already read (errors in the inputs surface here)."""
-    import itertools
-
-    it = iter(records)
-    try:
-        first = next(it)
-    except StopIteration:
-        return _WithCounts(iter(()), getattr(records, "counts", None))
-    except SourceError as exc:
-        raise BuildError(f"source {source!r}: {exc}") from None
-    # keep the adapter's ReadCounts (sources.base.RecordStream.counts) visible to the read phase
-    return _WithCounts(itertools.chain([first], it), getattr(records, "counts", None))
-
-
-class _WithCounts:
-    """An iterator that carries the source's read counts along."""
-
-    def __init__(self, it: Any, counts: Any) -> None:
-        self._it = it
-        self.counts = counts
-
-    def __iter__(self) -> Any:
-        return self._it
 
 
 def _discard(out: Path, fresh: bool, everything: bool = False) -> None:

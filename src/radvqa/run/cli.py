@@ -48,11 +48,12 @@ class _RichProgress:
         self._inside[shard] = self._inside.get(shard, 0) + n
         self.advance(n)
 
-    def shard_done(self, stats: dict[str, Any]) -> None:
-        self.qa_rows += int(stats.get("qa_rows", 0))
-        done = self._inside.pop(int(stats.get("shard", -1)), 0)
+    def shard_done(self, stats: Any) -> None:
+        """``stats``: the shard's ``run.tasks.ShardStats``."""
+        self.qa_rows += stats.qa_rows
+        done = self._inside.pop(stats.shard, 0)
         if self.task is not None:
-            self.bar.update(self.task, advance=int(stats.get("studies_in", 0)) - done, extra=f"{self.qa_rows:,} QA rows")
+            self.bar.update(self.task, advance=stats.studies_in - done, extra=f"{self.qa_rows:,} QA rows")
 
     def message(self, text: str) -> None:
         self.console.print(f"[dim]{text}[/dim]")
@@ -112,7 +113,7 @@ def register(app: typer.Typer) -> None:
                                                  help="comma-separated QA strategies (default: all of them)"),
         seed: int = typer.Option(0, "--seed", help="random seed (same seed + input -> same rows)"),
         workers: int = typer.Option(1, "--workers", "-w", min=1, help="worker processes (or Ray CPUs)"),
-        executor: str = typer.Option("local", "--executor", help="local or ray (ray joins RAY_ADDRESS, else starts one)"),
+        executor: str = typer.Option("local", "--executor", help="local (this process, or a process pool with --workers > 1), process or ray (ray joins RAY_ADDRESS, else starts one; see docs/scale-out.md)"),
         limit: Optional[int] = typer.Option(None, "--limit", min=1, help="read at most N input records"),
         resume: bool = typer.Option(False, "--resume", help="continue an interrupted build in --out (only unfinished shards are redone)"),
         overwrite: bool = typer.Option(False, "--overwrite", help="replace the radvqa dataset already in --out (refused otherwise)"),
@@ -143,7 +144,8 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from radvqa.io.parquet import WriteError
-        from radvqa.run.builder import BuildError, BuildOptions, build
+        from radvqa.run.builder import BuildOptions, build
+        from radvqa.run.errors import BuildError
 
         console = Console(stderr=True)
         from radvqa.generate import STRATEGIES, GenerateOptions
@@ -161,8 +163,10 @@ def register(app: typer.Typer) -> None:
             min_grade=min_grade, split_ratios=ratios,  # type: ignore[arg-type]
             template_dir=str(template_dir.resolve()) if template_dir else None,
             priors=str(priors.resolve()) if priors else None)
-        if executor not in ("local", "ray"):
-            raise typer.BadParameter(f"unknown executor {executor!r} (local or ray)", param_hint="--executor")
+        from radvqa.run.executors import EXECUTORS
+
+        if executor not in EXECUTORS:
+            raise typer.BadParameter(f"unknown executor {executor!r} ({', '.join(EXECUTORS)})", param_hint="--executor")
         if extractor not in ("rules", "llm"):
             raise typer.BadParameter(f"unknown extractor {extractor!r} (rules or llm)", param_hint="--extractor")
         ex_opts: dict[str, Any] = {}

@@ -1,49 +1,89 @@
-"""Executors: the same shard tasks run in this process, in a process pool, or on Ray.
+"""Executors: the same tasks (``run/tasks.py``: parts of the sources to read, shards to build) run in
+this process, in a process pool, or on Ray, behind one protocol:
 
-Output never depends on the executor: a shard's rows depend only on its studies and the options, and
-shard files are named by shard index. Results come back in completion order; ``build`` orders them.
+    class Executor(Protocol):
+        def run(self, tasks, on_done) -> list[Result]   # results in completion order
+        def close(self) -> None
+
+``EXECUTORS`` maps a name to its class; a new executor is one class and one line there. An executor
+is made once per build and serves both phases (read, then shards), so a pool starts once.
+
+Output never depends on the executor: a task's output depends only on its own data, files are
+named by part or shard index, and ``build`` orders the results.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from pathlib import Path
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, Protocol
 
-from radvqa.run.worker import run_shard
+from radvqa.run.errors import BuildError
+from radvqa.run.tasks import ReadTask, Result, ShardTask, Task
 
-Callback = Callable[[dict[str, Any]], None]
-
-
-def _fail(msg: str, done: int, total: int, tasks: list[dict[str, Any]] | None = None) -> Exception:
-    from radvqa.run.builder import BuildError
-
-    if tasks:
-        # what is on disk, not what this process had collected: shards finished by workers after
-        # the last result came back (an interrupt) are complete and kept too (#17: "0 of 64")
-        from radvqa.run.worker import marker_path
-
-        done = sum(1 for t in tasks if marker_path(Path(t["out"]), int(t["shard"])).exists())
-    return BuildError(f"{msg}; {done} of {total} shards are complete and kept: rerun the same command with --resume to finish")
+OnDone = Callable[[Any], None]
 
 
-def run_local(tasks: list[dict[str, Any]], on_done: Callback,
-              on_studies: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    results = []
-    try:
+class TaskFailed(BuildError):
+    """A task failed; ``done`` tasks of this run had finished (their outputs are kept)."""
+
+    def __init__(self, msg: str, done: int, total: int) -> None:
+        super().__init__(msg)
+        self.done = done
+        self.total = total
+
+
+def execute(task: Task, on_studies: Callable[[int, int], None] | None = None) -> Result:
+    """Run one task in this process (what every executor calls in its workers)."""
+    if isinstance(task, ShardTask):
+        from radvqa.run.reader import release_source_caches
+        from radvqa.run.worker import run_shard
+
+        release_source_caches()
+        return run_shard(task, on_studies)
+    if isinstance(task, ReadTask):
+        from radvqa.run.reader import run_read
+
+        return run_read(task)
+    raise TypeError(f"not a task: {type(task).__name__}")
+
+
+def _label(task: Task) -> str:
+    return f"shard {task.shard}" if isinstance(task, ShardTask) else f"source part {task.part}"
+
+
+class Executor(Protocol):
+    def run(self, tasks: Sequence[Task], on_done: OnDone) -> list[Any]: ...
+
+    def close(self) -> None: ...
+
+
+class LocalExecutor:
+    """Tasks one after the other in this process (``--workers 1``)."""
+
+    def __init__(self, workers: int = 1, on_studies: Callable[[int, int], None] | None = None) -> None:
+        self.on_studies = on_studies
+
+    def run(self, tasks: Sequence[Task], on_done: OnDone) -> list[Any]:
+        results: list[Any] = []
         for t in tasks:
-            st = run_shard(t, on_studies)
+            try:
+                st = execute(t, self.on_studies)
+            except KeyboardInterrupt:
+                raise TaskFailed("interrupted", len(results), len(tasks)) from None
+            except BuildError:
+                raise
+            except OSError as exc:
+                raise TaskFailed(str(exc), len(results), len(tasks)) from exc
             results.append(st)
             on_done(st)
-    except KeyboardInterrupt:
-        raise _fail("interrupted", len(results), len(tasks), tasks) from None
-    except OSError as exc:
-        raise _fail(str(exc), len(results), len(tasks)) from exc
-    return results
+        return results
+
+    def close(self) -> None:
+        pass
 
 
 def _pool_context(options: dict[str, Any]) -> Any:
@@ -63,55 +103,84 @@ def _pool_context(options: dict[str, Any]) -> Any:
     return ctx
 
 
-def run_pool(tasks: list[dict[str, Any]], workers: int, on_done: Callback) -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = []
-    ctx = _pool_context(tasks[0]["options"] if tasks else {})
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx)
-    env = dict(os.environ)
-    futures = {pool.submit(_pool_shard, t, env): t["shard"] for t in tasks}
-    pending = set(futures)
-    try:
-        while pending:
-            # each shard as it completes, so progress advances (FIRST_EXCEPTION waited for all of them)
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
-                exc = f.exception()
-                if exc is not None:
-                    for p in pending:
-                        p.cancel()
-                    if isinstance(exc, BrokenProcessPool):
-                        raise _fail(f"a worker process died while building shard {futures[f]} (killed, or out of memory)",
-                                    len(results), len(tasks)) from exc
-                    raise _fail(f"shard {futures[f]} failed: {exc}", len(results), len(tasks)) from exc
-                st = f.result()
-                results.append(st)
-                on_done(st)
-    except KeyboardInterrupt:
-        for p in pending:
-            p.cancel()
-        # shards already running finish and are kept: count them once the pool has stopped
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise _fail("interrupted", len(results), len(tasks), tasks) from None
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        _stop_forkserver(ctx)
-    return results
+class ProcessExecutor:
+    """A process pool of ``workers`` processes on this machine, started on first use and kept for
+    both phases of the build."""
+
+    def __init__(self, workers: int, options: dict[str, Any] | None = None) -> None:
+        self.workers = max(1, workers)
+        self.options = options or {}
+        self._pool: ProcessPoolExecutor | None = None
+        self._ctx: Any = None
+
+    def _get_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._ctx = _pool_context(self.options)
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx)
+        return self._pool
+
+    def run(self, tasks: Sequence[Task], on_done: OnDone) -> list[Any]:
+        results: list[Any] = []
+        if not tasks:
+            return results
+        pool = self._get_pool()
+        env = dict(os.environ)
+        futures = {pool.submit(_pool_task, t, env): t for t in tasks}
+        pending = set(futures)
+        try:
+            while pending:
+                # each task as it completes, so progress advances (FIRST_EXCEPTION waited for all of them)
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    exc = f.exception()
+                    if exc is not None:
+                        for p in pending:
+                            p.cancel()
+                        what = _label(futures[f])
+                        if isinstance(exc, BrokenProcessPool):
+                            raise TaskFailed(f"a worker process died while building {what} (killed, or out of memory)",
+                                             len(results), len(tasks)) from exc
+                        if isinstance(exc, BuildError):
+                            raise TaskFailed(str(exc), len(results), len(tasks)) from exc
+                        raise TaskFailed(f"{what} failed: {exc}", len(results), len(tasks)) from exc
+                    st = f.result()
+                    results.append(st)
+                    on_done(st)
+        except KeyboardInterrupt:
+            for p in pending:
+                p.cancel()
+            # tasks already running finish and are kept (#17): the caller counts them on disk
+            self._shutdown(wait_=True)
+            raise TaskFailed("interrupted", len(results), len(tasks)) from None
+        except BaseException:
+            self._shutdown(wait_=True)
+            raise
+        return results
+
+    def _shutdown(self, wait_: bool) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=wait_, cancel_futures=True)
+            self._pool = None
+            _stop_forkserver(self._ctx)
+
+    def close(self) -> None:
+        self._shutdown(wait_=True)
 
 
-def _pool_shard(task: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
-    """run_shard with the parent's environment as it is now (as a spawned worker would have it):
+def _pool_task(task: Task, env: dict[str, str]) -> Result:
+    """execute() with the parent's environment as it is now (as a spawned worker would have it):
     a fork server keeps the environment of the moment it started."""
     if os.environ != env:
         os.environ.clear()
         os.environ.update(env)
-    return run_shard(task)
+    return execute(task)
 
 
 def _stop_forkserver(ctx: Any) -> None:
     """The fork server holds a warm pipeline (~200 MB); stop it so the next build in this process
     starts a fresh one with its own options. Private API, hence the guard: if it is missing, the
     server just stays (correct, only not freed)."""
-    if ctx.get_start_method() != "forkserver":
+    if ctx is None or ctx.get_start_method() != "forkserver":
         return
     try:
         from multiprocessing import forkserver
@@ -121,40 +190,82 @@ def _stop_forkserver(ctx: Any) -> None:
         pass
 
 
-def run_ray(tasks: list[dict[str, Any]], workers: int, on_done: Callback) -> list[dict[str, Any]]:
-    """Joins the cluster named by RAY_ADDRESS, else starts a local one with ``workers`` CPUs.
-    The output folder must be on storage every Ray node can write (shared file system)."""
-    try:
-        import ray
-    except ImportError:
-        from radvqa.run.builder import BuildError
+class RayExecutor:
+    """Tasks on Ray: joins the cluster named by ``RAY_ADDRESS`` (or already initialised), else starts
+    a local one with ``workers`` CPUs. Every path in a task (inputs, spill, output folder) must be on
+    storage that all nodes see at the same path (docs/scale-out.md)."""
 
-        raise BuildError("--executor ray needs the ray extra: pip install 'radvqa[ray]'") from None
-    started = False
-    if not ray.is_initialized():
-        address = os.environ.get("RAY_ADDRESS")
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
-        started = True
-    remote = ray.remote(num_cpus=1, max_retries=0)(run_shard)
-    refs = {remote.remote(t): t["shard"] for t in tasks}
-    results: list[dict[str, Any]] = []
-    pending = list(refs)
+    def __init__(self, workers: int, options: dict[str, Any] | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise BuildError("--executor ray needs the ray extra: pip install 'radvqa[ray]'") from None
+        self.ray = ray
+        self.started = False
+        if not ray.is_initialized():
+            address = os.environ.get("RAY_ADDRESS")
+            if address:
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
+                self.started = True
+        self.remote = ray.remote(num_cpus=1, max_retries=0)(_ray_execute)
+        self.nodes: set[str] = set()  # Ray node ids that ran a task (a two-node test checks both did)
+
+    def run(self, tasks: Sequence[Task], on_done: OnDone) -> list[Any]:
+        ray = self.ray
+        refs = {self.remote.remote(t): t for t in tasks}
+        results: list[Any] = []
+        pending = list(refs)
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for r in ready:
+                    try:
+                        st, node = ray.get(r)
+                    except Exception as exc:  # noqa: BLE001 - ray wraps worker errors in its own types
+                        for p in pending:
+                            ray.cancel(p, force=True)
+                        cause = getattr(exc, "cause", None)
+                        msg = str(cause) if isinstance(cause, BuildError) else f"{_label(refs[r])} failed on Ray: {exc}"
+                        raise TaskFailed(msg, len(results), len(tasks)) from exc
+                    self.nodes.add(node)
+                    results.append(st)
+                    on_done(st)
+        except KeyboardInterrupt:
+            for p in pending:
+                ray.cancel(p, force=True)
+            raise TaskFailed("interrupted", len(results), len(tasks)) from None
+        return results
+
+    def close(self) -> None:
+        if self.started:
+            self.ray.shutdown()
+            self.started = False
+
+
+def _ray_execute(task: Task) -> tuple[Result, str]:
+    import ray
+
+    return execute(task), ray.get_runtime_context().get_node_id()
+
+
+EXECUTORS: dict[str, Callable[..., Executor]] = {
+    "local": LocalExecutor,
+    "process": ProcessExecutor,
+    "ray": RayExecutor,
+}
+
+
+def make_executor(name: str, workers: int, options: dict[str, Any] | None = None,
+                  on_studies: Callable[[int, int], None] | None = None) -> Executor:
+    """``local`` with more than one worker is the process pool (what ``--executor local -w N`` means)."""
+    if name == "local" and workers > 1:
+        name = "process"
     try:
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            for r in ready:
-                try:
-                    st = ray.get(r)
-                except Exception as exc:  # noqa: BLE001 - ray wraps worker errors in its own types
-                    for p in pending:
-                        ray.cancel(p, force=True)
-                    raise _fail(f"shard {refs[r]} failed on Ray: {exc}", len(results), len(tasks)) from exc
-                results.append(st)
-                on_done(st)
-    finally:
-        if started and not os.environ.get("RAY_ADDRESS"):
-            ray.shutdown()
-    return results
+        cls = EXECUTORS[name]
+    except KeyError:
+        raise BuildError(f"unknown executor {name!r} ({', '.join(EXECUTORS)})") from None
+    if cls is LocalExecutor:
+        return LocalExecutor(workers, on_studies)
+    return cls(workers, options)

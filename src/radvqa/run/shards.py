@@ -3,11 +3,12 @@ processing shards.
 
 Why a spill: the ``diff`` strategy needs a patient's previous study, so all studies of one patient
 must be processed by one worker, in time order. Sources stream records in their own order, so the
-driver routes every study to one of ``N_BUCKETS`` bucket files by a stable hash of its patient id
+readers route every study to one of ``N_BUCKETS`` bucket files by a stable hash of its patient id
 (blake2b, not Python's salted ``hash()``), then a shard = the buckets ``b`` with ``b % n_shards ==
 shard``. ``n_shards`` is a power of two (so it divides ``N_BUCKETS``) chosen once the study count is
 known; it never depends on the number of workers, so 1 worker, N workers and Ray give the same files.
-Memory in the driver is flat: it holds only the open bucket files.
+Each reader (one part of the sources, see run/reader.py) writes its own bucket files; memory in a
+reader is flat (a 64 KiB buffer per bucket).
 """
 
 from __future__ import annotations
@@ -59,48 +60,53 @@ def study_sort_key(s: Study) -> tuple[str, int, str, str]:
 
 
 class SpillWriter:
-    """Routes studies to bucket files (length-prefixed msgpack).
+    """Routes one reader's studies to its bucket files (length-prefixed msgpack).
 
-    At most ``max_open`` bucket files are open at once (least recently used closed first, reopened
-    for append), so a laptop's open-file limit (256 on macOS) is never hit."""
+    Each reader (a part of the sources) writes its own folder ``spill/pNNNN/`` so readers never
+    share a file; a shard later reads its buckets from every part, in part order. Records are
+    buffered per bucket and appended in blocks of ``block`` bytes (open, write, close), so no
+    bucket file stays open: no open-file limit to hit (256 on macOS), no handle reopened per
+    record, and at most ``N_BUCKETS * block`` bytes (16 MiB) buffered."""
 
-    def __init__(self, folder: Path, max_open: int = 64) -> None:
+    def __init__(self, folder: Path, block: int = 1 << 16) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
-        self._files: dict[int, object] = {}  # insertion order = recency (LRU)
-        self._started: set[int] = set()
+        self._bufs: list[bytearray] = [bytearray() for _ in range(N_BUCKETS)]
+        self._started = [False] * N_BUCKETS
         self._enc = msgspec.msgpack.Encoder()
         self.counts = [0] * N_BUCKETS
-        self.max_open = max_open
+        self.block = block
 
     def add(self, study: Study) -> None:
         b = bucket_of(study.patient_id)
-        f = self._files.pop(b, None)
-        if f is None:
-            if len(self._files) >= self.max_open:
-                oldest = next(iter(self._files))
-                self._files.pop(oldest).close()  # type: ignore[attr-defined]
-            mode = "ab" if b in self._started else "wb"
-            f = open(self.folder / f"b{b:03d}.bin", mode, buffering=1 << 16)  # noqa: SIM115
-            self._started.add(b)
-        self._files[b] = f
-        data = self._enc.encode(study)
-        f.write(_LEN.pack(len(data)))  # type: ignore[attr-defined]
-        f.write(data)  # type: ignore[attr-defined]
+        buf = self._bufs[b]
+        n = len(buf)
+        buf += b"\0\0\0\0"
+        self._enc.encode_into(study, buf, -1)
+        _LEN.pack_into(buf, n, len(buf) - n - 4)
         self.counts[b] += 1
+        if len(buf) >= self.block:
+            self._flush(b)
+
+    def _flush(self, b: int) -> None:
+        buf = self._bufs[b]
+        with open(self.folder / f"b{b:03d}.bin", "ab" if self._started[b] else "wb") as f:
+            f.write(buf)
+        self._started[b] = True
+        buf.clear()
 
     def close(self) -> None:
-        for f in self._files.values():
-            f.close()  # type: ignore[attr-defined]
-        self._files.clear()
+        for b in range(N_BUCKETS):
+            if self._bufs[b]:
+                self._flush(b)
 
     def abort(self) -> None:
-        for f in self._files.values():
-            try:
-                f.close()  # type: ignore[attr-defined]
-            except OSError:
-                pass
-        self._files.clear()
+        for buf in self._bufs:
+            buf.clear()
+
+
+def part_dir(spill_dir: Path, part: int) -> Path:
+    return spill_dir / f"p{part:04d}"
 
 
 def read_bucket(path: Path) -> Iterator[Study]:
@@ -117,12 +123,15 @@ def read_bucket(path: Path) -> Iterator[Study]:
         pos += n
 
 
-def load_shard_studies(spill_dir: Path, shard: int, n_shards: int) -> list[Study]:
-    """All studies of one shard, sorted by (patient, time, id)."""
+def load_shard_studies(spill_dir: Path, shard: int, n_shards: int, n_parts: int = 1) -> list[Study]:
+    """All studies of one shard, sorted by (patient, time, id). A bucket's records are read part
+    after part: parts are consecutive pieces of the sources, so records with equal sort keys keep
+    their source order (the first of duplicate ids wins), however many readers there were."""
     studies: list[Study] = []
     for b in buckets_of_shard(shard, n_shards):
-        p = spill_dir / f"b{b:03d}.bin"
-        if p.exists():
-            studies.extend(read_bucket(p))
+        for part in range(n_parts):
+            p = part_dir(spill_dir, part) / f"b{b:03d}.bin"
+            if p.exists():
+                studies.extend(read_bucket(p))
     studies.sort(key=study_sort_key)
     return studies

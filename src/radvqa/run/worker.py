@@ -12,18 +12,20 @@ from __future__ import annotations
 import gc
 import json
 import os
+
+import msgspec
 import time
 from collections import Counter
 from operator import attrgetter
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any
 
 from radvqa.io.atomic import state_dir, write_atomic
 from radvqa.io.parquet import ShardWriter, shard_name, tmp_name
 from radvqa.model import Reject, SceneGraph
 from radvqa.run.pipeline import make_pipeline
 from radvqa.run.shards import load_shard_studies
+from radvqa.run.tasks import ShardStats, ShardTask
 
 _STRATEGY = attrgetter("strategy")
 _QTYPE = attrgetter("question_type")
@@ -42,16 +44,16 @@ def rejects_path(out: Path, shard: int) -> Path:
 write_text_atomic = write_atomic  # the one atomic writer lives in radvqa.io.atomic
 
 
-def shard_is_complete(out: Path, shard: int) -> dict[str, Any] | None:
+def shard_is_complete(out: Path, shard: int) -> ShardStats | None:
     """The shard's stats if it finished (marker present, files whole), else None."""
     mp = marker_path(out, shard)
     if not mp.exists():
         return None
     try:
-        stats = json.loads(mp.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        stats = msgspec.json.decode(mp.read_bytes(), type=ShardStats)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
-    for rel, size in stats.get("files", {}).items():
+    for rel, size in stats.files.items():
         p = out / rel
         if not p.exists() or p.stat().st_size != size:
             return None
@@ -79,8 +81,8 @@ def _ungraded(c: Counter[str | None]) -> Counter[str]:
     return out
 
 
-def run_shard(task: dict[str, Any], on_studies: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Process one shard. ``task``: out, spill, shard, n_shards, options (plain data).
+def run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None = None) -> ShardStats:
+    """Process one shard.
     ``on_studies(shard, n)``: called every 100 studies (in-process runs draw progress with it)."""
     # A shard allocates millions of short-lived container objects (QA rows, answer parts, boxes)
     # that reference counting frees; with the default gen-0 threshold (700) the cyclic collector
@@ -97,17 +99,17 @@ def run_shard(task: dict[str, Any], on_studies: Callable[[int, int], None] | Non
 GC_THRESHOLD = 100_000
 
 
-def _run_shard(task: dict[str, Any], on_studies: Callable[[int, int], None] | None) -> dict[str, Any]:
-    out = Path(task["out"])
-    shard = int(task["shard"])
-    n_shards = int(task["n_shards"])
-    options = task["options"]
+def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -> ShardStats:
+    out = Path(task.out)
+    shard = task.shard
+    n_shards = task.n_shards
+    options = task.options
     t_start = time.perf_counter()
     c_start = time.process_time()
     clear_shard(out, shard)
 
     c0 = time.process_time()
-    studies = load_shard_studies(Path(task["spill"]), shard, n_shards)
+    studies = load_shard_studies(Path(task.spill), shard, n_shards, task.n_parts)
     t_load = time.process_time() - c0
 
     pipe = make_pipeline(options)
@@ -185,26 +187,25 @@ def _run_shard(task: dict[str, Any], on_studies: Callable[[int, int], None] | No
     timings = {"load": t_load, **pipe.timings, "write": t_write}
     timings["total"] = time.process_time() - c_start
     timings["wall"] = time.perf_counter() - t_start
-    stats = {
-        "shard": shard,
-        "n_shards": n_shards,
-        "studies_in": len(studies),
-        "studies_out": studies_out,
-        "studies_rejected": studies_rejected,
-        "patients": len(patients),
-        "qa_rows": qa_writer.rows,
-        "scene_graph_rows": sg_writer.rows,
-        "qa_by_strategy": dict(sorted(by_strategy.items())),
-        "qa_by_question_type": dict(sorted(by_type.items())),
-        "grades": dict(sorted(_ungraded(by_grade).items())),
-        "qa_by_split": dict(sorted(by_split.items())),
-        "studies_by_split": dict(sorted(sg_by_split.items())),
-        "rejects_by_stage": dict(sorted(Counter(r.stage for r in rejects).items())),
-        "reject_lines": len(rejects),
-        "files": files,
-        "timings": timings,
-        "pid": os.getpid(),
-    }
-    write_text_atomic(marker_path(out, shard), json.dumps(stats, indent=1, sort_keys=True))
+    stats = ShardStats(
+        shard=shard,
+        n_shards=n_shards,
+        studies_in=len(studies),
+        studies_out=studies_out,
+        studies_rejected=studies_rejected,
+        patients=len(patients),
+        qa_rows=qa_writer.rows,
+        scene_graph_rows=sg_writer.rows,
+        qa_by_strategy=dict(sorted(by_strategy.items())),
+        qa_by_question_type=dict(sorted(by_type.items())),
+        grades=dict(sorted(_ungraded(by_grade).items())),
+        qa_by_split=dict(sorted(by_split.items())),
+        studies_by_split=dict(sorted(sg_by_split.items())),
+        rejects_by_stage=dict(sorted(Counter(r.stage for r in rejects).items())),
+        reject_lines=len(rejects),
+        files=files,
+        timings=timings,
+        pid=os.getpid(),
+    )
+    write_text_atomic(marker_path(out, shard), json.dumps(stats.to_dict(), indent=1, sort_keys=True))
     return stats
-

@@ -151,16 +151,7 @@ class SyntheticSource(Source):
     def iter_records(self, inputs: Iterable[Path | str] | None = None, *, ontology: Any = None,
                      limit: int | None = None) -> Iterator[Record]:
         paths = [Path(p) for p in inputs or []]
-        for p in paths:
-            if not p.is_file():
-                raise SourceError(f"synthetic: input must be a profile YAML file, got {p}")
-        if len(paths) > 1:
-            raise SourceError("synthetic: at most one profile YAML as input")
-        if ontology is None:
-            from radvqa.ontology import load_ontology
-
-            ontology = load_ontology()
-        prof = _cached_profile(str(paths[0]) if paths else self.profile, ontology)
+        prof = self._profile(paths, ontology)
         n = self.studies if limit is None else min(self.studies, limit)
         made = 0
         pno = 0
@@ -170,16 +161,68 @@ class SyntheticSource(Source):
                 yield st
                 made += 1
 
+    def _profile(self, paths: list[Path], ontology: Any) -> _Profile:
+        for p in paths:
+            if not p.is_file():
+                raise SourceError(f"synthetic: input must be a profile YAML file, got {p}")
+        if len(paths) > 1:
+            raise SourceError("synthetic: at most one profile YAML as input")
+        if ontology is None:
+            from radvqa.ontology import load_ontology
+
+            ontology = load_ontology()
+        return _cached_profile(str(paths[0]) if paths else self.profile, ontology)
+
+    # -- the parallel read phase (run/reader.py): consecutive patient ranges -------------------------
+    def plan_parts(self, inputs: Iterable[Path | str], n_parts: int, *, ontology: Any = None,
+                   limit: int | None = None) -> list[dict[str, int]]:
+        """Up to ``n_parts`` consecutive patient ranges of about equal study counts. Only each
+        patient's study count is drawn here (the first draws of its own generator), so planning
+        costs ~1 us per patient; ``iter_part`` makes the studies."""
+        prof = self._profile([Path(p) for p in inputs or []], ontology)
+        n = self.studies if limit is None else min(self.studies, limit)
+        per = max(1, -(-n // max(1, n_parts)))
+        parts: list[dict[str, int]] = []
+        made = 0
+        pno = 0
+        first, start = 1, 0
+        while made < n:
+            pno += 1
+            made += min(self._n_studies(prof, random.Random(self._seed_of(pno))), n - made)
+            if made - start >= per or made >= n:
+                parts.append({"first": first, "last": pno, "start": start, "total": n})
+                first, start = pno + 1, made
+        return parts
+
+    def iter_part(self, inputs: Iterable[Path | str], part: dict[str, int], *,
+                  ontology: Any = None) -> Iterator[Record]:
+        """The studies of patients ``first..last``, exactly as ``iter_records`` yields them."""
+        prof = self._profile([Path(p) for p in inputs or []], ontology)
+        made = int(part["start"])
+        n = int(part["total"])
+        for pno in range(int(part["first"]), int(part["last"]) + 1):
+            for st in self._patient(prof, pno, n - made):
+                yield st
+                made += 1
+
     # -- one patient ---------------------------------------------------------------------------------
-    def _patient(self, prof: _Profile, pno: int, room: int) -> list[Study]:
+    def _seed_of(self, pno: int) -> int:
+        return (self.seed << 32) ^ (pno * 0x9E3779B1)
+
+    @staticmethod
+    def _n_studies(prof: _Profile, rng: random.Random) -> int:
         raw = prof.raw
-        rng = random.Random((self.seed << 32) ^ (pno * 0x9E3779B1))
         mean = float(raw.get("mean_studies_per_patient", 2.0))
         cap = int(raw.get("max_studies_per_patient", 10))
         k = 1
         while k < cap and rng.random() > 1.0 / mean:
             k += 1
-        k = min(k, room)
+        return k
+
+    def _patient(self, prof: _Profile, pno: int, room: int) -> list[Study]:
+        raw = prof.raw
+        rng = random.Random(self._seed_of(pno))
+        k = min(self._n_studies(prof, rng), room)
         pid = f"synthetic:p{pno:07d}"
         day = date(2010, 1, 1) + timedelta(days=rng.randrange(0, 3000))
         active: list[_Active] = []
