@@ -22,6 +22,7 @@ _AREAS = (
     "radvqa.extract.cli",  # extract, label
     "radvqa.ontology.cli",  # ontology
     "radvqa.io.cli",  # stats, validate, export
+    "radvqa.io.subset_cli",  # subset
     "radvqa.quality.cli",  # grade (judge pass)
     "radvqa.models.cli",  # predict, baseline
     "radvqa.eval.cli",  # eval, import
