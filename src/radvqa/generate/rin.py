@@ -28,6 +28,7 @@ from typing import Any
 
 from radvqa.generate.engine import StudyCtx
 from radvqa.generate.facts import Fact, cap
+from radvqa.generate.rin_chest import ChestTasks
 from radvqa.generate.templates import Family, Spec, Template, TemplateError
 from radvqa.model import AnswerPart, SceneGraph
 from radvqa.quality.criteria import A, A_PP, reason
@@ -74,6 +75,8 @@ class Strategy:
         # the normal-image closed+ is the pathology_closed_pos task with its own wording
         tn = self.t.get("pathology_closed_pos_normal")
         self.t_normal_pos = dataclasses.replace(tn, question_type="pathology_closed_pos") if tn else None
+        # the same tasks on chest X-ray labels (rin_chest.py), when rin.yaml configures them
+        self.chest = ChestTasks(self, cfg) if cfg.get("chest") else None
 
     # ---- pools (load time) ----------------------------------------------------------------------
     def _anatomy_pools(self, v: Any, cfg: dict[str, Any]) -> dict[Key, tuple[list[str], list[str]]]:
@@ -144,7 +147,7 @@ class Strategy:
 
     # ---- generation -----------------------------------------------------------------------------
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
-        return bool(sg.anatomy)
+        return bool(sg.anatomy) or (self.chest is not None and self.chest.applies(sg))
 
     @staticmethod
     def _anat_id(a: str) -> str:
@@ -152,6 +155,9 @@ class Strategy:
 
     def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
         sg = ctx.sg
+        if not sg.anatomy and self.chest is not None:
+            self.chest.run(ctx)
+            return
         v = self.gen.vocab
         rng = ctx.stream("rin")
         self.rng = rng
