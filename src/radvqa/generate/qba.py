@@ -81,7 +81,21 @@ class Strategy:
         all_ids = sorted(v.fname)
         self.cand_findings = [f for f in all_ids if chest(f) and v.fabnormal[f]
                               and v.fcat[f] not in dev_c and v.fcat[f] not in tech_c]
-        self.pool_findings = WeightedPool(self.cand_findings, [pri.finding_weight(f) for f in self.cand_findings])
+        # ask both ways (issue 14): every closed question asked "yes" somewhere is asked "no" elsewhere
+        self.both_ways = bool(cfg.get("ask_both_ways", False))
+        pool_ids = list(self.cand_findings)
+        pool_w = [pri.finding_weight(f) for f in self.cand_findings]
+        if self.both_ways:
+            # an abnormal ancestor of a candidate ("degenerative changes" above "degenerative
+            # spine") is asked "yes" whenever a descendant is present: it joins the negative pool,
+            # weighted by its own and its descendants' positive rates
+            cand = set(self.cand_findings)
+            for a in sorted({a for f in self.cand_findings for a in v.fancestors.get(f, ())} - cand):
+                if v.fabnormal.get(a, True) and v.fcat.get(a) not in dev_c and v.fcat.get(a) not in tech_c:
+                    pool_ids.append(a)
+                    pool_w.append(pri.finding_weight(a) + sum(pri.finding_weight(d) for d in v.fdescendants.get(a, ())
+                                                              if d in cand))
+        self.pool_findings = WeightedPool(pool_ids, pool_w)
         self.cand_devices = [f for f in all_ids if chest(f) and v.fcat[f] in dev_c]
         self.pool_devices = WeightedPool(self.cand_devices, [pri.finding_weight(f) for f in self.cand_devices])
         self.cand_regions = sorted(v.rname)
@@ -91,6 +105,13 @@ class Strategy:
         self.default_devices = [f for f in cfg.get("default_devices", ()) if f in v.fname]
         subs = {v.fsub[f] for f in self.cand_findings if v.fsub[f]}
         self.default_subcats = [s for s in cfg.get("default_subcategories", ()) if s in subs]
+        # subcategories weighted by how often one of their findings is positive: the negatives of
+        # B08-B11 are drawn from it (ask both ways), so "lung volumes" is asked when normal too
+        sub_w: dict[str, float] = {}
+        for f in self.cand_findings:
+            if v.fsub[f]:
+                sub_w[v.fsub[f]] = sub_w.get(v.fsub[f], 0.0) + pri.finding_weight(f)
+        self.pool_subcats = WeightedPool(sorted(sub_w), [sub_w[k] for k in sorted(sub_w)])
         self.sub_names: dict[str, str] = dict(cfg.get("subcategory_names", {}))
         self.k_findings = int(cfg.get("finding_negatives", 4))
         self.k_devices = int(cfg.get("device_negatives", 1))
@@ -336,13 +357,20 @@ class Strategy:
             if f.subcategory:
                 by_neg.setdefault(f.subcategory, []).append(f)
         subs = list(dict.fromkeys([*by_pos, *by_neg, *self.default_subcats]))
+        sampled: list[str] = []
+        if self.both_ways:
+            # negatives: what the report negates, then subcategories drawn by how often they are
+            # abnormal in the corpus (own stream: the other questions' draws stay as they were)
+            subs = list(dict.fromkeys([*by_pos, *by_neg]))
+            sampled = weighted_sample(ctx.stream("qba-subcats"), self.pool_subcats, len(self.pool_subcats.items),
+                                      lambda s: s in by_pos or s in by_neg)
         for qt in ("B08_describe_subcat", "B09_describe_abnormal_subcat", "B10_is_abnormal_subcat",
                    "B11_is_normal_subcat"):
             tpl = t.get(qt)
             if tpl is None:
                 continue
             chosen = self._balance([s for s in subs if s in by_pos], [s for s in subs if s not in by_pos],
-                                   self.gen.cap(tpl), tpl)
+                                   self.gen.cap(tpl), tpl, sampled)
             for s in chosen:
                 slots = {"subcategory": self.sub_name(s)}
                 pos, neg = by_pos.get(s, []), by_neg.get(s, [])
@@ -553,6 +581,11 @@ class Strategy:
     # D -------------------------------------------------------------------------------------------
     def _finding_set(self, ctx: StudyCtx, mentioned: list[str], defaults: list[str], pool: WeightedPool,
                      k: int) -> tuple[list[str], list[str]]:
+        if self.both_ways and len(defaults) > 1:
+            # the default negatives in a per-study order (own stream), so each of them is asked
+            # "no" somewhere, not only the first few of the list
+            defaults = list(defaults)
+            ctx.stream("qba-defaults").shuffle(defaults)
         base = list(dict.fromkeys([*mentioned, *defaults]))
         chosen = set(base)
         return base, weighted_sample(self.rng, pool, k, chosen.__contains__)

@@ -5,12 +5,14 @@
 
 - rows come from the evaluation splits only (default ``test``), and no subset patient may have
   rows in the parent's train split (checked, never assumed);
-- every closed yes/no cell -- (question type, subject), the subject being what the question asks
+- every closed yes/no cell -- (template group, subject), the subject being what the question asks
   about (the finding, region or subcategory: its template slots, read back from the question by
   the template's wordings, ``question_subject``) -- keeps its minority answer whole and
   down-samples the majority to ``max_majority_share`` (0.5: exactly balanced); a cell with one
   answer only cannot be balanced and is dropped (counted in the manifest). The wording is drawn
-  independently of the answer, so each exact question text is balanced in expectation too;
+  independently of the answer, so each exact question text is balanced in expectation too. The
+  template group joins templates with the same wordings (``template_group``: rin's closed+ and
+  closed-), which a reader cannot tell apart; otherwise it is the template, one per question type;
 - multiple-choice rows are down-sampled so the correct letter is uniform over the positions within
   each (question type, number of options);
 - "none" / "0" answers of open short questions (where / which / how many) are capped per cell at
@@ -137,6 +139,23 @@ def _question_patterns() -> dict[str, list[re.Pattern[str]]]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _template_groups() -> dict[str, str]:
+    """Template id -> its group: templates with the same question wordings (rin's closed+ and
+    closed-, one always "yes", the other always "no") are one question to a reader, so they are
+    balanced, and audited, together. Named by the ids joined with "+"."""
+    by_words: dict[tuple[str, ...], list[str]] = {}
+    for f in sorted(_TEMPLATES.glob("*.yaml")):
+        d = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
+        for t in d.get("templates") or []:
+            by_words.setdefault(tuple(sorted(t.get("questions") or [])), []).append(str(t.get("id")))
+    return {tid: "+".join(sorted(ids)) for ids in by_words.values() for tid in ids}
+
+
+def template_group(template_id: str) -> str:
+    return _template_groups().get(template_id, template_id)
+
+
 def question_subject(template_id: str, question: str) -> str:
     """What a question asks about, whatever its wording: the slot values of the template wording
     it matches ("Is there any {finding}?" -> "nodule"; options of multiple choice left out), or the
@@ -194,8 +213,9 @@ def plan_balanced(rows: dict[str, list[Any]], rules: BalanceRules, seed: int) ->
         qt, q, s, ch = rows["question_type"][i], rows["question"][i], rows["answer_short"][i], rows["choices"][i]
         a = yes_no(s, ch)
         subj = question_subject(rows["template_id"][i], q)
+        grp = template_group(rows["template_id"][i])
         if a is not None:
-            yn[(qt, subj)][a].append(i)
+            yn[(grp, subj)][a].append(i)
         elif ch:
             letter = (s or "").strip().upper()
             pos = LETTERS.find(letter) if len(letter) == 1 else -1
@@ -204,7 +224,7 @@ def plan_balanced(rows: dict[str, list[Any]], rules: BalanceRules, seed: int) ->
             else:
                 plan.dropped[R_NO_LETTER] += 1
         elif s is not None:
-            short[(qt, subj)]["neg" if s.strip().lower() in neg else "pos"].append(i)
+            short[(grp, subj)]["neg" if s.strip().lower() in neg else "pos"].append(i)
         else:
             keep[i] = True  # open question
     share = rules.max_majority_share

@@ -1,7 +1,10 @@
 """``radvqa audit shortcuts DATASET``: can a model that never sees the image answer?
 
-Per template and per (question type, question) cell -- the question text names the finding,
-region or subcategory asked about -- on the closed rows (yes/no, multiple choice, count, short):
+Per template and per (template, question) cell -- the question text names the finding, region
+or subcategory asked about -- on the closed rows (yes/no, multiple choice, count, short). A
+"template" here is a template group (``radvqa.io.subset.template_group``): templates with the same
+question wordings, such as rin's closed+ (always "yes") and closed- (always "no"), are one question
+to a model that reads only the text, so they are learned and scored together:
 
 - ``majority``: the cell's most frequent answer in the train split, scored on the evaluated rows
   (a cell unseen in training falls back to its template's majority, then the answer kind's);
@@ -32,6 +35,7 @@ import pyarrow.parquet as pq
 
 from radvqa.io.manifest import read_manifest
 from radvqa.io.parquet import shard_files
+from radvqa.io.subset import template_group
 
 FLAG_PP = 10.0
 MIN_N = 20
@@ -118,8 +122,9 @@ def audit(dataset: Path | str, min_n: int = MIN_N, eval_split: str = "test") -> 
         if k not in AUDITED_KINDS:
             continue
         t = target(train, i, k)
-        by_text[(k, train["template_id"][i], train["question"][i])][t] += 1
-        by_tpl[(k, train["template_id"][i])][t] += 1
+        grp = template_group(train["template_id"][i])
+        by_text[(k, grp, train["question"][i])][t] += 1
+        by_tpl[(k, grp)][t] += 1
         by_kind[k][t] += 1
 
     def top(c: Counter[str] | None) -> str | None:
@@ -134,13 +139,15 @@ def audit(dataset: Path | str, min_n: int = MIN_N, eval_split: str = "test") -> 
         ids, preds, _info = run_baseline(combined, "bow", train_split="train", eval_split="__eval__")
         bow = dict(zip(ids, preds))
 
-    tpl_stats: dict[tuple[str, str], dict[str, Any]] = defaultdict(_key_stats)
-    cell_stats: dict[tuple[str, str, str], dict[str, Any]] = defaultdict(_key_stats)
+    tpl_stats: dict[str, dict[str, Any]] = defaultdict(_key_stats)
+    cell_stats: dict[tuple[str, str], dict[str, Any]] = defaultdict(_key_stats)
+    types: dict[str, set[str]] = defaultdict(set)
     kind_stats: dict[str, dict[str, Any]] = defaultdict(lambda: {**_key_stats(), "majority_text": 0})
     for i, k in enumerate(ek):
         if k not in AUDITED_KINDS:
             continue
-        tpl, q, qt = ev["template_id"][i], ev["question"][i], ev["question_type"][i]
+        tpl, q, qt = template_group(ev["template_id"][i]), ev["question"][i], ev["question_type"][i]
+        types[tpl].add(qt)
         gold = target(ev, i, k)
         m_tpl = top(by_tpl.get((k, tpl))) or top(by_kind.get(k)) or ""
         m_text = top(by_text.get((k, tpl, q))) or m_tpl
@@ -151,7 +158,7 @@ def audit(dataset: Path | str, min_n: int = MIN_N, eval_split: str = "test") -> 
             ch = 1.0 / max(1, len(ev["choices"][i] or []))
         else:
             ch = 1.0 / max(1, len(by_tpl.get((k, tpl)) or by_kind.get(k) or [1]))
-        for st, maj in ((tpl_stats[(qt, tpl)], m_tpl), (cell_stats[(qt, tpl, q)], m_text)):
+        for st, maj in ((tpl_stats[tpl], m_tpl), (cell_stats[(tpl, q)], m_text)):
             st["n"] += 1
             st["majority"] += maj == gold
             st["bow"] += b == gold
@@ -175,10 +182,10 @@ def audit(dataset: Path | str, min_n: int = MIN_N, eval_split: str = "test") -> 
         out["flag"] = n >= flag_min and out["above_chance_pp"] > FLAG_PP
         return out
 
-    templates = [{"question_type": qt, "template_id": tpl, **finish(st, min_n)}
-                 for (qt, tpl), st in sorted(tpl_stats.items())]
-    cells = [{"question_type": qt, "template_id": tpl, "question": q, **finish(st, min_n)}
-             for (qt, tpl, q), st in sorted(cell_stats.items())]
+    templates = [{"question_type": "+".join(sorted(types[tpl])), "template_id": tpl, **finish(st, min_n)}
+                 for tpl, st in sorted(tpl_stats.items())]
+    cells = [{"question_type": "+".join(sorted(types[tpl])), "template_id": tpl, "question": q, **finish(st, min_n)}
+             for (tpl, q), st in sorted(cell_stats.items())]
     by_kind_out = {k: finish(st, 1) for k, st in sorted(kind_stats.items())}
     return {
         "dataset": str(dataset),
