@@ -150,8 +150,8 @@ def _shortcut_section(out: Path, max_cells: int = 20) -> list[str]:
     lines = ["## Shortcut audit", "",
              f"Can a model answer without the image? Closed rows of {r['evaluated']} ({r['evaluated_rows']:,}); the "
              f"majority answers and the text-only bag-of-words model learned on the {r['trained_on']} "
-             f"({r['train_rows']:,} rows). Flag: more than {r['flag_above_chance_pp']:.0f} points above chance "
-             f"(n >= {r['min_n']}).", "",
+             f"({r['train_rows']:,} rows). Flag: more than {r['flag_above_chance_pp']:.0f} points above chance, "
+             f"beyond sampling noise (95% Wilson lower bound above chance; n >= {r['min_n']}).", "",
              "| answer kind | n | majority (template) | majority (exact question) | bag-of-words | chance |",
              "|---|---:|---:|---:|---:|---:|"]
     for k, s in r["by_kind"].items():

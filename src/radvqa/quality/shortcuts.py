@@ -12,8 +12,9 @@ to a model that reads only the text, so they are learned and scored together:
   question words, trained on the train split);
 - ``chance``: uniform guessing: 1/2 for yes/no, 1/k for k options, 1/(distinct answers of the
   template in training) for count and short answers;
-- ``flag``: the better of majority and bow is more than ``FLAG_PP`` points above chance (cells
-  with fewer than ``min_n`` evaluated rows are listed but not flagged: too noisy).
+- ``flag``: the better of majority and bow is more than ``FLAG_PP`` points above chance, and its
+  95% Wilson lower bound is above chance (cells with fewer than ``min_n`` evaluated rows are listed
+  but not flagged: too noisy).
 
 Evaluated rows: the test split. Training rows: the dataset's own train split, or, for a subset
 without one (``radvqa subset --balanced``), the train split of the parent build its manifest
@@ -82,6 +83,15 @@ def training_source(dataset: Path) -> tuple[Path, str]:
         return Path(parent), f"train split of the parent build {parent}"
     raise ShortcutError(f"{dataset} has no train split and names no parent build with one: "
                         "nothing to learn the majority answers and the text-only model from")
+
+
+def _wilson_low(p: float, n: int, z: float = 1.96) -> float:
+    """Lower end of the 95% Wilson score interval of a proportion ``p`` over ``n`` trials."""
+    if n <= 0:
+        return 0.0
+    d = 1 + z * z / n
+    c = p + z * z / (2 * n)
+    return (c - z * ((p * (1 - p) + z * z / (4 * n)) / n) ** 0.5) / d
 
 
 def _key_stats() -> dict[str, Any]:
@@ -179,7 +189,9 @@ def audit(dataset: Path | str, min_n: int = MIN_N, eval_split: str = "test") -> 
             out["majority_by_text"] = st["majority_text"] / n
         best = max(out["majority"], out["bow"])
         out["above_chance_pp"] = round(100.0 * (best - out["chance"]), 2)
-        out["flag"] = n >= flag_min and out["above_chance_pp"] > FLAG_PP
+        # more than FLAG_PP above chance, and not by sampling noise: the 95% Wilson lower bound of
+        # the better accuracy is above chance too (a balanced cell of 25 rows reads 60% by luck)
+        out["flag"] = bool(n >= flag_min and out["above_chance_pp"] > FLAG_PP and _wilson_low(best, n) > out["chance"])
         return out
 
     templates = [{"question_type": "+".join(sorted(types[tpl])), "template_id": tpl, **finish(st, min_n)}
