@@ -581,11 +581,15 @@ class Strategy:
     # D -------------------------------------------------------------------------------------------
     def _finding_set(self, ctx: StudyCtx, mentioned: list[str], defaults: list[str], pool: WeightedPool,
                      k: int) -> tuple[list[str], list[str]]:
-        if self.both_ways and len(defaults) > 1:
+        if self.both_ways:
             # the default negatives in a per-study order (own stream), so each of them is asked
-            # "no" somewhere, not only the first few of the list
+            # "no" somewhere, not only the first few of the list; and they stay in the weighted
+            # draw (a study with no device is asked about a drawn device only: "support device",
+            # a default, was never asked "no")
             defaults = list(defaults)
             ctx.stream("qba-defaults").shuffle(defaults)
+            sampled = weighted_sample(self.rng, pool, k, set(mentioned).__contains__)
+            return list(dict.fromkeys([*mentioned, *(d for d in defaults if d not in sampled)])), sampled
         base = list(dict.fromkeys([*mentioned, *defaults]))
         chosen = set(base)
         return base, weighted_sample(self.rng, pool, k, chosen.__contains__)

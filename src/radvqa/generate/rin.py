@@ -42,7 +42,7 @@ SPECS: dict[str, Spec] = {
     "anatomy_mc": Spec(F({"answer"}), F({"letter", "option"})),
     "pathology_open": Spec(F({"pathology", "none"}), F({"pathology"})),
     "pathology_closed_pos": Spec(F({"yes"}), F()),
-    "pathology_closed_pos_normal": Spec(F({"yes"}), F()),
+    "pathology_closed_pos_normal": Spec(F({"yes", "no"}), F({"pathology"})),
     "pathology_closed_neg": Spec(F({"no_other", "no_normal"}), F({"true_pathology"})),
     "pathology_mc": Spec(F({"answer", "none"}), F({"letter", "option"})),
 }
@@ -75,6 +75,8 @@ class Strategy:
         # the normal-image closed+ is the pathology_closed_pos task with its own wording
         tn = self.t.get("pathology_closed_pos_normal")
         self.t_normal_pos = dataclasses.replace(tn, question_type="pathology_closed_pos") if tn else None
+        # ... and asked of an abnormal image too ("no": a closed- question), so it is not always "yes"
+        self.t_normal_neg = dataclasses.replace(tn, question_type="pathology_closed_neg") if tn else None
         # the same tasks on chest X-ray labels (rin_chest.py), when rin.yaml configures them
         self.chest = ChestTasks(self, cfg) if cfg.get("chest") else None
 

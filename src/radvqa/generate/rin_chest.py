@@ -19,7 +19,9 @@ the anatomical region groups):
   correct finding (lungs, pleura, cardiomediastinal, bones; a finding whose regions fall in no group
   is never a distractor, so no option is an implausible region); a normal study's options are three
   findings of one region group and "no pathology seen";
-- closed+ is asked only where a closed- can be asked too, so the yes/no pair stays balanced.
+- closed+ is asked only where a closed- can be asked too, so the yes/no pair stays balanced; the
+  normal image's "free of pathology?" (yes) is asked of abnormal images too (no), so no closed
+  template has a single answer.
 """
 
 from __future__ import annotations
@@ -163,6 +165,9 @@ class ChestTasks:
                      "positive", tag=v.finding_name(asked), findings=[asked], boxes=boxes_of(asked))
             elif asked is None and strat.t_normal_pos is not None:
                 emit(strat.t_normal_pos, slots_pa, "normal", "yes", {}, "yes", "positive", tag=strat.no_path, findings=[])
+            if asked is not None and strat.t_normal_neg is not None:
+                # ask both ways: "Is this image free of pathology?" of an abnormal image too
+                emit(strat.t_normal_neg, slots_pa, "normal", "no", {"pathology": pname}, "no", "negative", tag=pname)
             wrong = wrong_pool[int(rng.random() * len(wrong_pool))]
             emit(t["pathology_closed_neg"], {**base, "pathology": v.finding_name(wrong)}, wrong,
                  "no_other" if present else "no_normal", {"true_pathology": pname}, "no", "negative",
