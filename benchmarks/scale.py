@@ -186,7 +186,7 @@ def bench_build(mode: str, studies: list[int], workers: list[int], pipeline: str
         for w in workers:
             out = Path(tempfile.mkdtemp(prefix=f"radvqa-scale-{mode}-{n}-{w}-"))
             opts = BuildOptions(source="synthetic" if mode == "synthetic" else "openi", out=str(out), workers=w,
-                                studies=n if mode == "synthetic" else None, seed=0, shard_studies=shard_studies,
+                                studies=n if mode == "synthetic" else None, shard_studies=shard_studies,
                                 pipeline="radvqa.run.minimal:MinimalPipeline" if pipeline == "minimal" else None)
             recs = openi_records(data, n) if mode == "openi" else None
             if mode == "synthetic" and pipeline == "minimal":

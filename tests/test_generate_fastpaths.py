@@ -68,9 +68,11 @@ def test_prototype_rows_equal_full_construction(gen):
     for force_plain in (False, True):
         ctx = StudyCtx(gen, sg, "train")
         for i in range(3):  # the second and third rows reuse the prototype and the hash prefix
-            ctx.emit(tpl, f"slot{i}", i, "Is there X?", "Yes.", [part], (0, ()), answer_short="yes",
-                     polarity="positive", findings=["pleural_effusion"], regions=["left_lung"],
-                     provenance=["S01: x"], study_id=sg.study_id if force_plain else None)
+            # a ``pair`` (no reference, the study's own images) forces the full construction
+            ctx.render_emit(tpl, i, {"finding": "X"}, f"slot{i}", "present", {"phrase": "x", "location": "y"},
+                            [part], (0, ()), ["S01: x"], short="yes", polarity="positive",
+                            findings=["pleural_effusion"], regions=["left_lung"],
+                            pair=(None, ctx.image_ids, ctx.image_paths) if force_plain else None)
         rows.append(ctx.rows)
     fast, plain = rows
     assert [to_json(r) for r in fast] == [to_json(r) for r in plain]

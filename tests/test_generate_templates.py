@@ -13,7 +13,7 @@ from helpers import mini_ontology  # noqa: E402
 
 from radvqa.generate import GenerateOptions, Generator, TemplateError  # noqa: E402
 from radvqa.generate import qba  # noqa: E402
-from radvqa.generate.templates import Spec, check_unique, load_family, parse_family  # noqa: E402
+from radvqa.generate.templates import Op, check_unique, load_family, parse_family  # noqa: E402
 
 QBA_TYPES = [
     "A_indication", "B01_describe_all", "B02_describe_abnormal", "B03_is_abnormal", "B04_is_normal",
@@ -25,11 +25,11 @@ QBA_TYPES = [
     "D06_has_device", "D07_where_is_device",
 ]
 
-SPECS = {"has": Spec(frozenset({"present", "absent"}), frozenset({"phrase"}))}
+SPECS = {"has": Op(frozenset({"present", "absent"}), frozenset({"phrase"}), frozenset({"finding"}))}
 
 
 def _doc(**tpl_over) -> dict:
-    tpl = {"id": "fam.has", "version": 1, "slots": {"finding": "finding"},
+    tpl = {"id": "fam.has", "version": 1, "scope": "finding", "op": "has", "slots": {"finding": "finding"},
            "questions": ["Is there {finding}?", "Does it show {finding}?"],
            "answers": {"present": ["Yes, {phrase}."], "absent": ["No."]}}
     tpl.update(tpl_over)
@@ -52,7 +52,14 @@ def test_packaged_templates_load_with_all_27_qba_types():
     assert {"diff.what_changed", "diff.new_findings", "diff.resolved_findings"} <= ids
     for t in gen.templates.values():
         assert t.version >= 1 and t.questions and t.family == t.id.split(".")[0]
-    assert set(qba.SPECS) == set(QBA_TYPES)
+    # every qba template is an (operation, scope) pair of the tables
+    qts = [t for t in gen.templates.values() if t.family == "qba"]
+    assert all(t.op in qba.OPS and t.scope in qba.SCOPES and t.scope in qba.OPS[t.op].scopes for t in qts)
+    # the four operations B01-B04 / B08-B11 / C01-C04 share, over the three scopes
+    grid = {(t.scope, t.op) for t in qts}
+    for scope in ("study", "subcategory", "region"):
+        for op in ("describe", "describe_abnormal", "is_abnormal", "is_normal"):
+            assert (scope, op) in grid
 
 
 def test_valid_minimal_family_parses():
@@ -70,7 +77,9 @@ def test_valid_minimal_family_parses():
     ({"answers": {"present": ["Yes, {size}."], "absent": ["No."]}}, "unknown slot/variable"),
     ({"answers": {True: ["Yes."], "absent": ["No."]}}, "quote the key"),
     ({"id": "other.has"}, "must be 'fam.<question_type>'"),
-    ({"id": "fam.nope"}, "no fam builder"),
+    ({"op": "nope"}, "unknown op 'nope'"),
+    ({"op": None}, "unknown op None"),
+    ({"scope": "region"}, "works over scope(s) ['finding'], not 'region'"),
     ({"version": 0}, "version"),
     ({"questions": ["Is there {finding}?", "Is there {finding}?"]}, "duplicate wording"),
     ({"constraints": ["be_nice"]}, "unknown constraint"),

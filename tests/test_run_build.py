@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from radvqa.generate import GenerateOptions
 from radvqa.io.parquet import read_scene_graphs, shard_files, tmp_name
 from radvqa.io.validate import validate
 from radvqa.model import Image, Reject, Study
@@ -34,7 +35,8 @@ def records(n: int = N, extra: bool = True) -> list:
 def opts(out: Path, **kw) -> BuildOptions:  # noqa: ANN003
     base = dict(source="synthetic", out=str(out), pipeline=MINIMAL, shard_studies=60, seed=7)
     base.update(kw)
-    return BuildOptions(**base)
+    seed = base.pop("seed")
+    return BuildOptions(**base, generate=GenerateOptions(seed=seed))
 
 
 def files_bytes(out: Path) -> dict[str, bytes]:

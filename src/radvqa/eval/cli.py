@@ -86,6 +86,28 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{k}: {round(v, 4) if isinstance(v, float) else v}")
         typer.echo(f"report: {paths['report.html']}")
 
+    @app.command("score-extraction")
+    def score_extraction(
+        gold: Path = typer.Option(..., "--gold", metavar="FILE", help="Gold entity graphs: RadGraph train/dev/test.json or a RadGraph2 file."),
+        fmt: str = typer.Option("radgraph", "--format", metavar="FORMAT", help="radgraph or radgraph2 (change entities scored)."),
+        pred: Optional[Path] = typer.Option(None, "--pred", metavar="SG.jsonl", help="Predictions from `radvqa extract` on the gold texts; default: run the rules extractor."),
+        labeler: str = typer.Option("labeler_1", "--labeler", help="Which annotator of RadGraph's test.json (labeler_1 or labeler_2)."),
+        json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Also write the figures as JSON."),
+    ) -> None:
+        """Score the report extractor against radiologists' entity graphs (finding, +certainty, +side, +change)."""
+        import json
+
+        from radvqa.eval.radgraph import GoldError, format_table, read_predictions, score
+
+        try:
+            preds = read_predictions(pred) if pred else None
+            res = score(gold, fmt, labeler, predictions=preds)
+        except GoldError as e:
+            _fail(str(e))
+        typer.echo(format_table(res))
+        if json_out:
+            json_out.write_text(json.dumps(res, indent=1) + "\n", "utf-8")
+
     imp = typer.Typer(help="Import an existing benchmark into radvqa's QA layout.", no_args_is_help=True)
     app.add_typer(imp, name="import")
 
@@ -117,6 +139,37 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """SLAKE: questions of one language, with detection.json boxes."""
         _import("slake", path, out, lang=lang)
+
+    @imp.command("medical-diff-vqa")
+    def import_medical_diff_vqa(
+        path: Path = typer.Argument(..., metavar="PATH", help="Folder or file: the QA table (mimic_pair_questions.csv, any name, .gz ok); a folder may also hold mimic_all.csv."),
+        out: Path = typer.Option(..., "--out", "-o", help="Output dataset directory."),
+        studies: Optional[Path] = typer.Option(None, "--studies", help="mimic_all.csv (study_date, study_order) for the main/reference order check, when not in PATH."),
+        images: Optional[Path] = typer.Option(None, "--images", help="MIMIC-CXR-JPG root (files/pNN/...) for image paths."),
+        fix_order: bool = typer.Option(False, "--fix-order", help="Swap study_id/ref_id of reversed difference rows and rewrite their answers, as v1.0.1 did."),
+        release: str = typer.Option("unknown", "--release", help="The release you downloaded (1.0, 1.0.1); recorded in the manifest."),
+    ) -> None:
+        """Medical-Diff-VQA: its seven question types, with a main/reference order check."""
+        from radvqa.eval.diffvqa import import_medical_diff_vqa as run
+        from radvqa.eval.importers import ImportError_
+
+        try:
+            m = run(path, out, studies=studies, images=images, fix_order=fix_order, release=release)
+        except ImportError_ as e:
+            _fail(str(e))
+        c = m["counts"]
+        typer.echo(f"medical-diff-vqa: {c['qa']} questions ({c['closed']} closed, {c['open']} open; splits {c['by_split']}), "
+                   f"{c['rejected']} rejected -> {out}")
+        oc = m["medical_diff_vqa"].get("order_check", {})
+        if "pairs" in oc:
+            by = oc["pairs_by_order"]
+            typer.echo(f"order check: {oc['pairs']} pairs: {by['ok']} ok, {by['reversed']} reversed, {by['tie']} same date, "
+                       f"{by['unknown']} not in the study table; fixed {oc['difference_rows_fixed']} difference rows"
+                       + (f" ({oc['difference_rows_unfixable']} could not be rewritten)" if oc["difference_rows_unfixable"] else ""))
+            if by["reversed"] and not fix_order:
+                typer.echo("  reversed pairs are flagged (grade_reasons order:reversed), not changed; --fix-order swaps them", err=True)
+        else:
+            typer.echo(f"order check: {oc.get('note')}", err=True)
 
     base = typer.Typer(help="Baselines that never see the image; they write the predictions format.", no_args_is_help=True)
     app.add_typer(base, name="baseline")

@@ -352,6 +352,11 @@ def _evaluate(
         tags = tag_scores(rows, texts, scores)
         if tags:
             report["tags"] = tags
+        # Medical-Diff-VQA's open answers are scored as its authors scored them (captioning metrics)
+        if any(rows["strategy"][i] == "medical-diff-vqa" for i, k in enumerate(scores.kind) if k == "open"):
+            from radvqa.eval.caption import caption_block
+
+            report["captioning"] = caption_block(rows, texts, scores.kind)
     if judge is not None:
         from radvqa.eval.judge import summarize
 

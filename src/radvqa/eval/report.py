@@ -147,6 +147,21 @@ def _mc_table(mc: dict[str, Any]) -> str:
     return table
 
 
+def caption_table(cap: dict[str, Any]) -> str:
+    """BLEU-1..4, METEOR, ROUGE-L (x100) and CIDEr, overall and per question type, with n."""
+    keys = ("bleu_1", "bleu_2", "bleu_3", "bleu_4", "meteor", "rouge_l", "cider")
+
+    def row(name: str, c: dict[str, Any]) -> list[Any]:
+        if "error" in c:
+            return [name, c.get("n", "")] + [c["error"]] + [""] * (len(keys) - 1)
+        return [name, c.get("n", 0)] + ["n/a" if c.get(k) is None else (f"{c[k]:.3f}" if k == "cider" else f"{100 * c[k]:.2f}") for k in keys]
+
+    rows = [row("all open", cap["overall"])] + [row(t, c) for t, c in cap["by_question_type"].items()]
+    note = cap["overall"].get("meteor_note")
+    return cap["metrics"] + ("; " + note if note else "") + ".\n\n" + _table(
+        ["questions", "n", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr"], rows)
+
+
 def markdown(rep: dict[str, Any], plots: list[str]) -> str:
     p = rep["predictions"]
     o = rep["overall"]
@@ -233,6 +248,8 @@ def markdown(rep: dict[str, Any], plots: list[str]) -> str:
         md += ["", "## Tags", "", _table(["what", "questions", "P", "R", "F1", "tp / fp / fn"], rows)]
         if vf:
             md += ["", f"VinDr-style F1: {vf['definition']}."]
+    if "captioning" in rep:
+        md += ["", "## Captioning metrics (open answers)", "", caption_table(rep["captioning"])]
     if "judge" in rep:
         j = rep["judge"]
         md += ["", "## Judge", "", f"model `{j['model']}`, prompt v{j['prompt_version']}, temperature 0: {j['judged']} judged, "

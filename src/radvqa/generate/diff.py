@@ -16,25 +16,37 @@ the row's grade (negative:implied -> B) unless the study's findings come from co
 
 from __future__ import annotations
 
-from typing import Any
+import random
+from typing import Any, Callable
 
-from radvqa.generate.engine import StudyCtx, sample_capped
+import msgspec
+
+from radvqa.generate.engine import StudyCtx, pick_index, sample_capped
 from radvqa.generate.facts import Fact, cap, join_list
-from radvqa.generate.templates import Family, Spec, Template
+from radvqa.generate.templates import Family, Op, Template
 from radvqa.model import AnswerPart, Reject, SceneGraph
 from radvqa.quality.criteria import C, IMPLIED_NEGATIVE, combine, reason
 
 F = frozenset
-SPECS: dict[str, Spec] = {
-    "what_changed": Spec(F({"changes", "nothing"}), F({"n"})),
-    "new_findings": Spec(F({"yes", "no"}), F({"list"})),
-    "resolved_findings": Spec(F({"yes", "no"}), F({"list"})),
-    "increased_findings": Spec(F({"yes", "no"}), F({"list"})),
-    "decreased_findings": Spec(F({"yes", "no"}), F({"list"})),
-    "finding_change": Spec(F({"new", "resolved", "increased", "decreased", "unchanged", "persistent"}),
-                           F({"from", "to"})),
-    "level_change": Spec(F({"increased", "decreased", "same"}), F({"from", "to"})),
+PAIR, FINDING = F({"pair"}), F({"finding"})
+# the pair of studies as a whole, or one finding of the pair
+OPS: dict[str, Op] = {
+    "what_changed": Op(F({"changes", "nothing"}), F({"n"}), PAIR),
+    "new_findings": Op(F({"yes", "no"}), F({"list"}), PAIR),
+    "resolved_findings": Op(F({"yes", "no"}), F({"list"}), PAIR),
+    "increased_findings": Op(F({"yes", "no"}), F({"list"}), PAIR),
+    "decreased_findings": Op(F({"yes", "no"}), F({"list"}), PAIR),
+    "finding_change": Op(F({"new", "resolved", "increased", "decreased", "unchanged", "persistent"}),
+                         F({"from", "to"}), FINDING),
+    "level_change": Op(F({"increased", "decreased", "same"}), F({"from", "to"}), FINDING),
 }
+
+
+class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """``config:`` of templates/diff.yaml."""
+
+    # sources whose findings come from complete label sets (absence is stated, not implied)
+    label_sources: tuple[str, ...] = ()
 PHRASES: dict[str, frozenset[str]] = {
     "item_new": F({"name", "phrase", "a_phrase", "A_phrase"}),
     "item_resolved": F({"name", "Name"}),
@@ -61,8 +73,9 @@ class Strategy:
     def __init__(self, gen: Any, fam: Family) -> None:
         self.gen = gen
         self.fam = fam
-        self.t = fam.templates
-        self.label_sources = F(fam.config.get("label_sources", ()))
+        self.t = {tpl.op: tpl for tpl in fam.templates.values()}
+        cfg: Config = fam.config
+        self.label_sources = F(cfg.label_sources)
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
         return prior is not None
@@ -91,7 +104,6 @@ class Strategy:
 
         pctx = _Ctx(self.gen, prior, ctx.split)
         rng = ctx.stream("diff")
-        self.rng = rng
         v = self.gen.vocab
         ph = self.fam.phrases
         rank = v.severity_rank
@@ -148,13 +160,10 @@ class Strategy:
                     changes[fid] = ("unchanged", s0, s1)
                 else:
                     changes[fid] = ("persistent", s0, s1)
-        self.ctx, self.pctx, self.now, self.before = ctx, pctx, now, before
-        self.implied = {fid for fid, (k, _, _) in changes.items()
-                        if (k == "resolved" and fid not in now_abs and not labelled_now)
-                        or (k == "new" and not labelled_before and fid not in explicit_absent(pctx))}
-        image_ids = ctx.image_ids + pctx.image_ids
-        image_paths = ctx.image_paths + pctx.image_paths
-        self.img = (image_ids, image_paths)
+        implied = {fid for fid, (k, _, _) in changes.items()
+                   if (k == "resolved" and fid not in now_abs and not labelled_now)
+                   or (k == "new" and not labelled_before and fid not in explicit_absent(pctx))}
+        pair = _Pair(ctx, pctx, rng, now, before, implied)
         t = self.t
         conflict_grade = [(C, tuple(reason("change", f"conflict:{fid}", C) for fid in conflicts))] if conflicts else []
 
@@ -182,12 +191,10 @@ class Strategy:
         if tpl is not None:
             if moved:
                 parts = [item(fid) for fid in moved]
-                self._emit(tpl, {}, "", "changes", {"n": str(len(moved))}, parts, moved, None, "positive", conflict_grade)
+                self._emit(pair, tpl, {}, "", "changes", {"n": str(len(moved))}, parts, moved, None, "positive", conflict_grade)
             else:
-                lead = ctx.pick(tpl.answers["nothing"]).format_map({"n": "0"})
-                part = AnswerPart(part_type="main", text=lead, tag="no change")
-                self._emit(tpl, {}, "", "nothing", {"n": "0"}, [part], [], None, "negative", conflict_grade,
-                           lead_only=True)
+                self._emit(pair, tpl, {}, "", "nothing", {"n": "0"}, [], [], None, "negative", conflict_grade,
+                           lead_only="no change")
         for qt, kind in (("new_findings", "new"), ("resolved_findings", "resolved"),
                          ("increased_findings", "increased"), ("decreased_findings", "decreased")):
             tpl = t.get(qt)
@@ -204,11 +211,10 @@ class Strategy:
                 continue
             names = join_list([(now.get(f) or before[f]).name for f in fids])
             if fids:
-                self._emit(tpl, {}, "", "yes", {"list": names}, [item(f) for f in fids], fids, "yes", "positive", [])
+                self._emit(pair, tpl, {}, "", "yes", {"list": names}, [item(f) for f in fids], fids, "yes", "positive", [])
             else:
-                lead = ctx.pick(tpl.answers["no"]).format_map({"list": ""})
-                self._emit(tpl, {}, "", "no", {"list": ""}, [AnswerPart(part_type="main", text=lead, tag=f"no {kind} findings")],
-                           [], "no", "negative", [], lead_only=True)
+                self._emit(pair, tpl, {}, "", "no", {"list": ""}, [], [], "no", "negative", [],
+                           lead_only=f"no {kind} findings")
         tpl = t.get("finding_change")
         if tpl is not None:
             for fid in sample_capped(rng, list(changes), self.gen.cap(tpl)):
@@ -218,7 +224,7 @@ class Strategy:
                 key = kind
                 if kind in ("increased", "decreased") and not (s0 and s1):
                     lv = {"from": "", "to": ""}
-                self._emit(tpl, {"finding": f.name}, fid, key, lv, [item(fid)], [fid], kind, None, [],
+                self._emit(pair, tpl, {"finding": f.name}, fid, key, lv, [item(fid)], [fid], kind, None, [],
                            finding_key=(kind in ("increased", "decreased") and bool(s0 and s1)))
         tpl = t.get("level_change")
         if tpl is not None:
@@ -227,38 +233,50 @@ class Strategy:
             for fid in sample_capped(rng, both, self.gen.cap(tpl)):
                 kind, s0, s1 = changes[fid]
                 key = kind if kind in ("increased", "decreased") else "same"
-                self._emit(tpl, {"finding": now[fid].name}, fid, key, {"from": s0 or "", "to": s1 or ""},
+                self._emit(pair, tpl, {"finding": now[fid].name}, fid, key, {"from": s0 or "", "to": s1 or ""},
                            [item(fid)], [fid], "yes" if key != "same" else "no", None, [])
 
-    def _emit(self, tpl: Template, slots: dict[str, str], slot_key: str, key: str, lv: dict[str, str],
-              parts: list[AnswerPart], fids: list[str], short: str | None, polarity: str | None,
-              extra: list[Any], lead_only: bool = False, finding_key: bool = True) -> None:
-        ctx, pctx = self.ctx, self.pctx
-        qs = tpl.questions
-        widx = 0 if len(qs) == 1 else int(self.rng.random() * len(qs))
-        question = qs[widx].format_map(slots)
-        if lead_only:
-            answer = parts[0].text
-        else:
-            wordings = tpl.answers[key]
-            if not finding_key:  # no levels known: only wordings that do not print them
-                wordings = tuple(w for w in wordings if "{from}" not in w and "{to}" not in w) or wordings
-            lead = ctx.pick(wordings).format_map({**slots, **lv})
-            body = " ".join(p.text for p in parts)
-            answer = f"{lead} {body}" if lead else body
+    def _emit(self, pair: "_Pair", tpl: Template, slots: dict[str, str], slot_key: str, key: str,
+              lv: dict[str, str], parts: list[AnswerPart], fids: list[str], short: str | None,
+              polarity: str | None, extra: list[Any], lead_only: str | None = None,
+              finding_key: bool = True) -> None:
+        """diff's grade and provenance policy (both studies' facts, implied changes), then the shared
+        step. ``lead_only``: the lead is the whole answer, one part with this tag."""
+        ctx, pctx = pair.ctx, pair.pctx
+        wordings = None
+        compose: Callable[[str], tuple[str, list[AnswerPart]]] | None = None
+        if lead_only is not None:
+            tag = lead_only
+
+            def compose(lead: str) -> tuple[str, list[AnswerPart]]:
+                return lead, [AnswerPart(part_type="main", text=lead, tag=tag)]
+        elif not finding_key:  # no levels known: only wordings that do not print them
+            ws = tpl.answers[key]
+            wordings = tuple(w for w in ws if "{from}" not in w and "{to}" not in w) or ws
         grades: list[Any] = list(extra)
         prov: list[str] = [f"reference:{pctx.sg.study_id}"]
         for fid in fids:
-            for f in (self.now.get(fid), self.before.get(fid)):
+            for f in (pair.now.get(fid), pair.before.get(fid)):
                 if f is not None:
                     grades.append(f.grade)
                     prov.extend(p for p in f.prov if p not in prov)
-            if fid in self.implied:
+            if fid in pair.implied:
                 grades.append(IMPLIED_NEGATIVE)
         grade = combine(grades) if grades else (0, [])
-        ids, paths = self.img
-        ctx.emit(tpl, f"{pctx.sg.study_id}|{slot_key}", widx, question, answer, parts, grade,
-                 answer_short=short, polarity=polarity, findings=list(fids),
-                 regions=[r for p in parts for r in p.regions], provenance=prov,
-                 reference=pctx.sg.study_id, image_ids=ids, image_paths=paths)
+        ctx.render_emit(tpl, pick_index(pair.rng, tpl), slots, f"{pctx.sg.study_id}|{slot_key}", key, lv, parts,
+                        grade, prov, compose=compose, wordings=wordings, short=short, polarity=polarity,
+                        findings=list(fids), regions=[r for p in parts for r in p.regions],
+                        pair=(pctx.sg.study_id, pair.image_ids, pair.image_paths))
 
+
+class _Pair:
+    """One (study, prior) pair's diff state, built inside ``Strategy.run``."""
+
+    __slots__ = ("ctx", "pctx", "rng", "now", "before", "implied", "image_ids", "image_paths")
+
+    def __init__(self, ctx: StudyCtx, pctx: StudyCtx, rng: random.Random, now: dict[str, Fact],
+                 before: dict[str, Fact], implied: set[str]) -> None:
+        self.ctx, self.pctx, self.rng = ctx, pctx, rng
+        self.now, self.before, self.implied = now, before, implied
+        self.image_ids = ctx.image_ids + pctx.image_ids
+        self.image_paths = ctx.image_paths + pctx.image_paths

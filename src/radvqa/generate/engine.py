@@ -12,15 +12,15 @@ from __future__ import annotations
 import hashlib
 import random
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import msgspec
 
+from radvqa.generate.constraints import Candidate
 from radvqa.generate.facts import Fact, Lexicon, build_fact, implied_negative, union_boxes
 from radvqa.generate.priors import Priors, load_priors
-from radvqa.generate.templates import Family, Spec, Template, check_unique, load_family
+from radvqa.generate.templates import Family, Op, Template, check_unique, load_family
 from radvqa.generate.vocab import Vocab
 from radvqa.model import GRADES, QA, AnswerPart, Box, Observation, Reject, SceneGraph
 from radvqa.quality.criteria import CHANGE_TEXT_LEFT, EXTRACT_ERROR, GRADE_INDEX
@@ -40,9 +40,33 @@ COMMON_PHRASES: dict[str, frozenset[str]] = {
 }
 
 
-@dataclass
-class GenerateOptions:
-    strategies: Sequence[str] = STRATEGIES
+class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """``config:`` of templates/common.yaml: lexical data and category groups every strategy uses."""
+
+    mass_nouns: tuple[str, ...] = ()  # names (or last words) used without an article
+    mass_endings: tuple[str, ...] = ()  # endings of uncountable nouns ("osis", "itis")
+    singular_endings: tuple[str, ...] = ("sis", "us", "ss", "xis", "ous", "ax", "is")
+    device_categories: tuple[str, ...] = ("DEVICE",)
+    technical_categories: tuple[str, ...] = ("TECHNICAL",)
+    artifact_subcategories: tuple[str, ...] = ()
+    artifact_findings: tuple[str, ...] = ()
+    change_words: tuple[str, ...] = ()  # a quoted report sentence still carrying one lowers the grade
+
+
+def pick_index(rng: random.Random, tpl: Template) -> int:
+    """Which question wording of ``tpl`` to ask (no draw when there is one)."""
+    n = len(tpl.questions)
+    return 0 if n == 1 else int(rng.random() * n)
+
+
+Compose = Callable[[str], tuple[str, list[AnswerPart]]]
+
+
+class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Every generation option (docs/generation.md); ``radvqa build`` reaches each one, and
+    ``BuildOptions.generate`` carries them to the workers."""
+
+    strategies: tuple[str, ...] = STRATEGIES
     seed: int = 0
     # most rows per study (after per-template caps); None = no cap
     max_per_study: int | None = None
@@ -55,7 +79,28 @@ class GenerateOptions:
     split_ratios: tuple[float, float, float] = (0.8, 0.1, 0.1)
     template_dir: str | None = None  # a folder with <family>.yaml files replacing the packaged ones
     priors: str | None = None  # a priors YAML replacing the packaged one
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    def check(self) -> None:
+        """Raise ValueError naming the first bad option (before any work starts)."""
+        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        if unknown:
+            raise ValueError(f"unknown strategies {unknown}; known: {list(STRATEGIES)}")
+        if not 0.0 <= self.vindr_positive_share <= 1.0:
+            raise ValueError("vindr_positive_share must be within [0, 1]")
+        if self.vindr_questions_per_image < 0:
+            raise ValueError("vindr_questions_per_image must be >= 0")
+        if self.min_grade is not None and self.min_grade not in GRADE_INDEX:
+            raise ValueError(f"min_grade must be one of {list(GRADES)}")
+        if self.cap_scale <= 0:
+            raise ValueError("cap_scale must be > 0")
+        if self.max_per_study is not None and self.max_per_study < 1:
+            raise ValueError("max_per_study must be >= 1")
+        if len(self.split_ratios) != 3 or any(r < 0 for r in self.split_ratios) or sum(self.split_ratios) <= 0:
+            raise ValueError("split_ratios must be three non-negative numbers (train, validate, test)")
+        if self.template_dir is not None and not Path(self.template_dir).is_dir():
+            raise ValueError(f"template_dir {self.template_dir} is not a folder")
+        if self.priors is not None and not Path(self.priors).is_file():
+            raise ValueError(f"priors file {self.priors} not found")
 
 
 def stable_int(*parts: object) -> int:
@@ -174,61 +219,84 @@ class StudyCtx:
             f = self.implied[fid] = implied_negative(self, fid)
         return f
 
-    def emit(
+    def render_emit(
         self,
         tpl: Template,
-        slot_key: str,
         widx: int,
-        question: str,
-        answer: str,
+        slots: dict[str, str],
+        slot_key: str,
+        key: str,
+        lvars: dict[str, str],
         parts: list[AnswerPart],
         grade: tuple[int, list[str] | tuple[str, ...]],
+        provenance: list[str] | None,
         *,
-        answer_short: str | None = None,
-        choices: list[str] | None = None,
+        compose: Compose | None = None,
+        wordings: Sequence[str] | None = None,
+        short: str | None = None,
         polarity: str | None = None,
         findings: list[str] | None = None,
         regions: list[str] | None = None,
-        provenance: list[str] | None = None,
-        reasoning: str | None = None,
-        reference: str | None = None,
-        study_id: str | None = None,
-        image_ids: list[str] | None = None,
-        image_paths: list[str] | None = None,
-    ) -> None:
+        choices: list[str] | None = None,
+        reasoning: str | Callable[[], str] | None = None,
+        pair: tuple[str, list[str], list[str]] | None = None,
+    ) -> bool:
+        """The one render-and-emit step of every strategy. Question wording ``widx`` filled with
+        ``slots``; the template's constraints (constraints.CONSTRAINTS) checked, dropping the row
+        when one fails (before any answer draw); the lead wording for answer ``key`` (or from
+        ``wordings``) drawn from the study's wording stream and filled with slots + ``lvars``; the
+        answer text composed (default: lead, then the parts' sentences; ``compose(lead) ->
+        (answer, parts)`` otherwise); ``reasoning`` (a callable is evaluated after the lead draw);
+        the row appended to ``rows``. The strategy gives the row's ``grade`` and ``provenance``
+        (each has its own policy), its short answer, polarity, findings, regions, MC ``choices``
+        and, for a study pair, ``pair`` = (reference study id, image ids, image paths).
+        Returns whether the row was emitted."""
+        question = tpl.questions[widx].format_map(slots)
+        ws = wordings or tpl.answers[key]
+        if tpl.checks:
+            cand = Candidate(question, short, choices, ws, parts)
+            for check in tpl.checks:
+                if not check(cand):
+                    return False
+        n = len(ws)  # ``pick``, inlined (one call per row): same stream, same draw
+        lead = (ws[0] if n == 1 else ws[int(self.rng.random() * n)]).format_map(
+            {**slots, **lvars} if slots else lvars)
+        if compose is not None:
+            answer, parts = compose(lead)
+        else:
+            body = " ".join([p.text for p in parts])
+            answer = f"{lead} {body}" if lead else body
+        if reasoning is not None and not isinstance(reasoning, str):
+            reasoning = reasoning()
         sg = self.sg
-        sid = study_id or sg.study_id
+        sid = sg.study_id
         # identical lists within a study become one shared (read-only) list: the rows of a study
         # repeat the same part lists, findings and provenance many times over, and every list that
         # outlives the call is one more object for the cyclic GC to traverse while rows wait in
         # the writer's buffer (measured: the GC cost more than the rest of emit)
         shared = self.shared
-        key = (0, *map(id, parts))  # ids stay valid: the cached list keeps the parts alive
-        hit = shared.get(key)
+        k = (0, *map(id, parts))  # ids stay valid: the cached list keeps the parts alive
+        hit = shared.get(k)
         if hit is None:
-            hit = shared[key] = (parts, union_boxes(parts))
+            hit = shared[k] = (parts, union_boxes(parts))
         parts, boxes = hit
         if findings:
-            k = (1, *findings)
-            findings = shared.setdefault(k, findings)
+            findings = shared.setdefault((1, *findings), findings)
         else:
             findings = self.no_strs
         if regions:
-            k = (1, *regions)
-            regions = shared.setdefault(k, regions)
+            regions = shared.setdefault((1, *regions), regions)
         else:
             regions = self.no_strs
         if provenance:
-            k = (1, *provenance)
-            provenance = shared.setdefault(k, provenance)
+            provenance = shared.setdefault((1, *provenance), provenance)
         reasons = grade[1]
         k = (3, *reasons)
         grade_reasons = shared.get(k)
         if grade_reasons is None:
             grade_reasons = shared[k] = self.gen.reasons_list(reasons)
         grade_s = GRADES[grade[0]]
-        if (study_id is None and image_ids is None and image_paths is None and choices is None
-                and reference is None and reasoning is None):
+        if pair is None and choices is None and reasoning is None:
             # the common case: copy a per-(study, template) prototype row and set only what varies.
             # msgspec's ``replace`` with a dozen fields costs about a third of constructing the
             # 27-field struct from keywords (measured); the qa_id hash of the (study, template)
@@ -240,11 +308,12 @@ class StudyCtx:
             h = h0.copy()
             h.update(f"{slot_key}\x1f{widx}".encode())
             self.rows.append(_replace(
-                proto, qa_id=h.hexdigest(), question=question, answer=answer, answer_short=answer_short,
+                proto, qa_id=h.hexdigest(), question=question, answer=answer, answer_short=short,
                 polarity=polarity, findings=findings, regions=regions, answer_parts=parts, boxes=boxes,
                 grade=grade_s, grade_reasons=grade_reasons,
                 provenance=provenance or [f"scene_graph:{sid}"]))
-            return
+            return True
+        reference, image_ids, image_paths = pair if pair is not None else (None, self.image_ids, self.image_paths)
         self.rows.append(QA(
             qa_id=make_qa_id(sid, tpl.id, slot_key, widx),
             source=sg.source,
@@ -257,9 +326,9 @@ class StudyCtx:
             template_version=tpl.version,
             question=question,
             answer=answer,
-            image_ids=image_ids if image_ids is not None else self.image_ids,
-            image_paths=image_paths if image_paths is not None else self.image_paths,
-            answer_short=answer_short,
+            image_ids=image_ids,
+            image_paths=image_paths,
+            answer_short=short,
             choices=choices,
             polarity=polarity,
             findings=findings,
@@ -273,6 +342,7 @@ class StudyCtx:
             reference_study_id=reference,
             reasoning=reasoning,
         ))
+        return True
 
     def _proto(self, tpl: Template, sid: str) -> tuple[QA, Any]:
         """A row with this study's and template's constant fields (never emitted itself) and
@@ -299,24 +369,18 @@ class Generator:
         from radvqa.generate import diff, qba, rin, vindr
 
         self.options = opts = options or GenerateOptions()
-        unknown = [s for s in opts.strategies if s not in STRATEGIES]
-        if unknown:
-            raise ValueError(f"unknown strategies {unknown}; known: {list(STRATEGIES)}")
-        if not 0.0 <= opts.vindr_positive_share <= 1.0:
-            raise ValueError("vindr_positive_share must be within [0, 1]")
-        if opts.min_grade is not None and opts.min_grade not in GRADE_INDEX:
-            raise ValueError(f"min_grade must be one of {list(GRADES)}")
+        opts.check()
         self.min_grade = GRADE_INDEX[opts.min_grade] if opts.min_grade else None
         self.vocab = Vocab(onto)
         self.priors: Priors = load_priors(opts.priors)
-        self.common = self._family("common.yaml", {}, COMMON_PHRASES)
-        cfg = self.common.config
-        self.lexicon = Lexicon(cfg)
-        self.device_categories = frozenset(c.upper() for c in cfg.get("device_categories", ("DEVICE",)))
-        self.technical_categories = frozenset(c.upper() for c in cfg.get("technical_categories", ("TECHNICAL",)))
-        self.artifact_subcategories = frozenset(c.upper() for c in cfg.get("artifact_subcategories", ()))
-        self.artifact_ids = frozenset(cfg.get("artifact_findings", ()))
-        self.change_words = tuple(w.lower() for w in cfg.get("change_words", ()))
+        self.common = self._family("common.yaml", {}, COMMON_PHRASES, CommonConfig)
+        cfg: CommonConfig = self.common.config
+        self.lexicon = Lexicon(msgspec.structs.asdict(cfg))
+        self.device_categories = frozenset(c.upper() for c in cfg.device_categories)
+        self.technical_categories = frozenset(c.upper() for c in cfg.technical_categories)
+        self.artifact_subcategories = frozenset(c.upper() for c in cfg.artifact_subcategories)
+        self.artifact_ids = frozenset(cfg.artifact_findings)
+        self.change_words = tuple(w.lower() for w in cfg.change_words)
         modules = {"qba": qba, "vindr": vindr, "rin": rin, "diff": diff}
         self.strategies: list[Any] = []
         families: list[Family] = []
@@ -324,7 +388,7 @@ class Generator:
             if name not in opts.strategies:
                 continue
             mod = modules[name]
-            fam = self._family(f"{name}.yaml", mod.SPECS, mod.PHRASES)
+            fam = self._family(f"{name}.yaml", mod.OPS, mod.PHRASES, mod.Config)
             families.append(fam)
             self.strategies.append(mod.Strategy(self, fam))
         check_unique(families)
@@ -340,12 +404,13 @@ class Generator:
         # (finding, certainty, side, severity) -> names, phrase and tag of a fact: facts.py
         self.fact_words: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
-    def _family(self, fname: str, specs: dict[str, Spec], phrases: dict[str, frozenset[str]]) -> Family:
+    def _family(self, fname: str, ops: dict[str, Op], phrases: dict[str, frozenset[str]],
+                config_type: type) -> Family:
         if self.options.template_dir:
             p = Path(self.options.template_dir) / fname
             if p.exists():
-                return load_family(p, specs, phrases)
-        return load_family(fname, specs, phrases)
+                return load_family(p, ops, phrases, config_type)
+        return load_family(fname, ops, phrases, config_type)
 
     def reasons_list(self, reasons: Sequence[str]) -> list[str]:
         key = tuple(reasons)

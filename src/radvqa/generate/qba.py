@@ -1,4 +1,14 @@
-"""CXR-QBA's 27 question types (REFERENCE.md §1) from one report scene graph.
+"""CXR-QBA's 27 question types (REFERENCE.md §1) from one report scene graph, as scope x operation.
+
+Every qba template names a ``scope`` (what the question is about: the study, a subcategory, a
+region, a finding, an observation, the indication) and an ``op`` (what it asks about it:
+describe, describe the abnormal, is it abnormal, is it normal, describe / is there a device, ...).
+``SCOPES`` maps a scope to the function that yields its items for one template (slot values and
+the facts they rest on: positives and stated negatives of the operation's subject); ``OPS`` maps
+an operation to its answer keys, the scopes it works over, its subject, and the function that
+renders one item. B01-B04, B08-B11 and C01-C04 are the same four operations over three scopes.
+Templates run in file order, each scope's per-study work done at its first template, so a new
+question type over existing scopes and operations is a YAML entry only.
 
 Question sets per study follow the anchor: a default set (from ``qba.yaml`` config) + what the
 report mentions (and the parents of mentioned regions) + negatives sampled with probability
@@ -11,54 +21,74 @@ findings in the same region), each with its tag and boxes.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator
+
+import msgspec
 
 from radvqa.generate.engine import StudyCtx, WeightedPool, change_text_grade, sample_capped, weighted_sample
 from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts
-from radvqa.generate.templates import Family, Spec, Template
+from radvqa.generate.templates import Family, Op, Template
 from radvqa.model import AnswerPart, SceneGraph
 from radvqa.quality.criteria import IMPLIED_NEGATIVE, combine
 
 F = frozenset
-YN = F({"yes", "no"})
-DESC = F({"abnormal", "normal"})
-LIST = F({"list", "n"})
-SPECS: dict[str, Spec] = {
-    "A_indication": Spec(F({"positive", "negative"}), LIST),
-    "B01_describe_all": Spec(DESC, LIST),
-    "B02_describe_abnormal": Spec(DESC, LIST),
-    "B03_is_abnormal": Spec(YN, LIST),
-    "B04_is_normal": Spec(YN, LIST),
-    "B08_describe_subcat": Spec(DESC, LIST),
-    "B09_describe_abnormal_subcat": Spec(DESC, LIST),
-    "B10_is_abnormal_subcat": Spec(YN, LIST),
-    "B11_is_normal_subcat": Spec(YN, LIST),
-    "B12_describe_device": Spec(F({"devices", "none"}), LIST),
-    "B13_has_devices": Spec(YN, LIST),
-    "B14_describe_acquisition": Spec(F({"views", "no_views"}), F({"n", "images", "views", "modality"})),
-    "B15_describe_artifacts": Spec(F({"artifacts", "none"}), LIST),
-    "B16_has_artifacts": Spec(YN, LIST),
-    "C01_describe_region": Spec(DESC, LIST),
-    "C02_describe_abnormal_region": Spec(DESC, LIST),
-    "C03_is_abnormal_region": Spec(YN, LIST),
-    "C04_is_normal_region": Spec(YN, LIST),
-    "C07_describe_device_region": Spec(F({"devices", "none"}), LIST),
-    "C08_has_device_region": Spec(YN, LIST),
-    "D01_describe_finding": Spec(F({"present", "uncertain", "absent"}), F({"phrase", "location"})),
-    "D02_has_finding": Spec(F({"present", "uncertain", "absent"}), F({"phrase", "location"})),
-    "D03_where_is_finding": Spec(F({"located", "sided"}), F({"phrase", "location"})),
-    "D04_how_severe_is_finding": Spec(F({"severity"}), F({"phrase", "severity"})),
-    "D05_describe_device": Spec(F({"present", "absent"}), F({"phrase", "location"})),
-    "D06_has_device": Spec(F({"present", "absent"}), F({"phrase", "location"})),
-    "D07_where_is_device": Spec(F({"located"}), F({"phrase", "location"})),
-}
+_NONE: tuple[int, tuple[str, ...]] = (0, ())
+_WORD = re.compile(r"[a-z][a-z/-]*")
+_PUNCT = str.maketrans({c: " " for c in ".,;:!?()[]\"'/"})
+
+
+class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """``config:`` of templates/qba.yaml."""
+
+    modalities: tuple[str, ...] = ("CR", "DX")
+    require_report: bool = True
+    default_regions: tuple[str, ...] = ()
+    default_findings: tuple[str, ...] = ()
+    default_devices: tuple[str, ...] = ()
+    default_subcategories: tuple[str, ...] = ()
+    subcategory_names: dict[str, str] = msgspec.field(default_factory=dict)
+    view_names: dict[str, str] = msgspec.field(default_factory=dict)
+    modality_names: dict[str, str] = msgspec.field(default_factory=dict)
+    finding_negatives: int = 4  # sampled negatives per study, weighted by corpus positive rate
+    device_negatives: int = 1
+    region_negatives: int = 2
+    max_related: int = 2
+    yes_share: float = 0.5  # yes/no templates: about this share of "yes" within each study's cap
+    min_negatives: int = 2  # ... but at least this many "no" questions per template and study
+    deid_mask: str = "xxxx"
+    indication_filler_words: tuple[str, ...] = ()
+    # ask both ways (issue 14): negatives drawn so every subject asked "yes" somewhere is asked
+    # "no" elsewhere (subcategories by corpus positive rate, default negatives in a per-study
+    # order and in the weighted draw, abnormal ancestors of candidates in the negative pool)
+    ask_both_ways: bool = False
+
+
 PHRASES: dict[str, frozenset[str]] = {
     "view_item": F({"view"}),
 }
 
-_NONE: tuple[int, tuple[str, ...]] = (0, ())
-_WORD = re.compile(r"[a-z][a-z/-]*")
-_PUNCT = str.maketrans({c: " " for c in ".,;:!?()[]\"'/"})
+
+class Item:
+    """One thing a question is asked about: its slot values and the facts its answer rests on."""
+
+    __slots__ = ("slots", "key", "pos", "neg", "described", "regions", "boxes", "name", "fact", "extra",
+                 "prov")
+
+    def __init__(self, slots: dict[str, str], key: str, pos: list[Fact], neg: list[Fact],
+                 described: list[Fact] | None = None, regions: list[str] | None = None,
+                 boxes: list | None = None, name: str | None = None, fact: Any = None,
+                 extra: list | None = None, prov: list[str] | None = None) -> None:
+        self.slots = slots
+        self.key = key  # slot key of the qa_id
+        self.pos = pos  # the subject's positives here
+        self.neg = neg  # stated negatives here
+        self.described = pos if described is None else described  # what a full description lists
+        self.regions = regions
+        self.boxes = boxes
+        self.name = name  # the region's name, for "no devices, <region>" tags
+        self.fact = fact  # finding scope: the cached answer pieces; observation scope: the fact
+        self.extra = extra  # extra grades (indication change words)
+        self.prov = prov  # provenance put before the facts' own (indication)
 
 
 class Strategy:
@@ -68,11 +98,12 @@ class Strategy:
         self.gen = gen
         self.fam = fam
         self.t = fam.templates
-        cfg = fam.config
+        cfg: Config = fam.config
+        self.cfg = cfg
         v = gen.vocab
         pri = gen.priors
-        self.require_report = bool(cfg.get("require_report", True))
-        self.modalities = F(m.upper() for m in cfg.get("modalities", ("CR", "DX")))
+        self.require_report = cfg.require_report
+        self.modalities = F(m.upper() for m in cfg.modalities)
 
         def chest(fid: str) -> bool:
             return not v.fanatomies.get(fid) and not v.fcat.get(fid, "").startswith("RADIMAGENET")
@@ -81,8 +112,7 @@ class Strategy:
         all_ids = sorted(v.fname)
         self.cand_findings = [f for f in all_ids if chest(f) and v.fabnormal[f]
                               and v.fcat[f] not in dev_c and v.fcat[f] not in tech_c]
-        # ask both ways (issue 14): every closed question asked "yes" somewhere is asked "no" elsewhere
-        self.both_ways = bool(cfg.get("ask_both_ways", False))
+        self.both_ways = cfg.ask_both_ways
         pool_ids = list(self.cand_findings)
         pool_w = [pri.finding_weight(f) for f in self.cand_findings]
         if self.both_ways:
@@ -100,31 +130,34 @@ class Strategy:
         self.pool_devices = WeightedPool(self.cand_devices, [pri.finding_weight(f) for f in self.cand_devices])
         self.cand_regions = sorted(v.rname)
         self.pool_regions = WeightedPool(self.cand_regions, [pri.region_weight(r) for r in self.cand_regions])
-        self.default_regions = [r for r in cfg.get("default_regions", ()) if r in v.rname]
-        self.default_findings = [f for f in cfg.get("default_findings", ()) if f in v.fname]
-        self.default_devices = [f for f in cfg.get("default_devices", ()) if f in v.fname]
+        self.default_regions = [r for r in cfg.default_regions if r in v.rname]
+        self.default_findings = [f for f in cfg.default_findings if f in v.fname]
+        self.default_devices = [f for f in cfg.default_devices if f in v.fname]
         subs = {v.fsub[f] for f in self.cand_findings if v.fsub[f]}
-        self.default_subcats = [s for s in cfg.get("default_subcategories", ()) if s in subs]
-        # subcategories weighted by how often one of their findings is positive: the negatives of
-        # B08-B11 are drawn from it (ask both ways), so "lung volumes" is asked when normal too
+        self.default_subcats = [s for s in cfg.default_subcategories if s in subs]
+        # subcategories weighted by how often one of their findings is positive: with ask_both_ways
+        # the negatives of B08-B11 are drawn from it, so "lung volumes" is asked when normal too
         sub_w: dict[str, float] = {}
         for f in self.cand_findings:
             if v.fsub[f]:
                 sub_w[v.fsub[f]] = sub_w.get(v.fsub[f], 0.0) + pri.finding_weight(f)
         self.pool_subcats = WeightedPool(sorted(sub_w), [sub_w[k] for k in sorted(sub_w)])
-        self.sub_names: dict[str, str] = dict(cfg.get("subcategory_names", {}))
-        self.k_findings = int(cfg.get("finding_negatives", 4))
-        self.k_devices = int(cfg.get("device_negatives", 1))
-        self.k_regions = int(cfg.get("region_negatives", 2))
-        self.max_related = int(cfg.get("max_related", 2))
-        self.view_names: dict[str, str] = dict(cfg.get("view_names", {}))
-        self.modality_names: dict[str, str] = dict(cfg.get("modality_names", {}))
-        self.yes_share = float(cfg.get("yes_share", 0.5))
-        self.min_neg = int(cfg.get("min_negatives", 2))
-        self.deid_mask = str(cfg.get("deid_mask", "xxxx")).lower()
-        self.ind_filler = F(w.lower() for w in cfg.get("indication_filler_words", ()))
+        self.sub_names: dict[str, str] = dict(cfg.subcategory_names)
+        self.k_findings = cfg.finding_negatives
+        self.k_devices = cfg.device_negatives
+        self.k_regions = cfg.region_negatives
+        self.max_related = cfg.max_related
+        self.view_names: dict[str, str] = dict(cfg.view_names)
+        self.modality_names: dict[str, str] = dict(cfg.modality_names)
+        self.yes_share = float(cfg.yes_share)
+        self.min_neg = cfg.min_negatives
+        self.deid_mask = cfg.deid_mask.lower()
+        self.ind_filler = F(w.lower() for w in cfg.indication_filler_words)
+        self.cw = tuple(f" {w} " for w in gen.change_words)
         self._bal: dict[str, tuple[float, int]] = {}
         self._counts: dict[tuple[Any, ...], tuple[int, int, int]] = {}
+        # the plan: every template in file order with its scope function and operation
+        self.plan = [(tpl, SCOPES[tpl.scope], OPS[tpl.op]) for tpl in fam.templates.values()]
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
         if sg.modality.upper() not in self.modalities:
@@ -134,255 +167,14 @@ class Strategy:
     def sub_name(self, s: str) -> str:
         return self.sub_names.get(s) or s.lower().replace("_", " ")
 
-    # ---------------------------------------------------------------------------------------------
     def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
-        rng = ctx.stream("qba")
-        self.rng = rng
-        facts = list(ctx.facts.values())
-        child_ids = {c for f in facts for c in f.obs.children}
-        top = fold_ancestors(ctx, merge_facts(ctx, [f for f in facts if f.obs.id not in child_ids]))
-        # the study's fact per finding (merged copies), for questions that name a finding
-        self.top_by: dict[str, Fact] = {}
-        for f in top:
-            self.top_by.setdefault(f.fid, f)
-        self.child_parts: dict[str, list[AnswerPart]] = {}
-        for f in top:
-            if f.obs.children:
-                kids = []
-                for cid in f.obs.children:
-                    cf = ctx.facts.get(cid)
-                    if cf is not None:
-                        kids.append(AnswerPart(part_type="details", text=cf.main.text, level=1, tag=cf.tag,
-                                               findings=[cf.fid], regions=cf.main.regions,
-                                               laterality=cf.lat, certainty=cf.certainty,
-                                               severity=cf.severity, boxes=cf.boxes))
-                self.child_parts[f.obs.id] = kids
-        ab_pos = [f for f in top if f.abnormal and not f.absent]
-        ab_neg = [f for f in top if f.abnormal and f.absent]
-        devs = [f for f in top if f.is_device and not f.absent]
-        tech = [f for f in top if f.is_technical and not f.is_artifact and not f.absent]
-        arts = [f for f in top if f.is_artifact and not f.absent]
-        self._all_pos = ab_pos
-        t = self.t
-        S = self
-        if "A_indication" in t:
-            S.a_indication(ctx, t["A_indication"], ab_pos)
-        for qt, fn in (("B01_describe_all", S.b_describe_all), ("B02_describe_abnormal", S.b_describe_abn),
-                       ("B03_is_abnormal", S.b_is_abn), ("B04_is_normal", S.b_is_normal)):
-            if qt in t:
-                fn(ctx, t[qt], ab_pos, ab_neg, devs)
-        if any(q in t for q in ("B08_describe_subcat", "B09_describe_abnormal_subcat",
-                                "B10_is_abnormal_subcat", "B11_is_normal_subcat")):
-            S.subcats(ctx, ab_pos, ab_neg)
-        S.devices_study(ctx, devs)
-        if "B14_describe_acquisition" in t:
-            S.acquisition(ctx, t["B14_describe_acquisition"], tech)
-        S.artifacts(ctx, arts)
-        S.regions(ctx, ab_pos, ab_neg, devs)
-        S.findings(ctx, top, ab_pos, ab_neg)
-        S.devices(ctx, top, devs)
+        st = Study(self, ctx)
+        for tpl, scope, op in self.plan:
+            render = op.render
+            for item in scope(st, tpl, op):
+                render(st, tpl, item)
 
-    # helpers -------------------------------------------------------------------------------------
-    def fact_for(self, ctx: StudyCtx, fid: str) -> Fact:
-        """The study's (merged) fact for a finding, else an implied negative."""
-        f = self.top_by.get(fid)
-        return f if f is not None else ctx.negative_fact(fid)
-
-    def parts_of(self, f: Fact, details: bool = True) -> list[AnswerPart]:
-        if not details:
-            return [f.main]
-        kids = self.child_parts.get(f.obs.id)
-        if not f.details and not kids:
-            return [f.main]
-        out = [f.main, *f.details]
-        if kids:
-            out.extend(kids)
-        return out
-
-    def out(self, ctx: StudyCtx, tpl: Template, slots: dict[str, str], slot_key: str, key: str,
-            lvars: dict[str, str], parts: list[AnswerPart], facts: list[Fact], *,
-            short: str | None = None, polarity: str | None = None, findings: list[str] | None = None,
-            regions: list[str] | None = None, lead_tag: str | None = None,
-            lead_boxes: list | None = None, extra: list | None = None) -> None:
-        qs = tpl.questions
-        widx = 0 if len(qs) == 1 else int(self.rng.random() * len(qs))
-        question = qs[widx].format_map(slots)
-        if short and "answer_not_in_question" in tpl.constraints and _leaks(short, question):
-            return  # e.g. "Where is the degenerative change of the spine?" -> "the spine": degenerate
-        ws = tpl.answers[key]  # ctx.pick, inlined (one call per row): same stream, same draw
-        n = len(ws)
-        lead = (ws[0] if n == 1 else ws[int(ctx.rng.random() * n)]).format_map(
-            {**slots, **lvars} if slots else lvars)
-        if not parts:
-            tag = lead_tag or key
-            rl = ctx.strs(regions) if regions else ctx.no_strs
-            bl = lead_boxes or ctx.no_boxes
-            # the same lead ("No devices are seen.") recurs across a study's rows: one part object
-            pkey = (2, lead, tag, id(rl), id(bl))
-            p0 = ctx.shared.get(pkey)
-            if p0 is None:
-                p0 = ctx.shared[pkey] = AnswerPart(part_type="main", text=lead, tag=tag, findings=ctx.no_strs,
-                                                   regions=rl, boxes=bl)
-            parts = [p0]
-            answer = lead
-        else:
-            body = " ".join([p.text for p in parts])
-            answer = f"{lead} {body}" if lead else body
-        if len(facts) == 1 and not extra:  # the common case, without the merging loops
-            f0 = facts[0]
-            grade = f0.grade
-            prov = f0.prov  # shared, read-only from here on (facts are complete before questions)
-            if findings is None:
-                findings = f0.main.findings  # [fid], shared
-        elif not extra:  # the same fact lists recur across a study's questions: merge once
-            fkey = (4, *map(id, facts))
-            hit = ctx.shared.get(fkey)
-            if hit is None:  # the tuple of facts keeps them alive, so their ids stay theirs
-                hit = ctx.shared[fkey] = (tuple(facts), *_merged(facts, None))
-            grade, prov, fl = hit[1], hit[2], hit[3]
-            if findings is None:
-                findings = fl
-        else:
-            grade, prov, fl = _merged(facts, extra)
-            if findings is None:
-                findings = fl
-        if not facts and polarity == "negative":
-            # a "no" / "nothing" that no stated negative supports rests on the report's silence:
-            # graded like every other implied negative (B), whatever the question type
-            grade = IMPLIED_NEGATIVE
-            prov = ["report:not_mentioned"]
-        elif not prov:  # an answer that rests on no observation: the report mentions nothing of it
-            prov = ["report:no_matching_observation"]
-        ctx.emit(tpl, slot_key, widx, question, answer, parts, grade, answer_short=short,
-                 polarity=polarity, findings=findings, regions=regions or ctx.no_strs, provenance=prov)
-
-    def _desc(self, ctx: StudyCtx, tpl: Template, slots: dict[str, str], slot_key: str,
-              pos: list[Fact], neg: list[Fact], with_negatives: bool, **kw: Any) -> None:
-        """describe-type: mains for positives (+details), related for some explicit negatives."""
-        if pos:
-            parts: list[AnswerPart] = []
-            for f in pos:
-                parts.extend(self.parts_of(f))
-            if with_negatives:
-                parts.extend(f.related() for f in neg[: self.max_related])
-            names = [f.a_phrase for f in pos]
-            self.out(ctx, tpl, slots, slot_key, "abnormal", {"list": join_list(names), "n": str(len(pos))},
-                     parts, pos + (neg[: self.max_related] if with_negatives else []),
-                     polarity="positive", **kw)
-        else:
-            parts = [f.main for f in neg[: self.max_related + 1]] if with_negatives else []
-            # the stated negatives support the "normal" answer (grade, provenance) even where the
-            # template does not list them
-            self.out(ctx, tpl, slots, slot_key, "normal", {"list": "", "n": "0"}, parts,
-                     neg[: self.max_related + 1], polarity="negative",
-                     lead_tag="normal", **kw)
-
-    def _yn(self, ctx: StudyCtx, tpl: Template, slots: dict[str, str], slot_key: str, yes: bool,
-            pos: list[Fact], neg: list[Fact], **kw: Any) -> None:
-        """yes/no-type: 'yes' lists the positives as parts; 'no' states the explicit negatives."""
-        if pos:
-            parts: list[AnswerPart] = []
-            for f in pos:
-                parts.extend(self.parts_of(f))
-            lv = {"list": join_list([f.a_phrase for f in pos]), "n": str(len(pos))}
-            self.out(ctx, tpl, slots, slot_key, "yes" if yes else "no", lv, parts, pos,
-                     short="yes" if yes else "no", polarity="positive", **kw)
-        else:
-            nn = neg[: self.max_related + 1]
-            self.out(ctx, tpl, slots, slot_key, "yes" if yes else "no", {"list": "", "n": "0"},
-                     [f.main for f in nn], nn, short="yes" if yes else "no", polarity="negative",
-                     lead_tag="normal", **kw)
-
-    # A -------------------------------------------------------------------------------------------
-    def a_indication(self, ctx: StudyCtx, tpl: Template, ab_pos: list[Fact]) -> None:
-        ind = ctx.sg.indication
-        if ind is None or not ind.text.strip():
-            return
-        text = ind.text.strip().rstrip(".")
-        if not self._has_content(text):
-            return  # "XXXX-year-old XXXX with XXXX": de-identification left nothing to ask about
-        if ind.evaluate:
-            facts = [self.fact_for(ctx, fid) for fid in ind.evaluate if fid in self.gen.vocab.fname]
-            pos = [f for f in facts if not f.absent]
-            neg = [f for f in facts if f.absent]
-        else:
-            pos, neg = ab_pos, []
-        extra = []
-        g = change_text_grade(" " + text.lower().translate(_PUNCT) + " ", self._cw())
-        if g is not None:
-            extra.append(g)
-        prov = [f"indication: {text}"] + [f"{e.sentence_id}: {e.text}" for e in ind.evidence if e.sentence_id]
-        slots = {"indication": text}
-        if pos:
-            parts = [p for f in pos for p in self.parts_of(f)] + [f.main for f in neg]
-            self.out(ctx, tpl, slots, "", "positive", {"list": join_list([f.a_phrase for f in pos]),
-                     "n": str(len(pos))}, parts, pos + neg, polarity="positive", extra=extra)
-        else:
-            self.out(ctx, tpl, slots, "", "negative", {"list": "", "n": "0"}, [f.main for f in neg],
-                     neg, polarity="negative", lead_tag="normal", extra=extra)
-        row = ctx.rows[-1]
-        row.provenance = [p for p in prov if p not in row.provenance] + row.provenance
-
-    def _has_content(self, text: str) -> bool:
-        """Some word of the indication is neither a de-identification mask nor a filler word."""
-        for w in _WORD.findall(text.lower()):
-            if self.deid_mask not in w and w not in self.ind_filler:
-                return True
-        return False
-
-    def _cw(self) -> tuple[str, ...]:
-        return tuple(f" {w} " for w in self.gen.change_words)
-
-    # B -------------------------------------------------------------------------------------------
-    def b_describe_all(self, ctx, tpl, ab_pos, ab_neg, devs) -> None:  # type: ignore[no-untyped-def]
-        self._desc(ctx, tpl, {}, "", ab_pos + devs, ab_neg, True)
-
-    def b_describe_abn(self, ctx, tpl, ab_pos, ab_neg, devs) -> None:  # type: ignore[no-untyped-def]
-        self._desc(ctx, tpl, {}, "", ab_pos, ab_neg, False)
-
-    def b_is_abn(self, ctx, tpl, ab_pos, ab_neg, devs) -> None:  # type: ignore[no-untyped-def]
-        self._yn(ctx, tpl, {}, "", bool(ab_pos), ab_pos, ab_neg)
-
-    def b_is_normal(self, ctx, tpl, ab_pos, ab_neg, devs) -> None:  # type: ignore[no-untyped-def]
-        self._yn(ctx, tpl, {}, "", not ab_pos, ab_pos, ab_neg)
-
-    def subcats(self, ctx: StudyCtx, ab_pos: list[Fact], ab_neg: list[Fact]) -> None:
-        t = self.t
-        by_pos: dict[str, list[Fact]] = {}
-        by_neg: dict[str, list[Fact]] = {}
-        for f in ab_pos:
-            if f.subcategory:
-                by_pos.setdefault(f.subcategory, []).append(f)
-        for f in ab_neg:
-            if f.subcategory:
-                by_neg.setdefault(f.subcategory, []).append(f)
-        subs = list(dict.fromkeys([*by_pos, *by_neg, *self.default_subcats]))
-        sampled: list[str] = []
-        if self.both_ways:
-            # negatives: what the report negates, then subcategories drawn by how often they are
-            # abnormal in the corpus (own stream: the other questions' draws stay as they were)
-            subs = list(dict.fromkeys([*by_pos, *by_neg]))
-            sampled = weighted_sample(ctx.stream("qba-subcats"), self.pool_subcats, len(self.pool_subcats.items),
-                                      lambda s: s in by_pos or s in by_neg)
-        for qt in ("B08_describe_subcat", "B09_describe_abnormal_subcat", "B10_is_abnormal_subcat",
-                   "B11_is_normal_subcat"):
-            tpl = t.get(qt)
-            if tpl is None:
-                continue
-            chosen = self._balance([s for s in subs if s in by_pos], [s for s in subs if s not in by_pos],
-                                   self.gen.cap(tpl), tpl, sampled)
-            for s in chosen:
-                slots = {"subcategory": self.sub_name(s)}
-                pos, neg = by_pos.get(s, []), by_neg.get(s, [])
-                if qt == "B08_describe_subcat":
-                    self._desc(ctx, tpl, slots, s, pos, neg, True)
-                elif qt == "B09_describe_abnormal_subcat":
-                    self._desc(ctx, tpl, slots, s, pos, neg, False)
-                elif qt == "B10_is_abnormal_subcat":
-                    self._yn(ctx, tpl, slots, s, bool(pos), pos, neg)
-                else:
-                    self._yn(ctx, tpl, slots, s, not pos, pos, neg)
-
+    # yes/no balance (per template, not per study) --------------------------------------------------
     def _balance(self, pos: list[Any], neg: list[Any], cap_n: int | None, tpl: Template,
                  sampled: list[Any] | None = None) -> list[Any]:
         """Yes/no balance within a cap: about ``yes_share`` positives, negatives following the
@@ -422,260 +214,12 @@ class Strategy:
         n_s = min(len(sampled), n_neg - n_e)
         return n_pos, n_e, n_s
 
-    def devices_study(self, ctx: StudyCtx, devs: list[Fact]) -> None:
-        t = self.t
-        tpl = t.get("B12_describe_device")
-        if tpl is not None:
-            if devs:
-                parts = [p for f in devs for p in self.parts_of(f)]
-                self.out(ctx, tpl, {}, "", "devices", {"list": join_list([f.a_phrase for f in devs]),
-                         "n": str(len(devs))}, parts, devs, polarity="positive")
-            else:
-                self.out(ctx, tpl, {}, "", "none", {"list": "", "n": "0"}, [], [], polarity="negative",
-                         lead_tag="no devices")
-        tpl = t.get("B13_has_devices")
-        if tpl is not None:
-            if devs:
-                self._yn(ctx, tpl, {}, "", True, devs, [])
-            else:
-                self.out(ctx, tpl, {}, "", "no", {"list": "", "n": "0"}, [], [], short="no",
-                         polarity="negative", lead_tag="no devices")
-
-    def acquisition(self, ctx: StudyCtx, tpl: Template, tech: list[Fact]) -> None:
-        ims = ctx.sg.images
-        views = [im.view for im in ims if im.view]
-        if not views and not tech:
-            return  # nothing known about the acquisition: no degenerate question
-        ph = self.fam.phrases["view_item"]
-        items = [ctx.pick(ph).format_map({"view": self.view_names.get(v.upper(), v)}) for v in views]
-        mod = ctx.sg.modality.upper()
-        lv = {"n": str(len(ims)), "images": f"{len(ims)} image" + ("" if len(ims) == 1 else "s"),
-              "views": join_list(items) if items else "views not recorded",
-              "modality": self.modality_names.get(mod, mod)}
-        lead = ctx.pick(tpl.answers["views" if items else "no_views"]).format_map(lv)
-        parts = [AnswerPart(part_type="main", text=lead, tag="acquisition")]
-        parts.extend(f.main for f in tech)
-        qs = tpl.questions
-        widx = int(self.rng.random() * len(qs))
-        grade = combine([f.grade for f in tech]) if tech else _NONE
-        ctx.emit(tpl, "", widx, qs[widx], " ".join(p.text for p in parts), parts, grade,
-                 findings=[f.fid for f in tech],
-                 provenance=["images:" + ",".join(f"{im.id}={im.view or '?'}" for im in ims)]
-                 + [p for f in tech for p in f.prov])
-
-    def artifacts(self, ctx: StudyCtx, arts: list[Fact]) -> None:
-        t = self.t
-        tpl = t.get("B15_describe_artifacts")
-        if tpl is not None:
-            if arts:
-                parts = [p for f in arts for p in self.parts_of(f)]
-                self.out(ctx, tpl, {}, "", "artifacts", {"list": join_list([f.a_phrase for f in arts]),
-                         "n": str(len(arts))}, parts, arts, polarity="positive")
-            else:
-                self.out(ctx, tpl, {}, "", "none", {"list": "", "n": "0"}, [], [], polarity="negative",
-                         lead_tag="no artifacts")
-        tpl = t.get("B16_has_artifacts")
-        if tpl is not None:
-            if arts:
-                self._yn(ctx, tpl, {}, "", True, arts, [])
-            else:
-                self.out(ctx, tpl, {}, "", "no", {"list": "", "n": "0"}, [], [], short="no",
-                         polarity="negative", lead_tag="no artifacts")
-
-    # C -------------------------------------------------------------------------------------------
-    def regions(self, ctx: StudyCtx, ab_pos: list[Fact], ab_neg: list[Fact], devs: list[Fact]) -> None:
-        t = self.t
-        qts = ("C01_describe_region", "C02_describe_abnormal_region", "C03_is_abnormal_region",
-               "C04_is_normal_region", "C07_describe_device_region", "C08_has_device_region")
-        if not any(q in t for q in qts):
-            return
-        v = self.gen.vocab
-        anc = v.rancestors
-        pos_at: dict[str, list[Fact]] = {}
-        neg_at: dict[str, list[Fact]] = {}
-        dev_at: dict[str, list[Fact]] = {}
-        mentioned: list[str] = []
-        for lst, index in ((ab_pos, pos_at), (devs, dev_at)):
-            for f in lst:
-                for r in f.regions:
-                    for rr in (r, *anc.get(r, ())):
-                        bucket = index.setdefault(rr, [])
-                        if not bucket or bucket[-1] is not f:
-                            bucket.append(f)
-                for r in f.explicit_regions:
-                    mentioned.append(r)
-                    mentioned.extend(anc.get(r, ()))
-        for f in ab_neg:
-            for r in f.explicit_regions:
-                neg_at.setdefault(r, []).append(f)
-                mentioned.append(r)
-        base = list(dict.fromkeys([*(r for r in mentioned if r in v.rname), *self.default_regions]))
-        chosen = set(base)
-        sampled = weighted_sample(self.rng, self.pool_regions, self.k_regions, chosen.__contains__)
-        regions = base + sampled
-        base_set = set(base)
-        neg_cache: dict[str, list[Fact]] = {}
-        rlists: dict[str, list[str]] = {}
-
-        def neg_for(r: str) -> list[Fact]:
-            # "the lungs are clear" speaks for the right lung too: negatives stated for the region
-            # or any region containing it
-            hit = neg_cache.get(r)
-            if hit is None:
-                hit = list(neg_at.get(r, ()))
-                for a in anc.get(r, ()):
-                    if a in neg_at:
-                        hit.extend(f for f in neg_at[a] if f not in hit)
-                neg_cache[r] = hit
-            return hit
-
-        # the region lists of the two indexes, each worked out once for its templates
-        split_by: dict[int, tuple[list[str], list[str], list[str]]] = {}
-        # region -> (name, slots, [r], its boxes, negatives), shared by the region's questions
-        per_r: dict[str, tuple[str, dict[str, str], list[str], list, list[Fact]]] = {}
-        for qt in qts:
-            tpl = t.get(qt)
-            if tpl is None:
-                continue
-            index = dev_at if qt in ("C07_describe_device_region", "C08_has_device_region") else pos_at
-            lists = split_by.get(id(index))
-            if lists is None:
-                lists = split_by[id(index)] = (
-                    [r for r in regions if r in index], [r for r in base if r not in index],
-                    [r for r in sampled if r not in index and r not in base_set])
-            rs = self._balance(lists[0], lists[1], self.gen.cap(tpl), tpl, lists[2])
-            for r in rs:
-                hit_r = per_r.get(r)
-                if hit_r is None:
-                    rname = v.region_name(r)
-                    rl = rlists[r] = [r]  # one [r] (and one box list) shared by the region's rows
-                    hit_r = per_r[r] = (rname, {"region": rname}, rl, ctx.region_boxes_for(rl), neg_for(r))
-                rname, slots, rl, rb, neg_r = hit_r
-                pos = index.get(r, [])
-                kw = {"regions": rl, "lead_boxes": rb}
-                if qt == "C01_describe_region":
-                    self._desc(ctx, tpl, slots, r, pos, neg_r, True, **kw)
-                elif qt == "C02_describe_abnormal_region":
-                    self._desc(ctx, tpl, slots, r, pos, neg_r, False, **kw)
-                elif qt == "C03_is_abnormal_region":
-                    self._yn(ctx, tpl, slots, r, bool(pos), pos, neg_r, **kw)
-                elif qt == "C04_is_normal_region":
-                    self._yn(ctx, tpl, slots, r, not pos, pos, neg_r, **kw)
-                elif qt == "C07_describe_device_region":
-                    if pos:
-                        parts = [p for f in pos for p in self.parts_of(f)]
-                        self.out(ctx, tpl, slots, r, "devices", {"list": join_list([f.a_phrase for f in pos]),
-                                 "n": str(len(pos))}, parts, pos, polarity="positive", regions=rl)
-                    else:
-                        self.out(ctx, tpl, slots, r, "none", {"list": "", "n": "0"}, [], [],
-                                 polarity="negative", regions=rl, lead_tag=f"no devices, {rname}",
-                                 lead_boxes=rb)
-                else:
-                    if pos:
-                        self._yn(ctx, tpl, slots, r, True, pos, [], **kw)
-                    else:
-                        self.out(ctx, tpl, slots, r, "no", {"list": "", "n": "0"}, [], [], short="no",
-                                 polarity="negative", regions=rl, lead_tag=f"no devices, {rname}",
-                                 lead_boxes=rb)
-
-    # D -------------------------------------------------------------------------------------------
-    def _finding_set(self, ctx: StudyCtx, mentioned: list[str], defaults: list[str], pool: WeightedPool,
-                     k: int) -> tuple[list[str], list[str]]:
-        if self.both_ways:
-            # the default negatives in a per-study order (own stream), so each of them is asked
-            # "no" somewhere, not only the first few of the list; and they stay in the weighted
-            # draw (a study with no device is asked about a drawn device only: "support device",
-            # a default, was never asked "no")
-            defaults = list(defaults)
-            ctx.stream("qba-defaults").shuffle(defaults)
-            sampled = weighted_sample(self.rng, pool, k, set(mentioned).__contains__)
-            return list(dict.fromkeys([*mentioned, *(d for d in defaults if d not in sampled)])), sampled
-        base = list(dict.fromkeys([*mentioned, *defaults]))
-        chosen = set(base)
-        return base, weighted_sample(self.rng, pool, k, chosen.__contains__)
-
-    def findings(self, ctx: StudyCtx, top: list[Fact], ab_pos: list[Fact], ab_neg: list[Fact]) -> None:
-        t = self.t
-        v = self.gen.vocab
-        pos_by: dict[str, list[Fact]] = {}
-        for f in ab_pos:
-            pos_by.setdefault(f.fid, []).append(f)
-        # a present finding makes its parents present ("consolidation" is a "lung opacity"), and
-        # its children unknowable from silence: never an implied "no" about them
-        via_child: dict[str, list[Fact]] = {}
-        unknowable: set[str] = set()
-        for f in ab_pos:
-            for a in v.fancestors.get(f.fid, ()):
-                if a not in pos_by:
-                    via_child.setdefault(a, []).append(f)
-            unknowable.update(v.fdescendants.get(f.fid, ()))
-        stated = {f.fid for f in ab_neg}
-        mentioned = [*pos_by, *via_child, *(f.fid for f in ab_neg)]
-        base, sampled = self._finding_set(ctx, mentioned, self.default_findings, self.pool_findings,
-                                          self.k_findings)
-        pos_by.update(via_child)
-        fids = [x for x in base + sampled if x in pos_by or x in stated or x not in unknowable]
-        base = [x for x in base if x in fids]
-        sampled = [x for x in sampled if x in fids]
-        lists = ([x for x in fids if x in pos_by], [x for x in base if x not in pos_by],
-                 [x for x in sampled if x not in pos_by])
-        # fid -> what both templates say about it (name, answer key, parts, lead variables,
-        # facts, regions): worked out at its first question, the same objects for the second
-        per_fid: dict[str, tuple[Any, ...]] = {}
-        for qt in ("D01_describe_finding", "D02_has_finding"):
-            tpl = t.get(qt)
-            if tpl is None:
-                continue
-            chosen = self._balance(lists[0], lists[1], self.gen.cap(tpl), tpl, lists[2])
-            d02 = qt == "D02_has_finding"
-            for fid in chosen:
-                hit = per_fid.get(fid)
-                if hit is None:
-                    slots = {"finding": v.finding_name(fid)}
-                    fs = pos_by.get(fid)
-                    if fs:
-                        f0 = fs[0]
-                        key = "present" if any(f.present for f in fs) else "uncertain"
-                        parts = [p for f in fs for p in self.parts_of(f)]
-                        parts.extend(self._related(fs))
-                        lv = {"phrase": f0.phrase, "location": f0.location or "the image"}
-                        hit = (slots, key, parts, lv, fs, f0.regions)
-                    else:  # may build the implied negative (a wording draw): in the same order as before
-                        nf = self.fact_for(ctx, fid)
-                        rel = self._related_to_absent(nf)
-                        hit = (slots, "absent", [nf.main, *rel], {"phrase": nf.phrase, "location": "the image"},
-                               [nf], nf.regions)
-                    per_fid[fid] = hit
-                slots, key, parts, lv, fs, regs = hit
-                if key == "absent":
-                    self.out(ctx, tpl, slots, fid, "absent", lv, parts, fs, short="no" if d02 else None,
-                             polarity="negative", regions=regs)
-                else:
-                    self.out(ctx, tpl, slots, fid, key, lv, parts, fs,
-                             short=("yes" if key == "present" else "possibly") if d02 else None,
-                             polarity="positive", regions=regs)
-        tpl = t.get("D03_where_is_finding")
-        if tpl is not None:
-            located = [f for f in ab_pos if self._informative(f) or f.lat]
-            for f in sample_capped(self.rng, located, self.gen.cap(tpl)):
-                if self._informative(f):
-                    loc = f.location
-                elif f.lat == "bilateral":
-                    loc = "both sides"
-                else:
-                    loc = f"the {f.lat} side"
-                # a side only: the lead says it ("It is on the left side."), so the short answer
-                # is in the answer text
-                self.out(ctx, tpl, {"finding": f.name}, f.obs.id, "located" if self._informative(f) else "sided",
-                         {"phrase": f.phrase, "location": loc}, self.parts_of(f), [f],
-                         short=loc, polarity="positive", regions=f.regions)
-        tpl = t.get("D04_how_severe_is_finding")
-        if tpl is not None:
-            graded = [f for f in ab_pos if f.severity]
-            for f in sample_capped(self.rng, graded, self.gen.cap(tpl)):
-                self.out(ctx, tpl, {"finding": f.name}, f.obs.id, "severity",
-                         {"phrase": f.phrase, "severity": f.severity or ""}, self.parts_of(f), [f],
-                         short=f.severity, polarity="positive", regions=f.regions)
+    def _has_content(self, text: str) -> bool:
+        """Some word of the indication is neither a de-identification mask nor a filler word."""
+        for w in _WORD.findall(text.lower()):
+            if self.deid_mask not in w and w not in self.ind_filler:
+                return True
+        return False
 
     def _informative(self, f: Fact) -> bool:
         """A location says more than the finding's name: explicit regions that are not just the
@@ -688,92 +232,622 @@ class Strategy:
             dflt.update(v.rancestors.get(r, ()))
         return any(r not in dflt for r in f.explicit_regions)
 
-    def _related(self, fs: list[Fact]) -> list[AnswerPart]:
+
+class Study:
+    """One study's qba state, built inside ``Strategy.run`` (never kept on the strategy): the
+    study's top-level facts by kind, and each scope's per-study work, done at its first template."""
+
+    def __init__(self, s: Strategy, ctx: StudyCtx) -> None:
+        self.s = s
+        self.ctx = ctx
+        self.rng = ctx.stream("qba")
+        facts = list(ctx.facts.values())
+        child_ids = {c for f in facts for c in f.obs.children}
+        top = fold_ancestors(ctx, merge_facts(ctx, [f for f in facts if f.obs.id not in child_ids]))
+        self.top = top
+        # the study's fact per finding (merged copies), for questions that name a finding
+        self.top_by: dict[str, Fact] = {}
+        for f in top:
+            self.top_by.setdefault(f.fid, f)
+        self.child_parts: dict[str, list[AnswerPart]] = {}
+        for f in top:
+            if f.obs.children:
+                kids = []
+                for cid in f.obs.children:
+                    cf = ctx.facts.get(cid)
+                    if cf is not None:
+                        kids.append(AnswerPart(part_type="details", text=cf.main.text, level=1, tag=cf.tag,
+                                               findings=[cf.fid], regions=cf.main.regions,
+                                               laterality=cf.lat, certainty=cf.certainty,
+                                               severity=cf.severity, boxes=cf.boxes))
+                self.child_parts[f.obs.id] = kids
+        self.ab_pos = [f for f in top if f.abnormal and not f.absent]
+        self.ab_neg = [f for f in top if f.abnormal and f.absent]
+        self.devs = [f for f in top if f.is_device and not f.absent]
+        self.tech = [f for f in top if f.is_technical and not f.is_artifact and not f.absent]
+        self.arts = [f for f in top if f.is_artifact and not f.absent]
+        self.scopes: dict[Any, Any] = {}  # (scope, subject) -> that scope's per-study work
+
+    def subject(self, name: str) -> tuple[list[Fact], list[Fact]]:
+        """(positives, stated negatives) of an operation's subject."""
+        if name == "abnormal":
+            return self.ab_pos, self.ab_neg
+        if name == "devices":
+            return self.devs, [f for f in self.top if f.is_device and f.absent]
+        if name == "artifacts":
+            return self.arts, []
+        if name == "technical":
+            return self.tech, []
+        raise ValueError(f"unknown qba subject {name!r}")
+
+    # answer pieces -------------------------------------------------------------------------------
+    def fact_for(self, fid: str) -> Fact:
+        """The study's (merged) fact for a finding, else an implied negative."""
+        f = self.top_by.get(fid)
+        return f if f is not None else self.ctx.negative_fact(fid)
+
+    def parts_of(self, f: Fact, details: bool = True) -> list[AnswerPart]:
+        if not details:
+            return [f.main]
+        kids = self.child_parts.get(f.obs.id)
+        if not f.details and not kids:
+            return [f.main]
+        out = [f.main, *f.details]
+        if kids:
+            out.extend(kids)
+        return out
+
+    def related(self, fs: list[Fact]) -> list[AnswerPart]:
         """Other positive findings sharing a region with these (related information)."""
         ctx_regions = {r for f in fs for r in f.explicit_regions}
         if not ctx_regions:
             return []
         out: list[AnswerPart] = []
         ids = {f.obs.id for f in fs}
-        for f in self._all_pos:
+        for f in self.ab_pos:
             if f.obs.id in ids:
                 continue
             if ctx_regions.intersection(f.explicit_regions):
                 out.append(f.related())
-                if len(out) >= self.max_related:
+                if len(out) >= self.s.max_related:
                     break
         return out
 
-    def _related_to_absent(self, nf: Fact) -> list[AnswerPart]:
+    def related_to_absent(self, nf: Fact) -> list[AnswerPart]:
         """For "no" answers: positive findings inside the regions where the asked finding would be
         (its default regions or their sub-regions), as related information."""
-        if not self._all_pos or not nf.regions:
+        if not self.ab_pos or not nf.regions:
             return []
-        anc = self.gen.vocab.rancestors
+        anc = self.s.gen.vocab.rancestors
         where = set(nf.regions)
         out: list[AnswerPart] = []
-        for f in self._all_pos:
+        for f in self.ab_pos:
             if f.fid == nf.fid:
                 continue
             for r in f.regions:
                 if r in where or where.intersection(anc.get(r, ())):
                     out.append(f.related())
                     break
-            if len(out) >= self.max_related:
+            if len(out) >= self.s.max_related:
                 break
         return out
 
-    def devices(self, ctx: StudyCtx, top: list[Fact], devs: list[Fact]) -> None:
-        t = self.t
-        dbase, dsampled = self._finding_set(ctx, [f.fid for f in devs] + [f.fid for f in top if f.is_device and f.absent],
-                                            self.default_devices, self.pool_devices, self.k_devices)
-        v = self.gen.vocab
-        by: dict[str, list[Fact]] = {}
-        for f in devs:
-            by.setdefault(f.fid, []).append(f)
-        # as for findings: a pacemaker is a support device (never "no support device" beside it),
-        # and a generic "catheter" leaves its kinds unknowable (no implied "no central line")
-        unknowable: set[str] = set()
-        via: dict[str, list[Fact]] = {}
-        for f in devs:
-            for a in v.fancestors.get(f.fid, ()):
-                if a not in by:
-                    via.setdefault(a, []).append(f)
-            unknowable.update(v.fdescendants.get(f.fid, ()))
-        by.update(via)
-        stated = {f.fid for f in top if f.is_device and f.absent}
-        dids = [d for d in dbase + dsampled if d in by or d in stated or d not in unknowable]
-        dbase = [d for d in dbase if d in dids]
-        dsampled = [d for d in dsampled if d in dids]
-        for qt in ("D05_describe_device", "D06_has_device"):
-            tpl = t.get(qt)
-            if tpl is None:
-                continue
-            chosen = self._balance([d for d in dids if d in by], [d for d in dbase if d not in by],
-                                   self.gen.cap(tpl), tpl, [d for d in dsampled if d not in by])
-            for d in chosen:
-                slots = {"device": v.finding_name(d)}
-                fs = by.get(d)
-                if fs:
-                    f0 = fs[0]
-                    self.out(ctx, tpl, slots, d, "present", {"phrase": f0.phrase, "location": f0.location or "the image"},
-                             [p for f in fs for p in self.parts_of(f)], fs,
-                             short="yes" if qt == "D06_has_device" else None, polarity="positive",
-                             regions=f0.regions)
-                else:
-                    nf = self.fact_for(ctx, d)
-                    self.out(ctx, tpl, slots, d, "absent", {"phrase": nf.phrase, "location": "the image"},
-                             [nf.main], [nf], short="no" if qt == "D06_has_device" else None,
-                             polarity="negative", regions=nf.regions)
-        tpl = t.get("D07_where_is_device")
-        if tpl is not None:
-            located = [f for f in devs if self._informative(f)]
-            for f in sample_capped(self.rng, located, self.gen.cap(tpl)):
-                self.out(ctx, tpl, {"device": f.name}, f.obs.id, "located",
-                         {"phrase": f.phrase, "location": f.location}, self.parts_of(f), [f],
-                         short=f.location, polarity="positive", regions=f.regions)
+    def say(self, tpl: Template, slots: dict[str, str], slot_key: str, key: str, lvars: dict[str, str],
+            parts: list[AnswerPart], facts: list[Fact], *, short: str | None = None,
+            polarity: str | None = None, findings: list[str] | None = None, regions: list[str] | None = None,
+            lead_tag: str | None = None, lead_boxes: list | None = None, extra: list | None = None,
+            prov_first: list[str] | None = None) -> None:
+        """qba's grade and provenance policy (what the answer rests on), then the shared step."""
+        ctx = self.ctx
+        if len(facts) == 1 and not extra:  # the common case, without the merging loops
+            f0 = facts[0]
+            grade = f0.grade
+            prov = f0.prov  # shared, read-only from here on (facts are complete before questions)
+            if findings is None:
+                findings = f0.main.findings  # [fid], shared
+        elif not extra:  # the same fact lists recur across a study's questions: merge once
+            fkey = (4, *map(id, facts))
+            hit = ctx.shared.get(fkey)
+            if hit is None:  # the tuple of facts keeps them alive, so their ids stay theirs
+                hit = ctx.shared[fkey] = (tuple(facts), *_merged(facts, None))
+            grade, prov, fl = hit[1], hit[2], hit[3]
+            if findings is None:
+                findings = fl
+        else:
+            grade, prov, fl = _merged(facts, extra)
+            if findings is None:
+                findings = fl
+        if not facts and polarity == "negative":
+            # a "no" / "nothing" that no stated negative supports rests on the report's silence:
+            # graded like every other implied negative (B), whatever the question type
+            grade = IMPLIED_NEGATIVE
+            prov = ["report:not_mentioned"]
+        elif not prov:  # an answer that rests on no observation: the report mentions nothing of it
+            prov = ["report:no_matching_observation"]
+        if prov_first:
+            prov = [p for p in prov_first if p not in prov] + prov
+        compose = None
+        if not parts:  # the lead is the whole answer and its one part
+            tag = lead_tag or key
+            rl = ctx.strs(regions) if regions else ctx.no_strs
+            bl = lead_boxes or ctx.no_boxes
 
-    _all_pos: list[Fact] = []
+            def compose(lead: str) -> tuple[str, list[AnswerPart]]:
+                # the same lead ("No devices are seen.") recurs across a study's rows: one part object
+                pkey = (2, lead, tag, id(rl), id(bl))
+                p0 = ctx.shared.get(pkey)
+                if p0 is None:
+                    p0 = ctx.shared[pkey] = AnswerPart(part_type="main", text=lead, tag=tag, findings=ctx.no_strs,
+                                                       regions=rl, boxes=bl)
+                return lead, [p0]
+        n = len(tpl.questions)  # pick_index, inlined (one call per row)
+        ctx.render_emit(tpl, 0 if n == 1 else int(self.rng.random() * n), slots, slot_key, key, lvars, parts,
+                        grade, prov,
+                        compose=compose, short=short, polarity=polarity, findings=findings,
+                        regions=regions or ctx.no_strs)
+
+
+def _lv(facts: list[Fact]) -> dict[str, str]:
+    return {"list": join_list([f.a_phrase for f in facts]), "n": str(len(facts))}
+
+
+_EMPTY = {"list": "", "n": "0"}
+
+
+# operations ------------------------------------------------------------------------------------
+
+def _describe(st: Study, tpl: Template, it: Item, pos: list[Fact], with_negatives: bool) -> None:
+    """describe-type: mains for positives (+details), related for some explicit negatives."""
+    neg = it.neg
+    k = st.s.max_related
+    if pos:
+        parts: list[AnswerPart] = []
+        for f in pos:
+            parts.extend(st.parts_of(f))
+        if with_negatives:
+            parts.extend(f.related() for f in neg[:k])
+        st.say(tpl, it.slots, it.key, "abnormal", _lv(pos), parts, pos + (neg[:k] if with_negatives else []),
+               polarity="positive", regions=it.regions, lead_boxes=it.boxes)
+    else:
+        parts = [f.main for f in neg[: k + 1]] if with_negatives else []
+        # the stated negatives support the "normal" answer (grade, provenance) even where the
+        # template does not list them
+        st.say(tpl, it.slots, it.key, "normal", _EMPTY, parts, neg[: k + 1], polarity="negative",
+               lead_tag="normal", regions=it.regions, lead_boxes=it.boxes)
+
+
+def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
+    """yes/no-type: 'yes' lists the positives as parts; 'no' states the explicit negatives."""
+    pos = it.pos
+    key = "yes" if yes else "no"
+    if pos:
+        parts: list[AnswerPart] = []
+        for f in pos:
+            parts.extend(st.parts_of(f))
+        st.say(tpl, it.slots, it.key, key, _lv(pos), parts, pos, short=key, polarity="positive",
+               regions=it.regions, lead_boxes=it.boxes)
+    else:
+        nn = it.neg[: st.s.max_related + 1]
+        st.say(tpl, it.slots, it.key, key, _EMPTY, [f.main for f in nn], nn, short=key, polarity="negative",
+               lead_tag="normal", regions=it.regions, lead_boxes=it.boxes)
+
+
+def op_describe(st: Study, tpl: Template, it: Item) -> None:
+    _describe(st, tpl, it, it.described, True)
+
+
+def op_describe_abnormal(st: Study, tpl: Template, it: Item) -> None:
+    _describe(st, tpl, it, it.pos, False)
+
+
+def op_is_abnormal(st: Study, tpl: Template, it: Item) -> None:
+    _yes_no(st, tpl, it, bool(it.pos))
+
+
+def op_is_normal(st: Study, tpl: Template, it: Item) -> None:
+    _yes_no(st, tpl, it, not it.pos)
+
+
+def _none_tag(subject: str, it: Item) -> str:
+    return f"no {subject}, {it.name}" if it.name else f"no {subject}"
+
+
+def _list_op(subject: str) -> Callable[[Study, Template, Item], None]:
+    """Describe the devices / artifacts of the scope: answer key ``<subject>``, or ``none``."""
+
+    def render(st: Study, tpl: Template, it: Item) -> None:
+        pos = it.pos
+        if pos:
+            parts = [p for f in pos for p in st.parts_of(f)]
+            st.say(tpl, it.slots, it.key, subject, _lv(pos), parts, pos, polarity="positive", regions=it.regions)
+        else:
+            st.say(tpl, it.slots, it.key, "none", _EMPTY, [], [], polarity="negative", regions=it.regions,
+                   lead_tag=_none_tag(subject, it), lead_boxes=it.boxes)
+    return render
+
+
+def _has_op(subject: str) -> Callable[[Study, Template, Item], None]:
+    """Is there a device / an artifact in the scope: yes with the positives, else a bare no."""
+
+    def render(st: Study, tpl: Template, it: Item) -> None:
+        if it.pos:
+            _yes_no(st, tpl, Item(it.slots, it.key, it.pos, [], regions=it.regions, boxes=it.boxes), True)
+        else:
+            st.say(tpl, it.slots, it.key, "no", _EMPTY, [], [], short="no", polarity="negative",
+                   regions=it.regions, lead_tag=_none_tag(subject, it), lead_boxes=it.boxes)
+    return render
+
+
+def op_indication(st: Study, tpl: Template, it: Item) -> None:
+    pos, neg = it.pos, it.neg
+    if pos:
+        parts = [p for f in pos for p in st.parts_of(f)] + [f.main for f in neg]
+        st.say(tpl, it.slots, it.key, "positive", _lv(pos), parts, pos + neg, polarity="positive",
+               extra=it.extra, prov_first=it.prov)
+    else:
+        st.say(tpl, it.slots, it.key, "negative", _EMPTY, [f.main for f in neg], neg, polarity="negative",
+               lead_tag="normal", extra=it.extra, prov_first=it.prov)
+
+
+def op_acquisition(st: Study, tpl: Template, it: Item) -> None:
+    ctx, s = st.ctx, st.s
+    tech = it.pos
+    ims = ctx.sg.images
+    views = [im.view for im in ims if im.view]
+    if not views and not tech:
+        return  # nothing known about the acquisition: no degenerate question
+    ph = s.fam.phrases["view_item"]
+    items = [ctx.pick(ph).format_map({"view": s.view_names.get(v.upper(), v)}) for v in views]
+    mod = ctx.sg.modality.upper()
+    lv = {"n": str(len(ims)), "images": f"{len(ims)} image" + ("" if len(ims) == 1 else "s"),
+          "views": join_list(items) if items else "views not recorded",
+          "modality": s.modality_names.get(mod, mod)}
+
+    def compose(lead: str) -> tuple[str, list[AnswerPart]]:
+        parts = [AnswerPart(part_type="main", text=lead, tag="acquisition")]
+        parts.extend(f.main for f in tech)
+        return " ".join(p.text for p in parts), parts
+
+    widx = int(st.rng.random() * len(tpl.questions))
+    grade = combine([f.grade for f in tech]) if tech else _NONE
+    ctx.render_emit(tpl, widx, {}, "", "views" if items else "no_views", lv, [], grade,
+                    ["images:" + ",".join(f"{im.id}={im.view or '?'}" for im in ims)]
+                    + [p for f in tech for p in f.prov], compose=compose, findings=[f.fid for f in tech])
+
+
+_SHORT = {"present": "yes", "uncertain": "possibly", "absent": "no"}
+
+
+def _one_finding(has: bool) -> Callable[[Study, Template, Item], None]:
+    """Describe / is there one finding (or device): the finding scope's answer pieces."""
+
+    def render(st: Study, tpl: Template, it: Item) -> None:
+        key, parts, lv, fs, regs = it.fact
+        st.say(tpl, it.slots, it.key, key, lv, parts, fs, short=_SHORT[key] if has else None,
+               polarity="negative" if key == "absent" else "positive", regions=regs)
+    return render
+
+
+def op_where_finding(st: Study, tpl: Template, it: Item) -> None:
+    f = it.fact
+    informative = st.s._informative(f)
+    if informative:
+        loc = f.location
+    elif f.lat == "bilateral":
+        loc = "both sides"
+    else:
+        loc = f"the {f.lat} side"
+    # a side only: the lead says it ("It is on the left side."), so the short answer is in the
+    # answer text
+    st.say(tpl, it.slots, it.key, "located" if informative else "sided", {"phrase": f.phrase, "location": loc},
+           st.parts_of(f), [f], short=loc, polarity="positive", regions=f.regions)
+
+
+def op_severity(st: Study, tpl: Template, it: Item) -> None:
+    f = it.fact
+    st.say(tpl, it.slots, it.key, "severity", {"phrase": f.phrase, "severity": f.severity or ""},
+           st.parts_of(f), [f], short=f.severity, polarity="positive", regions=f.regions)
+
+
+def op_where_device(st: Study, tpl: Template, it: Item) -> None:
+    f = it.fact
+    st.say(tpl, it.slots, it.key, "located", {"phrase": f.phrase, "location": f.location}, st.parts_of(f), [f],
+           short=f.location, polarity="positive", regions=f.regions)
+
+
+# scopes ----------------------------------------------------------------------------------------
+
+def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
+    ctx, s = st.ctx, st.s
+    ind = ctx.sg.indication
+    if ind is None or not ind.text.strip():
+        return ()
+    text = ind.text.strip().rstrip(".")
+    if not s._has_content(text):
+        return ()  # "XXXX-year-old XXXX with XXXX": de-identification left nothing to ask about
+    if ind.evaluate:
+        facts = [st.fact_for(fid) for fid in ind.evaluate if fid in s.gen.vocab.fname]
+        pos = [f for f in facts if not f.absent]
+        neg = [f for f in facts if f.absent]
+    else:
+        pos, neg = st.ab_pos, []
+    extra = []
+    g = change_text_grade(" " + text.lower().translate(_PUNCT) + " ", s.cw)
+    if g is not None:
+        extra.append(g)
+    prov = [f"indication: {text}"] + [f"{e.sentence_id}: {e.text}" for e in ind.evidence if e.sentence_id]
+    return (Item({"indication": text}, "", pos, neg, extra=extra, prov=prov),)
+
+
+def scope_study(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
+    pos, neg = st.subject(op.subject)
+    # a full description of the study lists its devices too
+    described = pos + st.devs if op.subject == "abnormal" else pos
+    return (Item({}, "", pos, neg, described),)
+
+
+def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
+    s = st.s
+    hit = st.scopes.get(("subcategory", op.subject))
+    if hit is None:
+        pos, neg = st.subject(op.subject)
+        by_pos: dict[str, list[Fact]] = {}
+        by_neg: dict[str, list[Fact]] = {}
+        for f in pos:
+            if f.subcategory:
+                by_pos.setdefault(f.subcategory, []).append(f)
+        for f in neg:
+            if f.subcategory:
+                by_neg.setdefault(f.subcategory, []).append(f)
+        subs = list(dict.fromkeys([*by_pos, *by_neg, *s.default_subcats]))
+        sampled: list[str] = []
+        if s.both_ways:
+            # negatives: what the report negates, then subcategories drawn by how often they are
+            # abnormal in the corpus (own stream: the other questions' draws stay as they were)
+            subs = list(dict.fromkeys([*by_pos, *by_neg]))
+            sampled = weighted_sample(st.ctx.stream("qba-subcats"), s.pool_subcats, len(s.pool_subcats.items),
+                                      lambda x: x in by_pos or x in by_neg)
+        hit = st.scopes[("subcategory", op.subject)] = (by_pos, by_neg, subs, sampled)
+    by_pos, by_neg, subs, sampled = hit
+    chosen = s._balance([x for x in subs if x in by_pos], [x for x in subs if x not in by_pos],
+                        s.gen.cap(tpl), tpl, sampled)
+    return [Item({"subcategory": s.sub_name(x)}, x, by_pos.get(x, []), by_neg.get(x, [])) for x in chosen]
+
+
+class _Regions:
+    """The region scope's per-study work: which regions to ask about and what each holds. (It
+    keeps no reference to the Study: no cycle, so a study's state is freed when it ends rather than
+    left to the cyclic GC.)"""
+
+    def __init__(self, st: Study) -> None:
+        s = st.s
+        v = s.gen.vocab
+        anc = v.rancestors
+        pos_at: dict[str, list[Fact]] = {}
+        neg_at: dict[str, list[Fact]] = {}
+        dev_at: dict[str, list[Fact]] = {}
+        art_at: dict[str, list[Fact]] = {}
+        mentioned: list[str] = []
+        for lst, index, mention in ((st.ab_pos, pos_at, True), (st.devs, dev_at, True), (st.arts, art_at, False)):
+            for f in lst:
+                for r in f.regions:
+                    for rr in (r, *anc.get(r, ())):
+                        bucket = index.setdefault(rr, [])
+                        if not bucket or bucket[-1] is not f:
+                            bucket.append(f)
+                if mention:
+                    for r in f.explicit_regions:
+                        mentioned.append(r)
+                        mentioned.extend(anc.get(r, ()))
+        for f in st.ab_neg:
+            for r in f.explicit_regions:
+                neg_at.setdefault(r, []).append(f)
+                mentioned.append(r)
+        self.index = {"abnormal": pos_at, "devices": dev_at, "artifacts": art_at}
+        self.neg_at = neg_at
+        self.anc = anc
+        base = list(dict.fromkeys([*(r for r in mentioned if r in v.rname), *s.default_regions]))
+        chosen = set(base)
+        sampled = weighted_sample(st.rng, s.pool_regions, s.k_regions, chosen.__contains__)
+        self.regions = base + sampled
+        self.base = base
+        self.sampled = sampled
+        self.base_set = set(base)
+        self.neg_cache: dict[str, list[Fact]] = {}
+        # per subject: (regions holding a positive, other base regions, other sampled regions)
+        self.split_by: dict[str, tuple[list[str], list[str], list[str]]] = {}
+        # region -> (name, slots, [r], its boxes, negatives), shared by the region's questions
+        self.per_r: dict[str, tuple[str, dict[str, str], list[str], list, list[Fact]]] = {}
+
+    def neg_for(self, r: str) -> list[Fact]:
+        # "the lungs are clear" speaks for the right lung too: negatives stated for the region
+        # or any region containing it
+        hit = self.neg_cache.get(r)
+        if hit is None:
+            neg_at = self.neg_at
+            hit = list(neg_at.get(r, ()))
+            for a in self.anc.get(r, ()):
+                if a in neg_at:
+                    hit.extend(f for f in neg_at[a] if f not in hit)
+            self.neg_cache[r] = hit
+        return hit
+
+    def items(self, st: Study, tpl: Template, subject: str) -> list[Item]:
+        s = st.s
+        index = self.index[subject]
+        lists = self.split_by.get(subject)
+        if lists is None:
+            lists = self.split_by[subject] = (
+                [r for r in self.regions if r in index], [r for r in self.base if r not in index],
+                [r for r in self.sampled if r not in index and r not in self.base_set])
+        out = []
+        for r in s._balance(lists[0], lists[1], s.gen.cap(tpl), tpl, lists[2]):
+            hit = self.per_r.get(r)
+            if hit is None:
+                rname = s.gen.vocab.region_name(r)
+                rl = [r]  # one [r] (and one box list) shared by the region's rows
+                hit = self.per_r[r] = (rname, {"region": rname}, rl, st.ctx.region_boxes_for(rl),
+                                       self.neg_for(r))
+            rname, slots, rl, rb, neg_r = hit
+            out.append(Item(slots, r, index.get(r, []), neg_r, regions=rl, boxes=rb, name=rname))
+        return out
+
+
+def scope_region(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
+    regions = st.scopes.get("region")
+    if regions is None:
+        regions = st.scopes["region"] = _Regions(st)
+    return regions.items(st, tpl, op.subject)
+
+
+class _Findings:
+    """The finding scope's per-study work for one subject (abnormal findings or devices): which
+    findings to ask about (mentioned + default + prior-weighted sampled negatives) and, per
+    finding, what every question about it says (worked out at its first question). No reference
+    to the Study (see _Regions)."""
+
+    def __init__(self, st: Study, subject: str) -> None:
+        s = st.s
+        v = s.gen.vocab
+        self.subject = subject
+        if subject == "abnormal":
+            pos, stated_f = st.ab_pos, st.ab_neg
+            defaults, pool, k = s.default_findings, s.pool_findings, s.k_findings
+        elif subject == "devices":
+            pos, stated_f = st.devs, [f for f in st.top if f.is_device and f.absent]
+            defaults, pool, k = s.default_devices, s.pool_devices, s.k_devices
+        else:
+            raise ValueError(f"the finding scope has no subject {subject!r}")
+        pos_by: dict[str, list[Fact]] = {}
+        for f in pos:
+            pos_by.setdefault(f.fid, []).append(f)
+        # a present finding makes its parents present ("consolidation" is a "lung opacity"; a
+        # pacemaker is a support device), and its children unknowable from silence: never an
+        # implied "no" about them
+        via_child: dict[str, list[Fact]] = {}
+        unknowable: set[str] = set()
+        for f in pos:
+            for a in v.fancestors.get(f.fid, ()):
+                if a not in pos_by:
+                    via_child.setdefault(a, []).append(f)
+            unknowable.update(v.fdescendants.get(f.fid, ()))
+        stated = {f.fid for f in stated_f}
+        if subject == "abnormal":
+            mentioned = [*pos_by, *via_child, *(f.fid for f in stated_f)]
+        else:
+            mentioned = [f.fid for f in pos] + [f.fid for f in stated_f]
+        if s.both_ways:
+            # the default negatives in a per-study order (own stream), so each of them is asked
+            # "no" somewhere, not only the first few of the list; and they stay in the weighted
+            # draw (a study with no device is asked about a drawn device only: "support device",
+            # a default, was never asked "no")
+            defaults = list(defaults)
+            st.ctx.stream("qba-defaults").shuffle(defaults)
+            sampled = weighted_sample(st.rng, pool, k, set(mentioned).__contains__)
+            base = list(dict.fromkeys([*mentioned, *(d for d in defaults if d not in sampled)]))
+        else:
+            base = list(dict.fromkeys([*mentioned, *defaults]))
+            chosen = set(base)
+            sampled = weighted_sample(st.rng, pool, k, chosen.__contains__)
+        pos_by.update(via_child)
+        fids = [x for x in base + sampled if x in pos_by or x in stated or x not in unknowable]
+        base = [x for x in base if x in fids]
+        sampled = [x for x in sampled if x in fids]
+        self.lists = ([x for x in fids if x in pos_by], [x for x in base if x not in pos_by],
+                      [x for x in sampled if x not in pos_by])
+        self.pos_by = pos_by
+        self.slot = "finding" if subject == "abnormal" else "device"
+        self.per_fid: dict[str, tuple[dict[str, str], tuple[Any, ...]]] = {}
+
+    def about(self, st: Study, fid: str) -> tuple[dict[str, str], tuple[Any, ...]]:
+        """(slots, (answer key, parts, lead variables, facts, regions)) for one finding."""
+        hit = self.per_fid.get(fid)
+        if hit is not None:
+            return hit
+        slots = {self.slot: st.s.gen.vocab.finding_name(fid)}
+        fs = self.pos_by.get(fid)
+        abnormal = self.subject == "abnormal"
+        if fs:
+            f0 = fs[0]
+            key = "present" if (not abnormal or any(f.present for f in fs)) else "uncertain"
+            parts = [p for f in fs for p in st.parts_of(f)]
+            if abnormal:
+                parts.extend(st.related(fs))
+            lv = {"phrase": f0.phrase, "location": f0.location or "the image"}
+            about = (key, parts, lv, fs, f0.regions)
+        else:  # may build the implied negative (a wording draw): at the finding's first question
+            nf = st.fact_for(fid)
+            parts = [nf.main, *st.related_to_absent(nf)] if abnormal else [nf.main]
+            about = ("absent", parts, {"phrase": nf.phrase, "location": "the image"}, [nf], nf.regions)
+        hit = self.per_fid[fid] = (slots, about)
+        return hit
+
+    def items(self, st: Study, tpl: Template) -> Iterator[Item]:
+        # a generator: a finding's first question may draw the implied negative's wording, which
+        # must come right before that question's own answer draw, not before every question's
+        s = st.s
+        lists = self.lists
+        for fid in s._balance(lists[0], lists[1], s.gen.cap(tpl), tpl, lists[2]):
+            slots, about = self.about(st, fid)
+            yield Item(slots, fid, [], [], fact=about)
+
+
+def scope_finding(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
+    key = ("finding", op.subject)
+    hit = st.scopes.get(key)
+    if hit is None:
+        hit = st.scopes[key] = _Findings(st, op.subject)
+    return hit.items(st, tpl)
+
+
+def scope_observation(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
+    """The subject's observed positives the operation can ask about, capped per template."""
+    pos, _ = st.subject(op.subject)
+    select = op.select
+    chosen = [f for f in pos if select is None or select(st, f)]
+    slot = "finding" if op.subject == "abnormal" else "device"
+    return [Item({slot: f.name}, f.obs.id, [f], [], fact=f)
+            for f in sample_capped(st.rng, chosen, st.s.gen.cap(tpl))]
+
+
+SCOPES: dict[str, Callable[[Study, Template, Op], Iterable[Item]]] = {
+    "indication": scope_indication,
+    "study": scope_study,
+    "subcategory": scope_subcategory,
+    "region": scope_region,
+    "finding": scope_finding,
+    "observation": scope_observation,
+}
+
+YN = F({"yes", "no"})
+DESC = F({"abnormal", "normal"})
+LIST = F({"list", "n"})
+GROUPS = F({"study", "subcategory", "region"})
+ONE = F({"phrase", "location"})
+OPS: dict[str, Op] = {
+    "indication": Op(F({"positive", "negative"}), LIST, F({"indication"}), "abnormal", op_indication),
+    "describe": Op(DESC, LIST, GROUPS, "abnormal", op_describe),
+    "describe_abnormal": Op(DESC, LIST, GROUPS, "abnormal", op_describe_abnormal),
+    "is_abnormal": Op(YN, LIST, GROUPS, "abnormal", op_is_abnormal),
+    "is_normal": Op(YN, LIST, GROUPS, "abnormal", op_is_normal),
+    "describe_devices": Op(F({"devices", "none"}), LIST, GROUPS, "devices", _list_op("devices")),
+    "has_devices": Op(YN, LIST, GROUPS, "devices", _has_op("devices")),
+    "describe_artifacts": Op(F({"artifacts", "none"}), LIST, GROUPS, "artifacts", _list_op("artifacts")),
+    "has_artifacts": Op(YN, LIST, GROUPS, "artifacts", _has_op("artifacts")),
+    "acquisition": Op(F({"views", "no_views"}), F({"n", "images", "views", "modality"}), F({"study"}),
+                      "technical", op_acquisition),
+    "describe_finding": Op(F({"present", "uncertain", "absent"}), ONE, F({"finding"}), "abnormal",
+                           _one_finding(False)),
+    "has_finding": Op(F({"present", "uncertain", "absent"}), ONE, F({"finding"}), "abnormal", _one_finding(True)),
+    "describe_device": Op(F({"present", "absent"}), ONE, F({"finding"}), "devices", _one_finding(False)),
+    "has_device": Op(F({"present", "absent"}), ONE, F({"finding"}), "devices", _one_finding(True)),
+    "where_finding": Op(F({"located", "sided"}), ONE, F({"observation"}), "abnormal", op_where_finding,
+                        lambda st, f: st.s._informative(f) or bool(f.lat)),
+    "severity": Op(F({"severity"}), F({"phrase", "severity"}), F({"observation"}), "abnormal", op_severity,
+                   lambda st, f: bool(f.severity)),
+    "where_device": Op(F({"located"}), ONE, F({"observation"}), "devices", op_where_device,
+                       lambda st, f: st.s._informative(f)),
+}
 
 
 def _merged(facts: list[Fact], extra: list | None) -> tuple[Any, list[str], list[str]]:
@@ -792,13 +866,3 @@ def _merged(facts: list[Fact], extra: list | None) -> tuple[Any, list[str], list
         if f.fid not in findings:
             findings.append(f.fid)
     return grade, prov, findings
-
-
-def _leaks(short: str, question: str) -> bool:
-    """The short answer (a location, a severity) appears in the question's wording."""
-    s = short.lower()
-    if s.startswith("the "):
-        s = s[4:]
-    # whole words only: "trachea" does not leak from "endotracheal tube"
-    q = " " + question.lower().replace("?", " ").replace(",", " ").replace(".", " ") + " "
-    return f" {s} " in q

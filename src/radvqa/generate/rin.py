@@ -26,26 +26,42 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from radvqa.generate.engine import StudyCtx
+import msgspec
+
+from radvqa.generate.engine import StudyCtx, pick_index
 from radvqa.generate.facts import Fact, cap
 from radvqa.generate.rin_chest import ChestTasks
-from radvqa.generate.templates import Family, Spec, Template, TemplateError
+from radvqa.generate.templates import Family, Op, Template, TemplateError
 from radvqa.model import AnswerPart, SceneGraph
 from radvqa.quality.criteria import A, A_PP, reason
 
 F = frozenset
-SPECS: dict[str, Spec] = {
-    "abnormality": Spec(F({"yes", "no"}), F({"pathology"})),
-    "anatomy_open": Spec(F({"answer"}), F({"anatomy"})),
-    "anatomy_closed_pos": Spec(F({"yes"}), F()),
-    "anatomy_closed_neg": Spec(F({"no"}), F({"true_anatomy"})),
-    "anatomy_mc": Spec(F({"answer"}), F({"letter", "option"})),
-    "pathology_open": Spec(F({"pathology", "none"}), F({"pathology"})),
-    "pathology_closed_pos": Spec(F({"yes"}), F()),
-    "pathology_closed_pos_normal": Spec(F({"yes", "no"}), F({"pathology"})),
-    "pathology_closed_neg": Spec(F({"no_other", "no_normal"}), F({"true_pathology"})),
-    "pathology_mc": Spec(F({"answer", "none"}), F({"letter", "option"})),
+IMAGE = F({"image"})
+# one operation per RadImageNet-VQA task, each over the image
+OPS: dict[str, Op] = {
+    "abnormality": Op(F({"yes", "no"}), F({"pathology"}), IMAGE),
+    "anatomy_open": Op(F({"answer"}), F({"anatomy"}), IMAGE),
+    "anatomy_closed_pos": Op(F({"yes"}), F(), IMAGE),
+    "anatomy_closed_neg": Op(F({"no"}), F({"true_anatomy"}), IMAGE),
+    "anatomy_mc": Op(F({"answer"}), F({"letter", "option"}), IMAGE),
+    "pathology_open": Op(F({"pathology", "none"}), F({"pathology"}), IMAGE),
+    "pathology_closed_pos": Op(F({"yes"}), F(), IMAGE),
+    "pathology_closed_pos_normal": Op(F({"yes", "no"}), F({"pathology"}), IMAGE),
+    "pathology_closed_neg": Op(F({"no_other", "no_normal"}), F({"true_pathology"}), IMAGE),
+    "pathology_mc": Op(F({"answer", "none"}), F({"letter", "option"}), IMAGE),
 }
+
+
+class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """``config:`` of templates/rin.yaml."""
+
+    modalities: tuple[str, ...] = ("CT", "MR", "US")
+    modality_names: dict[str, str] = msgspec.field(default_factory=dict)
+    anatomies: tuple[str, ...] = ()  # top-up pool for 4-option anatomy questions
+    # modality -> anatomy -> radimagenet label folder names, or "*" for all of the anatomy
+    modality_labels: dict[str, dict[str, str | list[str]]] = msgspec.field(default_factory=dict)
+    # the same tasks on chest X-ray labels (rin_chest.ChestTasks): label schemes, region groups
+    chest: dict[str, Any] = msgspec.field(default_factory=dict)
 PHRASES: dict[str, frozenset[str]] = {"option_item": F({"letter", "option"}), "no_pathology": F()}
 LETTERS = ("A", "B", "C", "D")
 MODALITY_PREFIXES = ("CT", "MR", "US")
@@ -63,10 +79,10 @@ class Strategy:
     def __init__(self, gen: Any, fam: Family) -> None:
         self.gen = gen
         self.fam = fam
-        self.t = fam.templates
-        cfg = fam.config
-        self.modalities = F(_norm_mod(m) for m in cfg.get("modalities", ("CT", "MR", "US")))
-        self.modality_names: dict[str, str] = dict(cfg.get("modality_names", {}))
+        self.t = {tpl.op: tpl for tpl in fam.templates.values()}
+        cfg: Config = fam.config
+        self.modalities = F(_norm_mod(m) for m in cfg.modalities)
+        self.modality_names: dict[str, str] = dict(cfg.modality_names)
         self.no_path = str(fam.phrases["no_pathology"][0])
         v = gen.vocab
         # everything below is per Generator, never per row
@@ -78,12 +94,12 @@ class Strategy:
         # ... and asked of an abnormal image too ("no": a closed- question), so it is not always "yes"
         self.t_normal_neg = dataclasses.replace(tn, question_type="pathology_closed_neg") if tn else None
         # the same tasks on chest X-ray labels (rin_chest.py), when rin.yaml configures them
-        self.chest = ChestTasks(self, cfg) if cfg.get("chest") else None
+        self.chest = ChestTasks(self, cfg.chest) if cfg.chest else None
 
     # ---- pools (load time) ----------------------------------------------------------------------
-    def _anatomy_pools(self, v: Any, cfg: dict[str, Any]) -> dict[Key, tuple[list[str], list[str]]]:
+    def _anatomy_pools(self, v: Any, cfg: Config) -> dict[Key, tuple[list[str], list[str]]]:
         """(modality, anatomy) -> (same-modality other anatomies, top-up anatomies), sorted."""
-        listed = [a for a in cfg.get("anatomies", ()) if a in v.aname] or sorted(v.aname)
+        listed = [a for a in cfg.anatomies if a in v.aname] or sorted(v.aname)
         out: dict[Key, tuple[list[str], list[str]]] = {}
         mods = {m for a in v.aname for m in v.amodalities.get(a, ())} | set(self.modalities)
         for mod in sorted(mods):
@@ -94,7 +110,7 @@ class Strategy:
                 out[(mod, anat)] = (same, top)
         return out
 
-    def _pathology_pools(self, v: Any, cfg: dict[str, Any]) -> tuple[dict[Key, tuple[str, ...]], dict[Key, str]]:
+    def _pathology_pools(self, v: Any, cfg: Config) -> tuple[dict[Key, tuple[str, ...]], dict[Key, str]]:
         """(modality, anatomy) -> sorted pathology ids, and where each pool came from
         ("scheme", "config" or "anatomy")."""
         pools: dict[Key, list[str]] = {}
@@ -117,7 +133,7 @@ class Strategy:
                 add((_norm_mod(parts[0]), parts[1]), fids, "scheme")
         # 2. rin.yaml: modality -> anatomy -> label folder names ("*": every label of the anatomy)
         if scheme is not None:
-            for mod, by_anat in (cfg.get("modality_labels") or {}).items():
+            for mod, by_anat in cfg.modality_labels.items():
                 m = _norm_mod(mod)
                 for anat, names in (by_anat or {}).items():
                     if (m, anat) in origin:
@@ -162,7 +178,6 @@ class Strategy:
             return
         v = self.gen.vocab
         rng = ctx.stream("rin")
-        self.rng = rng
         anat = self._anat_id(sg.anatomy or "")
         aname = v.anatomy_name(anat)
         mod = _norm_mod(sg.modality)
@@ -186,17 +201,11 @@ class Strategy:
         def emit(tpl: Template, slots: dict[str, str], slot_key: str, key: str, lv: dict[str, str],
                  short: str, polarity: str | None, choices: list[str] | None = None,
                  tag: str | None = None) -> None:
-            qs = tpl.questions
-            widx = 0 if len(qs) == 1 else int(rng.random() * len(qs))
-            question = qs[widx].format_map(slots)
-            answer = ctx.pick(tpl.answers[key]).format_map({**slots, **lv})
-            if "answer_not_in_question" in tpl.constraints and len(short) > 1 and \
-                    short.lower() in question.lower().replace(slots.get("options", "").lower(), ""):
-                return
-            part = AnswerPart(part_type="main", text=answer, tag=tag or short, findings=findings,
-                              certainty="present" if path else "absent", boxes=box_src)
-            ctx.emit(tpl, slot_key, widx, question, answer, [part], g, answer_short=short,
-                     polarity=polarity, findings=findings, provenance=prov, choices=choices)
+            def compose(answer: str) -> tuple[str, list[AnswerPart]]:
+                return answer, [AnswerPart(part_type="main", text=answer, tag=tag or short, findings=findings,
+                                           certainty="present" if path else "absent", boxes=box_src)]
+            ctx.render_emit(tpl, pick_index(rng, tpl), slots, slot_key, key, lv, [], g, prov, compose=compose,
+                            short=short, choices=choices, polarity=polarity, findings=findings)
 
         if "abnormality" in t:
             emit(t["abnormality"], base, "", "yes" if path else "no", {"pathology": pname},
@@ -215,7 +224,7 @@ class Strategy:
         if "anatomy_mc" in t and len(same_mod) + len(top_up) >= 3:
             k = min(3, len(same_mod))
             chosen = rng.sample(same_mod, k) + rng.sample(top_up, 3 - k)
-            self._mc(ctx, emit, t["anatomy_mc"], base, "answer", aname, [v.anatomy_name(a) for a in chosen])
+            self._mc(rng, emit, t["anatomy_mc"], base, "answer", aname, [v.anatomy_name(a) for a in chosen])
         # pathology -------------------------------------------------------------------------------
         same = [p for p in self.pathology_pool(mod, anat) if path is None or p != path.fid]
         slots_pa = {**base, "anatomy": aname}
@@ -244,14 +253,15 @@ class Strategy:
                 if path is not None:
                     distract.append(self.no_path)
                 correct = pname if path is not None else self.no_path
-                self._mc(ctx, emit, t["pathology_mc"], slots_pa, "answer" if path else "none", correct, distract)
+                self._mc(rng, emit, t["pathology_mc"], slots_pa, "answer" if path else "none", correct, distract)
 
-    def _mc(self, ctx: StudyCtx, emit: Any, tpl: Template, slots: dict[str, str], key: str, correct: str,
+    def _mc(self, rng: Any, emit: Any, tpl: Template, slots: dict[str, str], key: str, correct: str,
             distract: list[str]) -> None:
         opts = list(dict.fromkeys(distract))
-        if correct in opts or len(opts) != 3:
-            return  # a repeated option would make the item degenerate
-        pos = int(self.rng.random() * 4)
+        if len(opts) != 3:
+            return  # three distinct distractors or no item; a distractor equal to the answer is
+            # caught by the template's distinct_options constraint
+        pos = int(rng.random() * 4)
         opts.insert(pos, correct)
         item = self.fam.phrases["option_item"][0]
         text = " ".join(item.format_map({"letter": L, "option": cap(o)}) for L, o in zip(LETTERS, opts))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from radvqa.generate.engine import StudyCtx
+from radvqa.generate.engine import StudyCtx, pick_index
 from radvqa.generate.facts import Fact
 from radvqa.generate.templates import TemplateError
 from radvqa.model import AnswerPart, SceneGraph
@@ -40,10 +40,9 @@ LABEL_SOURCES = frozenset({"label", "box"})
 class ChestTasks:
     """Per Generator: scheme pools and region groups; ``run`` per study."""
 
-    def __init__(self, strat: Any, cfg: dict[str, Any]) -> None:
+    def __init__(self, strat: Any, chest: dict[str, Any]) -> None:
         self.strat = strat
         v = strat.gen.vocab
-        chest = cfg.get("chest") or {}
         self.modalities = frozenset(str(m).upper() for m in chest.get("modalities", ("CR", "DX")))
         self.anatomy = str(chest.get("anatomy_name", "chest"))
         self.scheme_of: dict[str, str] = {str(k): str(s) for k, s in (chest.get("label_schemes") or {}).items()}
@@ -98,7 +97,6 @@ class ChestTasks:
         sg = ctx.sg
         t = strat.t
         rng = ctx.stream("rin-chest")
-        strat.rng = rng  # Strategy._mc draws the correct letter from it
         pool = self.pool[self.scheme_of[sg.source]]
         # what the study has or may have: never a "no", never a distractor
         has: set[str] = set()
@@ -129,18 +127,13 @@ class ChestTasks:
         def emit(tpl: Any, slots: dict[str, str], slot_key: str, key: str, lv: dict[str, str], short: str,
                  polarity: str | None, choices: list[str] | None = None, tag: str | None = None,
                  findings: list[str] | None = None, boxes: list[Any] | None = None) -> None:
-            qs = tpl.questions
-            widx = 0 if len(qs) == 1 else int(rng.random() * len(qs))
-            question = qs[widx].format_map(slots)
-            answer = ctx.pick(tpl.answers[key]).format_map({**slots, **lv})
-            if "answer_not_in_question" in tpl.constraints and len(short) > 1 and \
-                    short.lower() in question.lower().replace(slots.get("options", "").lower(), ""):
-                return
             fl = findings if findings is not None else present
-            part = AnswerPart(part_type="main", text=answer, tag=tag or short, findings=fl,
-                              certainty="present" if present else "absent", boxes=boxes or [])
-            ctx.emit(tpl, slot_key, widx, question, answer, [part], g, answer_short=short, polarity=polarity,
-                     findings=fl, provenance=prov, choices=choices)
+
+            def compose(answer: str) -> tuple[str, list[AnswerPart]]:
+                return answer, [AnswerPart(part_type="main", text=answer, tag=tag or short, findings=fl,
+                                           certainty="present" if present else "absent", boxes=boxes or [])]
+            ctx.render_emit(tpl, pick_index(rng, tpl), slots, slot_key, key, lv, [], g, prov, compose=compose,
+                            short=short, choices=choices, polarity=polarity, findings=fl)
 
         def boxes_of(fid: str) -> list[Any]:
             return [b for f in ctx.by_finding.get(fid, ()) if f.present for b in f.boxes]
@@ -180,7 +173,7 @@ class ChestTasks:
                 cands = [f for f in negatives if self.group[f] == self.group[correct]]
                 if len(cands) >= 2:
                     distract = [v.finding_name(f) for f in rng.sample(cands, 2)] + [strat.no_path]
-                    self._mc(ctx, emit, t["pathology_mc"], slots_pa, "answer", v.finding_name(correct), distract,
+                    self._mc(rng, emit, t["pathology_mc"], slots_pa, "answer", v.finding_name(correct), distract,
                              [correct], boxes_of(correct))
             elif normal:
                 by_group: dict[str, list[str]] = {}
@@ -190,16 +183,16 @@ class ChestTasks:
                 if ok:
                     gname = ok[int(rng.random() * len(ok))]
                     distract = [v.finding_name(f) for f in rng.sample(by_group[gname], 3)]
-                    self._mc(ctx, emit, t["pathology_mc"], slots_pa, "none", strat.no_path, distract, [], [])
+                    self._mc(rng, emit, t["pathology_mc"], slots_pa, "none", strat.no_path, distract, [], [])
 
-    def _mc(self, ctx: StudyCtx, emit: Any, tpl: Any, slots: dict[str, str], key: str, correct: str,
+    def _mc(self, rng: Any, emit: Any, tpl: Any, slots: dict[str, str], key: str, correct: str,
             distract: list[str], findings: list[str], boxes: list[Any]) -> None:
         def emit_mc(tpl_: Any, slots_: dict[str, str], slot_key: str, key_: str, lv: dict[str, str], short: str,
                     polarity: str | None, choices: list[str] | None = None, tag: str | None = None) -> None:
             emit(tpl_, slots_, slot_key, key_, lv, short, polarity, choices=choices, tag=tag, findings=findings,
                  boxes=boxes)
 
-        self.strat._mc(ctx, emit_mc, tpl, slots, key, correct, distract)
+        self.strat._mc(rng, emit_mc, tpl, slots, key, correct, distract)
 
 
 def _join(names: list[str]) -> str:

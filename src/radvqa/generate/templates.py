@@ -4,21 +4,31 @@ A family file (``templates/<family>.yaml``) holds::
 
     family: qba            # strategy name; every template id starts with "<family>."
     version: 1             # file format version
-    config: {...}          # strategy settings (default region sets, caps, ...): plain data
+    config: {...}          # strategy settings (default region sets, caps, ...): checked against
+                           # the strategy's ``Config`` struct (unknown keys are an error)
     phrases: {key: [wording, ...]}          # sentence pieces the strategy builds answer parts from
     templates:
       - id: qba.D02_has_finding              # stable, globally unique
         version: 1                           # bump when the rendered output changes
+        scope: finding                       # what the question is about: the strategy's scopes
+        op: has_finding                      # what it asks about it: the strategy's operations
+                                             # (default: the question type; scope: the op's only one)
         slots: {finding: finding}            # slot name -> slot type
         questions: ["Is there {finding}?", ...]         # several wordings, each uses every slot
         answers: {present: [...], absent: [...]}        # wordings per polarity / certainty key
         parts: [main, details, related]      # answer parts this template builds
-        constraints: [answer_not_in_question]
+        constraints: [answer_not_in_question]           # names in constraints.CONSTRAINTS
         cap: 6                               # most instances per study
 
-Loading rejects: duplicate ids (across all files), ids outside their family, unknown slot types,
-placeholders naming an unknown slot or variable, slots a question wording does not use, answer or
-phrase keys the strategy never uses ("unused wordings") and keys it needs but that are missing.
+A question type is data: the template's ``op`` names an entry of the strategy's operation table
+(``OPS``: which answer keys and variables it fills, which scopes it works over) and its ``scope``
+one of the scopes that operation accepts. A new template over an existing scope and operation
+needs no Python. The template id only names the question type in the output.
+
+Loading rejects: duplicate ids (across all files), ids outside their family, unknown operations,
+scopes an operation does not work over, unknown slot types, placeholders naming an unknown slot or
+variable, slots a question wording does not use, answer or phrase keys the operation never uses
+("unused wordings") and keys it needs but that are missing, unknown constraints and config keys.
 Everything is checked here so rendering a row is one ``str.format_map`` call, nothing else.
 """
 
@@ -28,19 +38,21 @@ import string
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
+import msgspec
 import yaml
+
+from radvqa.generate.constraints import CONSTRAINTS, Candidate
 
 SLOT_TYPES = frozenset(
     {"finding", "region", "device", "subcategory", "modality", "option", "anatomy", "pathology",
      "count", "side", "view", "indication", "reference"}
 )
 PART_NAMES = frozenset({"main", "details", "related"})
-CONSTRAINTS = frozenset({"answer_not_in_question", "non_degenerate", "distinct_options"})
 _TEMPLATE_KEYS = frozenset(
-    {"id", "version", "slots", "questions", "answers", "parts", "constraints", "cap", "answer_short",
-     "description", "balance"}
+    {"id", "version", "scope", "op", "slots", "questions", "answers", "parts", "constraints", "cap",
+     "answer_short", "description", "balance"}
 )
 _FILE_KEYS = frozenset({"family", "version", "config", "phrases", "templates", "description"})
 
@@ -50,11 +62,16 @@ class TemplateError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Spec:
-    """What a strategy's builder for one question type needs from its template."""
+class Op:
+    """One operation of a strategy: what it needs from a template and (for strategies that
+    dispatch on it) how it renders one item of its scope."""
 
     answers: frozenset[str]  # answer wording keys it looks up
     variables: frozenset[str] = frozenset()  # extra placeholders it fills in answers
+    scopes: frozenset[str] = frozenset()  # scopes it works over (empty: any)
+    subject: str = ""  # which facts count as its positives (qba: abnormal, devices, artifacts, ...)
+    render: Callable[..., None] | None = None
+    select: Callable[..., bool] | None = None  # which observations of the scope it asks about
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +80,8 @@ class Template:
     family: str
     question_type: str
     version: int
+    scope: str
+    op: str
     slots: dict[str, str]
     questions: tuple[str, ...]
     answers: dict[str, tuple[str, ...]]
@@ -71,6 +90,8 @@ class Template:
     cap: int | None
     answer_short: str | None
     balance: dict[str, float] = field(default_factory=dict)  # yes_share / min_negatives overrides
+    # the constraint functions, resolved at load (run by StudyCtx.render_emit)
+    checks: tuple[Callable[[Candidate], bool], ...] = ()
 
 
 @dataclass(slots=True)
@@ -80,7 +101,7 @@ class Family:
     path: str
     templates: dict[str, Template] = field(default_factory=dict)  # question_type -> template
     phrases: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    config: dict[str, Any] = field(default_factory=dict)
+    config: Any = None  # the strategy's Config struct (a plain dict when no struct is given)
 
 
 def _fields(text: str, where: str) -> set[str]:
@@ -113,10 +134,12 @@ def _wordings(value: Any, where: str) -> tuple[str, ...]:
 def parse_family(
     data: Any,
     path: str,
-    specs: dict[str, Spec],
+    ops: dict[str, Op],
     phrase_specs: dict[str, frozenset[str]],
+    config_type: type | None = None,
 ) -> Family:
-    """Validate one family document (already YAML-parsed)."""
+    """Validate one family document (already YAML-parsed). ``config_type``: a msgspec struct
+    (unknown fields forbidden) the ``config:`` block must convert to."""
     if not isinstance(data, dict):
         raise TemplateError(f"{path}: top level must be a mapping")
     unknown = set(data) - _FILE_KEYS
@@ -126,7 +149,7 @@ def parse_family(
     if not isinstance(fam, str) or not fam:
         raise TemplateError(f"{path}: missing 'family'")
     family = Family(name=fam, version=int(data.get("version", 1)), path=path,
-                    config=dict(data.get("config") or {}))
+                    config=_config(data.get("config") or {}, config_type, path))
     # phrases: every key the strategy uses must be there, and nothing else
     phrases = data.get("phrases") or {}
     for key, wordings in phrases.items():
@@ -143,14 +166,23 @@ def parse_family(
     if missing:
         raise TemplateError(f"{path}: phrases missing key(s) {sorted(missing)}")
     for i, t in enumerate(data.get("templates") or []):
-        tpl = _parse_template(t, f"{path}: templates[{i}]", fam, specs)
+        tpl = _parse_template(t, f"{path}: templates[{i}]", fam, ops)
         if tpl.question_type in family.templates:
             raise TemplateError(f"{path}: duplicate template id {tpl.id!r}")
         family.templates[tpl.question_type] = tpl
     return family
 
 
-def _parse_template(t: Any, where: str, fam: str, specs: dict[str, Spec]) -> Template:
+def _config(raw: Any, config_type: type | None, path: str) -> Any:
+    if config_type is None:
+        return dict(raw)
+    try:
+        return msgspec.convert(raw, config_type)
+    except msgspec.ValidationError as exc:
+        raise TemplateError(f"{path}: config: {exc}") from None
+
+
+def _parse_template(t: Any, where: str, fam: str, ops: dict[str, Op]) -> Template:
     if not isinstance(t, dict):
         raise TemplateError(f"{where}: a template must be a mapping")
     tid = t.get("id")
@@ -161,9 +193,16 @@ def _parse_template(t: Any, where: str, fam: str, specs: dict[str, Spec]) -> Tem
     if unknown:
         raise TemplateError(f"{where}: unknown key(s) {sorted(unknown)}")
     qtype = tid[len(fam) + 1:]
-    spec = specs.get(qtype)
+    # a file written before scope/op existed still loads: the id's question type names its op,
+    # and an op over a single scope needs no scope
+    op_name = t.get("op", qtype if qtype in ops else None)
+    spec = ops.get(op_name) if isinstance(op_name, str) else None
     if spec is None:
-        raise TemplateError(f"{where}: no {fam} builder for question type {qtype!r}")
+        raise TemplateError(f"{where}: unknown op {op_name!r}; the {fam} strategy has {sorted(ops)}")
+    scope = t.get("scope", next(iter(spec.scopes)) if len(spec.scopes) == 1 else None)
+    if not isinstance(scope, str) or (spec.scopes and scope not in spec.scopes):
+        raise TemplateError(f"{where}: op {op_name!r} works over scope(s) {sorted(spec.scopes)}, "
+                            f"not {scope!r}")
     version = t.get("version")
     if not isinstance(version, int) or version < 1:
         raise TemplateError(f"{where}: 'version' must be a positive integer")
@@ -194,7 +233,7 @@ def _parse_template(t: Any, where: str, fam: str, specs: dict[str, Spec]) -> Tem
             raise TemplateError(f"{where}: answer key {key!r}: YAML reads unquoted yes/no as booleans; "
                                 f"quote the key (\"yes\":)")
         if key not in spec.answers:
-            raise TemplateError(f"{where}: unused wording answers.{key} (the builder never uses it; "
+            raise TemplateError(f"{where}: unused wording answers.{key} (op {op_name} never uses it; "
                                 f"it uses {sorted(spec.answers)})")
         ws = _wordings(words, f"{where}: answers.{key}")
         for w in ws:
@@ -209,20 +248,23 @@ def _parse_template(t: Any, where: str, fam: str, specs: dict[str, Spec]) -> Tem
     if not set(parts) <= PART_NAMES or "main" not in parts:
         raise TemplateError(f"{where}: 'parts' must include main and only {sorted(PART_NAMES)}")
     constraints = frozenset(t.get("constraints") or ())
-    if not constraints <= CONSTRAINTS:
-        raise TemplateError(f"{where}: unknown constraint(s) {sorted(constraints - CONSTRAINTS)}")
+    unknown_c = constraints - set(CONSTRAINTS)
+    if unknown_c:
+        raise TemplateError(f"{where}: unknown constraint(s) {sorted(unknown_c)}; known: {sorted(CONSTRAINTS)}")
     cap = t.get("cap")
     if cap is not None and (not isinstance(cap, int) or cap < 1):
         raise TemplateError(f"{where}: 'cap' must be a positive integer")
     balance = t.get("balance") or {}
     if not isinstance(balance, dict) or not set(balance) <= {"yes_share", "min_negatives"}:
         raise TemplateError(f"{where}: 'balance' takes only yes_share and min_negatives")
-    return Template(id=tid, family=fam, question_type=qtype, version=version, slots=dict(slots),
-                    questions=questions, answers=answers, parts=parts, constraints=constraints,
-                    cap=cap, answer_short=t.get("answer_short"), balance=dict(balance))
+    return Template(id=tid, family=fam, question_type=qtype, version=version, scope=scope, op=op_name,
+                    slots=dict(slots), questions=questions, answers=answers, parts=parts,
+                    constraints=constraints, cap=cap, answer_short=t.get("answer_short"),
+                    balance=dict(balance), checks=tuple(CONSTRAINTS[c] for c in sorted(constraints)))
 
 
-def load_family(source: str | Path, specs: dict[str, Spec], phrase_specs: dict[str, frozenset[str]]) -> Family:
+def load_family(source: str | Path, ops: dict[str, Op], phrase_specs: dict[str, frozenset[str]],
+                config_type: type | None = None) -> Family:
     """Load and validate one family file: a path, or a file name inside the package templates."""
     p = Path(source)
     if p.exists():
@@ -234,7 +276,7 @@ def load_family(source: str | Path, specs: dict[str, Spec], phrase_specs: dict[s
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise TemplateError(f"{where}: not valid YAML: {exc}") from None
-    return parse_family(data, where, specs, phrase_specs)
+    return parse_family(data, where, ops, phrase_specs, config_type)
 
 
 def check_unique(families: Iterable[Family]) -> None:

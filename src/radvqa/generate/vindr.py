@@ -16,26 +16,49 @@ a box whose centre is left of the image's mid-line is on the patient's right.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
-from radvqa.generate.engine import StudyCtx
+import msgspec
+
+from radvqa.generate.engine import StudyCtx, pick_index
 from radvqa.generate.facts import Fact, cap, join_list
-from radvqa.generate.templates import Family, Spec, Template
+from radvqa.generate.templates import Family, Op, Template
 from radvqa.model import AnswerPart, Box, SceneGraph
 from radvqa.quality.criteria import combine
 
 F = frozenset
 PN = F({"positive", "negative"})
-SPECS: dict[str, Spec] = {
-    "where": Spec(PN, F({"location"})),
+IMAGE = F({"image"})
+# one operation per VinDr question type, each over the image; the strategy draws (type, polarity,
+# item) per image and renders the template whose op is the drawn type
+OPS: dict[str, Op] = {
+    "where": Op(PN, F({"location"}), IMAGE),
     # slot area: "in this image" / "on the right side of the chest" (preposition included);
     # A_list: the finding names with articles, capitalised ("A nodule and a mass"), be: is / are
-    "what": Spec(PN, F({"list", "n", "A_list", "be"})),
-    "is_there": Spec(PN, F({"a_finding"})),
-    "how_many": Spec(PN, F({"n", "noun"})),
-    "which": Spec(PN, F({"answer"})),
-    "yes_no": Spec(PN, F({"true_side"})),
+    "what": Op(PN, F({"list", "n", "A_list", "be"}), IMAGE),
+    "is_there": Op(PN, F({"a_finding"}), IMAGE),
+    "how_many": Op(PN, F({"n", "noun"}), IMAGE),
+    "which": Op(PN, F({"answer"}), IMAGE),
+    "yes_no": Op(PN, F({"true_side"}), IMAGE),
 }
+
+
+class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """``config:`` of templates/vindr.yaml."""
+
+    modalities: tuple[str, ...] = ("CR", "DX")
+    label_sources: tuple[str, ...] = ()  # sources whose studies carry dataset labels
+    complete_label_sources: tuple[str, ...] = ()  # label sets complete per image (unlabelled = absent)
+    scheme_by_source: dict[str, str] = msgspec.field(default_factory=dict)
+    default_scheme: str = "vindr"
+    central_findings: tuple[str, ...] = ()  # no side questions about these
+    box_types: tuple[str, ...] = ()  # types whose positives need box geometry
+    zone_names: dict[str, str] = msgspec.field(default_factory=dict)
+    area_names: dict[str, str] = msgspec.field(default_factory=dict)
+    lung_field_fraction: float = 0.45
+    count_keep: dict[int, float] = msgspec.field(default_factory=dict)
+
 PHRASES: dict[str, frozenset[str]] = {
     "reason_positive": F({"name", "Name", "agreement", "location", "size"}),
     "reason_negative": F({"name", "Name", "readers"}),
@@ -65,19 +88,19 @@ class Strategy:
     def __init__(self, gen: Any, fam: Family) -> None:
         self.gen = gen
         self.fam = fam
-        self.t = fam.templates
-        cfg = fam.config
-        self.modalities = F(m.upper() for m in cfg.get("modalities", ("CR", "DX")))
-        self.label_sources = F(cfg.get("label_sources", ()))
-        self.complete_sources = F(cfg.get("complete_label_sources", ()))
-        self.scheme_by_source: dict[str, str] = dict(cfg.get("scheme_by_source", {}))
-        self.default_scheme = str(cfg.get("default_scheme", "vindr"))
-        self.central_findings = F(cfg.get("central_findings", ()))
-        self.box_types = F(cfg.get("box_types", ()))
-        self.zone_names: dict[str, str] = dict(cfg.get("zone_names", {}))
-        self.area_names: dict[str, str] = dict(cfg.get("area_names", {}))
-        self.count_keep: dict[int, float] = {int(k): float(x) for k, x in (cfg.get("count_keep") or {}).items()}
-        self.lung_field_fraction = float(cfg.get("lung_field_fraction", 0.45))
+        self.t = {tpl.op: tpl for tpl in fam.templates.values()}
+        cfg: Config = fam.config
+        self.modalities = F(m.upper() for m in cfg.modalities)
+        self.label_sources = F(cfg.label_sources)
+        self.complete_sources = F(cfg.complete_label_sources)
+        self.scheme_by_source: dict[str, str] = dict(cfg.scheme_by_source)
+        self.default_scheme = cfg.default_scheme
+        self.central_findings = F(cfg.central_findings)
+        self.box_types = F(cfg.box_types)
+        self.zone_names: dict[str, str] = dict(cfg.zone_names)
+        self.area_names: dict[str, str] = dict(cfg.area_names)
+        self.count_keep: dict[int, float] = {int(k): float(x) for k, x in cfg.count_keep.items()}
+        self.lung_field_fraction = float(cfg.lung_field_fraction)
         self.p = gen.options.vindr_positive_share
         self.n_q = gen.options.vindr_questions_per_image
         self._classes: dict[str, list[str]] = {}
@@ -113,7 +136,6 @@ class Strategy:
     def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
         sg = ctx.sg
         rng = ctx.stream("vindr")
-        self.rng = rng
         ph = self.fam.phrases
         classes = self.classes(self.scheme_by_source.get(sg.source, self.default_scheme))
         pos: dict[str, list[Fact]] = {}
@@ -141,7 +163,7 @@ class Strategy:
         h = float(im.height) if im and im.height else 0.0
         readers_all = sorted({b.reader for fs in pos.values() for f in fs for b in f.obs.boxes
                               if b.reader and b.source == "expert"})
-        self.n_readers = len(readers_all)
+        n_readers = len(readers_all)
         # per positive finding: lesion boxes (fused if any, else per reader), count, sides, zones
         info: dict[str, dict[str, Any]] = {}
         for fid, fs in pos.items():
@@ -239,8 +261,9 @@ class Strategy:
                 used.add((ty, item))
                 picks.append((ty, want_pos, item))
         rng.shuffle(picks)
+        img = _Image(rng, n_readers, info, ph)
         for ty, want_pos, item in picks:
-            self.one(ctx, t[ty], ty, want_pos, item, info, ph, w)
+            self.one(ctx, img, t[ty], ty, want_pos, item)
 
     def _lung_area(self, ctx: StudyCtx, w: float, h: float) -> float | None:
         lungs = ctx.rboxes.get("lungs")
@@ -251,10 +274,11 @@ class Strategy:
             return sum(b.area() for b in both)
         return w * h * self.lung_field_fraction if w and h else None
 
-    def _reason(self, ctx: StudyCtx, fid: str, info: dict[str, Any] | None, ph: dict[str, tuple[str, ...]]) -> str:
+    def _reason(self, ctx: StudyCtx, img: "_Image", fid: str, info: dict[str, Any] | None) -> str:
         v = self.gen.vocab
+        ph = img.ph
         name = v.finding_name(fid) if fid != "*" else ""
-        nr = self.n_readers
+        nr = img.n_readers
         if info is None:
             readers = f"the {nr} readers" if nr > 1 else "the expert readers"
             if fid == "*":
@@ -274,12 +298,11 @@ class Strategy:
         return AnswerPart(part_type="main", text=text, tag=v.finding_name(fid) if certainty == "present"
                           else "no " + v.finding_name(fid), findings=[fid], certainty=certainty, boxes=boxes)
 
-    def one(self, ctx: StudyCtx, tpl: Template, ty: str, positive: bool, item: str,
-            info: dict[str, dict[str, Any]], ph: dict[str, tuple[str, ...]], w: float) -> None:
+    def one(self, ctx: StudyCtx, img: "_Image", tpl: Template, ty: str, positive: bool, item: str) -> None:
         v = self.gen.vocab
-        rng = self.rng
-        qs = tpl.questions
-        widx = 0 if len(qs) == 1 else int(rng.random() * len(qs))
+        rng = img.rng
+        info = img.info
+        widx = pick_index(rng, tpl)
         if ty == "what":
             area = self.area_names.get(item, item)
             if item == "*":
@@ -293,23 +316,21 @@ class Strategy:
                 lex = self.gen.lexicon
                 forms = [lex.forms(v.finding_name(f), v.finding_name(f)) for f in fids]
                 be = "are" if len(forms) > 1 or forms[0][1] == "are" else "is"
-                lead = ctx.pick(tpl.answers["positive"]).format_map(
-                    {"area": area, "list": join_list([v.finding_name(f) for f in fids]), "n": str(len(fids)),
-                     "A_list": cap(join_list([fm[0] for fm in forms])), "be": be})
-                reasoning = " ".join(self._reason(ctx, f, info[f], ph) for f in fids)
+                lv = {"list": join_list([v.finding_name(f) for f in fids]), "n": str(len(fids)),
+                      "A_list": cap(join_list([fm[0] for fm in forms])), "be": be}
                 short = ", ".join(v.finding_name(f) for f in fids)
+                self._say(ctx, tpl, widx, {"area": area}, item, "positive", lv, facts, short, positive, fids,
+                          lambda lead: (lead, parts),
+                          lambda: " ".join(self._reason(ctx, img, f, info[f]) for f in fids))
             else:  # a side without boxes, or a "No finding" image's whole-image question
-                fids, facts = [], []
-                lead = ctx.pick(tpl.answers["negative"]).format_map({"area": area, "list": "", "n": "0",
-                                                                      "A_list": "", "be": "is"})
-                parts = [AnswerPart(part_type="main", text=lead, tag="no finding")]
+                lv = {"list": "", "n": "0", "A_list": "", "be": "is"}
                 if item == "*":
-                    reasoning = self._reason(ctx, "*", None, ph)
+                    reasoning = lambda: self._reason(ctx, img, "*", None)  # noqa: E731
                 else:
-                    reasoning = ctx.pick(ph["reason_side_clear"]).format_map({"area": area})
-                short = "no finding"
-            question = qs[widx].format_map({"area": area})
-            self._emit(ctx, tpl, item, widx, question, lead, parts, facts, short, positive, fids, reasoning)
+                    reasoning = lambda: ctx.pick(img.ph["reason_side_clear"]).format_map({"area": area})  # noqa: E731
+                self._say(ctx, tpl, widx, {"area": area}, item, "negative", lv, [], "no finding", positive, [],
+                          lambda lead: (lead, [AnswerPart(part_type="main", text=lead, tag="no finding")]),
+                          reasoning)
             return
         wrong = item.endswith("@wrong")
         fid = item[:-6] if wrong else item
@@ -326,7 +347,6 @@ class Strategy:
                 side = "left" if rng.random() < 0.5 else "right"
             slots["side"] = side
             slot_key = f"{fid}|{side}"
-        question = qs[widx].format_map(slots)
         if positive or wrong:
             assert inf is not None
             boxes = inf["boxes"]
@@ -349,25 +369,22 @@ class Strategy:
             else:
                 lv = {"a_finding": self.gen.lexicon.forms(name, name)[0]}
                 short = "yes"
-            lead = ctx.pick(tpl.answers["positive" if positive else "negative"]).format_map({**slots, **lv})
-            parts = [self._part(fid, lead, boxes, "present")]
-            reasoning = self._reason(ctx, fid, inf, ph)
-            findings = [fid]
+            self._say(ctx, tpl, widx, slots, slot_key, "positive" if positive else "negative", lv, facts, short,
+                      positive, [fid], lambda lead: (lead, [self._part(fid, lead, boxes, "present")]),
+                      lambda: self._reason(ctx, img, fid, inf))
         else:
-            facts = [ctx.negative_fact(fid)]
+            nf = ctx.negative_fact(fid)
             lv = {"location": "", "n": "0", "noun": "lesions", "answer": "neither side", "true_side": "",
                   "a_finding": name}
-            lead = ctx.pick(tpl.answers["negative"]).format_map({**slots, **lv})
-            nf = facts[0]
-            parts = [self._part(fid, lead, nf.boxes, "absent")]
-            reasoning = self._reason(ctx, fid, None, ph)
             short = {"how_many": "0", "where": "none", "which": "none"}.get(ty, "no")
-            findings = [fid]
-        self._emit(ctx, tpl, slot_key, widx, question, lead, parts, facts, short, positive, findings, reasoning)
+            self._say(ctx, tpl, widx, slots, slot_key, "negative", lv, [nf], short, positive, [fid],
+                      lambda lead: (lead, [self._part(fid, lead, nf.boxes, "absent")]),
+                      lambda: self._reason(ctx, img, fid, None))
 
-    def _emit(self, ctx: StudyCtx, tpl: Template, slot_key: str, widx: int, question: str, answer: str,
-              parts: list[AnswerPart], facts: list[Fact], short: str | None, positive: bool,
-              findings: list[str], reasoning: str) -> None:
+    def _say(self, ctx: StudyCtx, tpl: Template, widx: int, slots: dict[str, str], slot_key: str, key: str,
+             lv: dict[str, str], facts: list[Fact], short: str | None, positive: bool, findings: list[str],
+             compose: Any, reasoning: Any) -> None:
+        """vindr's grade and provenance policy, then the shared render-and-emit step."""
         grades = [f.grade for f in facts if not f.implied] or [(0, ())]
         # absence on a labelled image is stated by the labels, not implied by silence
         grade = combine(grades)
@@ -378,11 +395,23 @@ class Strategy:
                     prov.append(p)
         if not prov:
             prov = [f"labels:{ctx.sg.study_id}"]
-        if "answer_not_in_question" in tpl.constraints and short and short.lower() in question.lower():
-            return  # the wording would give its answer away
-        ctx.emit(tpl, slot_key, widx, question, answer, parts, grade, answer_short=short,
-                 polarity="positive" if positive else "negative", findings=findings,
-                 regions=[], provenance=prov, reasoning=reasoning)
+        ctx.render_emit(tpl, widx, slots, slot_key, key, lv, [], grade, prov, compose=compose, short=short,
+                        reasoning=reasoning, polarity="positive" if positive else "negative",
+                        findings=findings, regions=[])
+
+
+class _Image:
+    """One image's vindr state, built inside ``Strategy.run``: its random stream, reader count,
+    per-finding box geometry and the phrase table."""
+
+    __slots__ = ("rng", "n_readers", "info", "ph")
+
+    def __init__(self, rng: random.Random, n_readers: int, info: dict[str, dict[str, Any]],
+                 ph: dict[str, tuple[str, ...]]) -> None:
+        self.rng = rng
+        self.n_readers = n_readers
+        self.info = info
+        self.ph = ph
 
 
 def _sround(rng: Any, x: float) -> int:

@@ -26,7 +26,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from radvqa import __version__
+from radvqa.generate.engine import STRATEGIES, GenerateOptions
 from radvqa.io.manifest import REJECTED, build_counts, merge_shard_stats, write_manifest
 from radvqa.io.parquet import WriteError, shard_files
 from radvqa.io.schema import SCHEMA_VERSION
@@ -39,7 +42,7 @@ from radvqa.run.worker import (
     clear_shard, marker_path, rejects_path, shard_is_complete, state_dir, write_text_atomic,
 )
 
-ALL_STRATEGIES = ("qba", "vindr", "rin", "diff")
+ALL_STRATEGIES = STRATEGIES  # the one list lives in radvqa.generate
 
 
 class BuildError(RuntimeError):
@@ -51,8 +54,8 @@ class BuildOptions:
     source: str = "sample"
     inputs: list[str] = field(default_factory=list)
     out: str = "radvqa-out"
-    strategies: tuple[str, ...] = ALL_STRATEGIES
-    seed: int = 0
+    # every generation option (strategies, seed, caps, grades, templates, priors, ...), one struct
+    generate: GenerateOptions = field(default_factory=GenerateOptions)
     workers: int = 1
     executor: str = "local"
     limit: int | None = None
@@ -68,6 +71,18 @@ class BuildOptions:
     keep_spill: bool = False
     strict: bool = False  # the first reject is an error (source rejects stop the read at once)
 
+    @property
+    def strategies(self) -> tuple[str, ...]:
+        return self.generate.strategies
+
+    @property
+    def seed(self) -> int:
+        return self.generate.seed
+
+    def generate_dict(self) -> dict[str, Any]:
+        """The generation options as JSON data (lists, not tuples: as run.json reads back)."""
+        return msgspec.json.decode(msgspec.json.encode(self.generate))
+
     def fingerprint(self) -> dict[str, Any]:
         """What must match for ``--resume`` to continue a run (not workers / executor)."""
         return {
@@ -75,8 +90,7 @@ class BuildOptions:
             "schema_version": SCHEMA_VERSION,
             "source": self.source,
             "inputs": [str(Path(p).resolve()) for p in self.inputs],
-            "strategies": list(self.strategies),
-            "seed": self.seed,
+            **self.generate_dict(),  # strategies, seed, every other generation option
             "limit": self.limit,
             "studies": self.studies,
             "extractor": self.extractor,
@@ -90,8 +104,8 @@ class BuildOptions:
 
     def worker_options(self) -> dict[str, Any]:
         return {
-            "strategies": list(self.strategies),
-            "seed": self.seed,
+            "generate": self.generate_dict(),
+            "seed": self.seed,  # for pipelines other than the stage chain (run/minimal.py)
             "extractor": self.extractor,
             "extractor_options": self.extractor_options,
             "qa_row_group_rows": self.qa_row_group_rows,
@@ -278,6 +292,10 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     unknown = [s for s in opts.strategies if s not in ALL_STRATEGIES]
     if unknown:
         raise BuildError(f"unknown strategy {', '.join(unknown)} (known: {', '.join(ALL_STRATEGIES)})")
+    try:
+        opts.generate.check()
+    except ValueError as exc:
+        raise BuildError(f"generation options: {exc}") from None
     if opts.workers < 1:
         raise BuildError("--workers must be >= 1")
     out = Path(opts.out)
@@ -347,7 +365,7 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
         "image_roots": image_roots_for(_input_paths(opts)),
         "seed": opts.seed,
         "options": {
-            "strategies": list(opts.strategies), "limit": opts.limit, "studies": opts.studies,
+            **opts.generate_dict(), "limit": opts.limit, "studies": opts.studies,
             "extractor": opts.extractor, "workers": opts.workers, "executor": opts.executor,
             "shard_studies": opts.shard_studies, "resumed_shards": resumed,
         },

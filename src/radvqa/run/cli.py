@@ -111,6 +111,17 @@ def register(app: typer.Typer) -> None:
         llm_url: Optional[str] = typer.Option(None, "--llm-url", help="--extractor llm: OpenAI-compatible base URL"),
         llm_model: Optional[str] = typer.Option(None, "--llm-model", help="--extractor llm: model name"),
         shard_studies: int = typer.Option(2000, "--shard-studies", min=1, help="target studies per shard (shard count is a power of two)"),
+        template_dir: Optional[Path] = typer.Option(None, "--template-dir", exists=True, file_okay=False,
+                                                    help="folder of <family>.yaml templates replacing the packaged ones"),
+        priors: Optional[Path] = typer.Option(None, "--priors", exists=True, dir_okay=False,
+                                              help="priors YAML replacing the packaged one (negative sampling weights)"),
+        min_grade: Optional[str] = typer.Option(None, "--min-grade", help="drop QA rows graded below this (A++, A, B, C, D)"),
+        cap_scale: float = typer.Option(1.0, "--cap-scale", min=0.0, help="multiply every template's per-study cap (0.5: a lighter dataset)"),
+        max_per_study: Optional[int] = typer.Option(None, "--max-per-study", min=1, help="most QA rows per study (after per-template caps)"),
+        vindr_positive_share: float = typer.Option(0.417, "--vindr-positive-share", min=0.0, max=1.0,
+                                                   help="vindr: share of positive questions per image"),
+        vindr_questions_per_image: int = typer.Option(6, "--vindr-questions-per-image", min=0, help="vindr: questions per image"),
+        split_ratios: str = typer.Option("0.8,0.1,0.1", "--split-ratios", help="train,validate,test shares for sources without a split"),
         strict: bool = typer.Option(False, "--strict", help="stop with an error at the first rejected record"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
         pipeline: Optional[str] = typer.Option(None, "--pipeline", hidden=True,
@@ -124,7 +135,21 @@ def register(app: typer.Typer) -> None:
         from radvqa.run.builder import BuildError, BuildOptions, build
 
         console = Console(stderr=True)
+        from radvqa.generate import GenerateOptions
+
         strat = tuple(s.strip() for s in strategies.split(",") if s.strip())
+        try:
+            ratios = tuple(float(x) for x in split_ratios.split(","))
+        except ValueError:
+            raise typer.BadParameter(f"{split_ratios!r}: three numbers, e.g. 0.8,0.1,0.1", param_hint="--split-ratios") from None
+        if len(ratios) != 3:
+            raise typer.BadParameter(f"{split_ratios!r}: three numbers, e.g. 0.8,0.1,0.1", param_hint="--split-ratios")
+        gen_opts = GenerateOptions(
+            strategies=strat, seed=seed, max_per_study=max_per_study, cap_scale=cap_scale,
+            vindr_positive_share=vindr_positive_share, vindr_questions_per_image=vindr_questions_per_image,
+            min_grade=min_grade, split_ratios=ratios,  # type: ignore[arg-type]
+            template_dir=str(template_dir.resolve()) if template_dir else None,
+            priors=str(priors.resolve()) if priors else None)
         if executor not in ("local", "ray"):
             raise typer.BadParameter(f"unknown executor {executor!r} (local or ray)", param_hint="--executor")
         if extractor not in ("rules", "llm"):
@@ -135,7 +160,7 @@ def register(app: typer.Typer) -> None:
                 raise typer.BadParameter("--extractor llm needs --llm-url and --llm-model", param_hint="--extractor")
             ex_opts = {"url": llm_url, "model": llm_model}
         opts = BuildOptions(
-            source=source, inputs=[str(p) for p in inputs or []], out=str(out), strategies=strat, seed=seed,
+            source=source, inputs=[str(p) for p in inputs or []], out=str(out), generate=gen_opts,
             workers=workers, executor=executor, limit=limit, resume=resume, studies=studies, extractor=extractor,
             extractor_options=ex_opts, shard_studies=shard_studies, pipeline=pipeline, strict=strict,
         )

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgspec
+
 from radvqa.model import QA, Reject, SceneGraph, Study
 
 
@@ -53,7 +55,7 @@ class StagePipeline:
         ex_kwargs = dict(options.get("extractor_options") or {})
         self.extractor = get_extractor(options.get("extractor", "rules"), ontology=self.ontology, **ex_kwargs)
         self.build_scene_graph = build_scene_graph
-        gen_opts = GenerateOptions(strategies=tuple(options["strategies"]), seed=int(options["seed"]))
+        gen_opts = msgspec.convert(options["generate"], GenerateOptions)  # BuildOptions.generate
         self.generator = Generator(self.ontology, gen_opts)
         # CPU seconds of this process per stage (wall time per stage means little when several
         # workers share a machine, and CPU seconds add up across workers)

@@ -194,7 +194,7 @@ def build_sample(base: Path) -> Path:
 
     out = base / "viewer-sample-build"
     if not (out / "manifest.json").exists():
-        build(BuildOptions(out=str(out), seed=0, shard_studies=15, qa_row_group_rows=300))
+        build(BuildOptions(out=str(out), shard_studies=15, qa_row_group_rows=300))
     return out
 
 
