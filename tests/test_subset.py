@@ -87,6 +87,10 @@ def test_multiple_choice_positions_uniform(balanced: Path) -> None:
     assert pos, "the sample's subset has multiple-choice rows"
     for key, c in pos.items():
         assert len(set(c.values())) == 1 and len(c) == key[1], (key, c)
+    # picking the no-finding option never beats chance
+    mc = [r for r in _rows(balanced) if r["choices"]]
+    none = [r for r in mc if r["choices"][ord(r["answer_short"]) - 65] == "no pathology seen"]
+    assert len(none) <= len(mc) / 4
 
 
 def test_none_answers_capped(balanced: Path) -> None:

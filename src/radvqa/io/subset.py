@@ -13,8 +13,9 @@
   independently of the answer, so each exact question text is balanced in expectation too. The
   template group joins templates with the same wordings (``template_group``: rin's closed+ and
   closed-), which a reader cannot tell apart; otherwise it is the template, one per question type;
-- multiple-choice rows are down-sampled so the correct letter is uniform over the positions within
-  each (question type, number of options);
+- multiple-choice rows whose answer is the no-finding option ("no pathology seen") are capped at
+  1/k of their (question type, number of options) group, then rows are down-sampled so the correct
+  letter is uniform over the positions within each group;
 - "none" / "0" answers of open short questions (where / which / how many) are capped per cell at
   the cell's number of positive answers;
 - open questions are kept.
@@ -65,6 +66,7 @@ R_MAJORITY = "yes/no majority answer down-sampled"
 R_NEGATIVE = "none/0 answer above the cell's positive count"
 R_POSITION = "multiple-choice position down-sampled"
 R_NO_LETTER = "multiple choice without a letter answer"
+R_NEG_CHOICE = "multiple choice answered by the no-finding option, above 1/k of its group"
 R_GRADE = "grade below the tier"
 
 
@@ -77,6 +79,7 @@ class BalanceRules:
     splits: tuple[str, ...] = ("test",)
     max_majority_share: float = 0.5
     negative_short_answers: tuple[str, ...] = ("none", "0")
+    negative_choice_answers: tuple[str, ...] = ("no pathology seen",)
     version: int = 1
 
     def check(self) -> None:
@@ -92,6 +95,8 @@ def load_rules(path: Path | None = None) -> BalanceRules:
     r = BalanceRules(splits=tuple(d.get("splits", ("test",))),
                      max_majority_share=float(d.get("max_majority_share", 0.5)),
                      negative_short_answers=tuple(str(x).lower() for x in d.get("negative_short_answers", ("none", "0"))),
+                     negative_choice_answers=tuple(str(x).lower() for x in d.get("negative_choice_answers",
+                                                                                    ("no pathology seen",))),
                      version=int(d.get("version", 1)))
     r.check()
     return r
@@ -249,7 +254,19 @@ def plan_balanced(rows: dict[str, list[Any]], rules: BalanceRules, seed: int) ->
         plan.dropped[R_NEGATIVE] += len(dropped)
         cells["short_capped" if dropped else "short_kept"] += 1
     positions: dict[str, dict[str, int]] = {}
+    neg_choice = set(rules.negative_choice_answers)
     for (qt, k), by_pos in sorted(mc.items()):
+        # the "nothing there" option ("no pathology seen", the answer of every normal image) is
+        # capped at 1/k of the group's rows: always picking it must not beat chance
+        rows_all = [i for p in range(k) for i in by_pos.get(p, [])]
+        is_neg = {i for i in rows_all if str(rows["choices"][i][LETTERS.find(rows["answer_short"][i].strip().upper())]).lower()
+                  in neg_choice}
+        if is_neg:
+            n_other = len(rows_all) - len(is_neg)
+            kept_neg, dropped = _take(sorted(is_neg), n_other // (k - 1), ids, seed)
+            plan.dropped[R_NEG_CHOICE] += len(dropped)
+            gone = set(dropped)
+            by_pos = {p: [i for i in by_pos.get(p, []) if i not in gone] for p in range(k)}
         m = min(len(by_pos.get(p, [])) for p in range(k))
         for p in range(k):
             kept, dropped = _take(by_pos.get(p, []), m, ids, seed)
@@ -343,7 +360,8 @@ def subset(parent: Path | str, out: Path | str, *, balanced: bool = False, tier:
     if balanced:
         rules = rules or load_rules()
         if splits:
-            rules = BalanceRules(tuple(splits), rules.max_majority_share, rules.negative_short_answers, rules.version)
+            rules = BalanceRules(tuple(splits), rules.max_majority_share, rules.negative_short_answers,
+                                 rules.negative_choice_answers, rules.version)
             rules.check()
         plan = plan_balanced(rows, rules, seed)
         chosen_splits = list(rules.splits)
@@ -429,7 +447,8 @@ def subset(parent: Path | str, out: Path | str, *, balanced: bool = False, tier:
         }
         if balanced and rules is not None:
             info["rules"] = {"version": rules.version, "max_majority_share": rules.max_majority_share,
-                             "negative_short_answers": list(rules.negative_short_answers)}
+                             "negative_short_answers": list(rules.negative_short_answers),
+                             "negative_choice_answers": list(rules.negative_choice_answers)}
         manifest: dict[str, Any] = {
             "manifest_version": pm.get("manifest_version", 1),
             "radvqa_version": __version__,
