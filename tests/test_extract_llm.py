@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from radvqa.extract import get_extractor
+from radvqa.extract.llm import PROMPT_VERSION
 from radvqa.ontology import load_ontology
 
 REPORT = "INDICATION: cough, evaluate for pneumonia.\nFINDINGS: Right basilar atelectasis. No pneumothorax."
@@ -159,7 +160,34 @@ def test_extract_cli_with_llm_backend(tmp_path):
                                        "--llm-model", "m", "--cache-dir", str(tmp_path / "cache")])
     assert res.exit_code == 0, res.output
     graphs = [from_json(x, SceneGraph) for x in out.read_bytes().splitlines()]
-    assert [g.study_id for g in graphs] == ["a"] and graphs[0].extractor == "llm:m:1"
+    assert [g.study_id for g in graphs] == ["a"] and graphs[0].extractor == f"llm:m:{PROMPT_VERSION}"
     assert "empty" in (tmp_path / "o.jsonl.rejected.jsonl").read_text()
     res = CliRunner().invoke(app, ["extract", str(src), "--out", str(out), "--extractor", "llm"])
     assert res.exit_code != 0 and "--llm-url" in res.output
+
+
+QUALIFIED = json.dumps({
+    "observations": [
+        {"finding": "pneumothorax", "certainty": "absent", "laterality": None, "regions": [], "severity": None,
+         "size_mm": None, "change": None, "temporal": None, "qualifier": None, "evidence": "No pneumothorax"},
+        # a model that puts "absent" beside a qualifier: a qualified negative is uncertain
+        {"finding": "pleural_effusion", "certainty": "absent", "laterality": None, "regions": [], "severity": None,
+         "size_mm": None, "change": None, "temporal": None, "qualifier": "large", "evidence": "large pleural effusion"},
+    ],
+    "indication_evaluate": [],
+})
+
+
+def test_llm_schema_and_prompt_carry_the_conventions_and_the_qualifier(onto):
+    from radvqa.extract.llm import PROMPT_VERSION, SYSTEM_PROMPT
+
+    text = "FINDINGS: No pneumothorax or large pleural effusion."
+    with _Server([(200, QUALIFIED)]) as srv:
+        res = get_extractor("llm", ontology=onto, url=srv.url, model="m").extract(text, "s")
+    items = srv.requests[0]["body"]["response_format"]["json_schema"]["schema"]["properties"]["observations"]["items"]
+    assert "qualifier" in items["required"] and "temporal" in items["required"]
+    assert PROMPT_VERSION != "1" and res.extractor.endswith(":" + PROMPT_VERSION)
+    for rule in ("X or Y", "qualifier", "rule out X", "bibasilar", "tracheostomy tube"):
+        assert rule in SYSTEM_PROMPT
+    got = {o.finding: (o.certainty, o.qualifier) for o in res.observations}
+    assert got == {"pneumothorax": ("absent", None), "pleural_effusion": ("uncertain", "large")}

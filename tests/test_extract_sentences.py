@@ -13,7 +13,8 @@ from radvqa.extract import get_extractor
 from radvqa.ontology import load_ontology
 
 ROWS = yaml.safe_load((Path(__file__).parent / "data" / "extract" / "sentences.yaml").read_text())["rows"]
-KEYS = {"lat": "laterality", "reg": "regions", "sev": "severity", "size": "size_mm", "chg": "change"}
+KEYS = {"lat": "laterality", "reg": "regions", "sev": "severity", "size": "size_mm", "chg": "change",
+        "qual": "qualifier", "tmp": "temporal"}
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +28,8 @@ def _matches(o, certainty: str, attrs: dict[str, str]) -> bool:
     for k, v in attrs.items():
         field = KEYS[k]
         got = getattr(o, field)
+        if field == "qualifier":
+            v = v.replace("_", " ")  # "qual=typical_findings_of": one token in the table
         if field == "regions":
             if v not in got:
                 return False
@@ -52,7 +55,8 @@ def test_table_is_big_enough_and_covers_every_topic():
 def test_sentence(ex, topic, text, expected):
     e = ex.extract(text, "t")
     assert e.error is None
-    got = [(o.finding, o.certainty, o.laterality, o.regions, o.severity, o.size_mm, o.change) for o in e.observations]
+    got = [(o.finding, o.certainty, o.laterality, o.regions, o.severity, o.size_mm, o.change, o.qualifier, o.temporal)
+           for o in e.observations]
     if expected.strip() == "-":
         assert e.observations == [], got
         return

@@ -92,4 +92,47 @@ def test_predictions_file_and_cli(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["score-extraction", "--gold", str(bad)])
     assert r.exit_code != 0 and "expected an object" in r.output
     with pytest.raises(GoldError, match="unknown format"):
-        score(FIX / "train.json", "lunguage")
+        score(FIX / "train.json", "brat")
+    with pytest.raises(GoldError, match="not Lunguage.csv"):
+        score(Path(__file__).parent / "data" / "cxr_align" / "README.md", "lunguage")
+
+
+def test_import_cxr_align(tmp_path: Path) -> None:
+    """CXR-Align as multiple choice: the original report among its negated and omitted versions."""
+    import pyarrow.parquet as pq
+
+    from radvqa.eval.cxralign import import_cxr_align
+
+    fix = Path(__file__).parent / "data" / "cxr_align"
+    m = import_cxr_align(fix, tmp_path / "o")
+    assert (m["counts"]["qa"], m["counts"]["rejected"]) == (13, 2)  # 15 cases in
+    rows = pq.read_table(tmp_path / "o" / "qa").to_pylist()
+    for r in rows:
+        assert r["choices"][ord(r["answer_short"]) - ord("A")] == r["answer"]  # the letter points at the original
+        assert len(set(r["choices"])) == len(r["choices"])
+    two = next(r for r in rows if r["qa_id"].endswith("two-only"))
+    assert len(two["choices"]) == 2 and two["findings"] == ["atelectasis"]
+    # positions spread over the letters (12 three-option cases), same for the same seed
+    letters = [r["answer_short"] for r in rows if len(r["choices"]) == 3]
+    assert len(set(letters)) == 3
+    again = import_cxr_align(fix, tmp_path / "o2")
+    assert again["counts"] == m["counts"]
+    assert [r["answer_short"] for r in pq.read_table(tmp_path / "o2" / "qa").to_pylist()] == [r["answer_short"] for r in rows]
+    r = CliRunner().invoke(app, ["import", "cxr-align", str(fix / "cxr-align.json"), "--out", str(tmp_path / "o3")])
+    assert r.exit_code == 0 and "13 questions, 2 rejected" in r.output
+
+
+def test_lunguage_rows(mapper: TermMapper) -> None:
+    from radvqa.eval.radgraph import read_lunguage
+
+    u: Counter[str] = Counter()
+    got = {rid: (n, [(g.finding, g.certainty, g.laterality, g.change) for g in gold])
+           for rid, _, n, gold in read_lunguage(Path(__file__).parent / "data" / "lunguage" / "Lunguage.csv", mapper, u)}
+    # history and patient-info rows are not findings; "zebra sign" names nothing: listed
+    assert got["s50000001"] == (3, [("pleural_effusion", "present", "left", "worsened"), ("pneumothorax", "absent", None, None),
+                                    ("pneumonia", "uncertain", "left", None)])
+    assert got["s50000002"] == (3, [("cardiomegaly", "present", None, "unchanged"), ("picc", "present", "right", None)])
+    assert u == {"zebra sign": 1}
+    res = score(Path(__file__).parent / "data" / "lunguage" / "Lunguage.csv", "lunguage")
+    assert res["levels_positive"]["finding+certainty"]["tp"] == 4
+    assert res["levels"]["finding+change"]["tp"] == 2  # "possibly increased" = worsened class; "unchanged"

@@ -148,6 +148,7 @@ class Observation(msgspec.Struct, kw_only=True):
     # report (extracted), label (dataset/expert labels), default (implied negative), box
     source: str = "report"
     boxes: list[Box] = []  # lesion or region boxes localising this observation
+    qualifier: str | None = None  # qualified negative ("no large effusion" -> "large"); certainty is then "uncertain"
 
 
 class Indication(msgspec.Struct, kw_only=True):

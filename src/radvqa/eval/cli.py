@@ -89,7 +89,7 @@ def register(app: typer.Typer) -> None:
     @app.command("score-extraction")
     def score_extraction(
         gold: Path = typer.Option(..., "--gold", metavar="FILE", help="Gold entity graphs: RadGraph train/dev/test.json or a RadGraph2 file."),
-        fmt: str = typer.Option("radgraph", "--format", metavar="FORMAT", help="radgraph or radgraph2 (change entities scored)."),
+        fmt: str = typer.Option("radgraph", "--format", metavar="FORMAT", help="radgraph, radgraph2 (change entities scored) or lunguage (Lunguage.csv)."),
         pred: Optional[Path] = typer.Option(None, "--pred", metavar="SG.jsonl", help="Predictions from `radvqa extract` on the gold texts; default: run the rules extractor."),
         labeler: str = typer.Option("labeler_1", "--labeler", help="Which annotator of RadGraph's test.json (labeler_1 or labeler_2)."),
         json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Also write the figures as JSON."),
@@ -139,6 +139,24 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """SLAKE: questions of one language, with detection.json boxes."""
         _import("slake", path, out, lang=lang)
+
+    @imp.command("cxr-align")
+    def import_cxr_align(
+        path: Path = typer.Argument(..., metavar="PATH", help="cxr-align.json, or the folder holding it."),
+        out: Path = typer.Option(..., "--out", "-o", help="Output dataset directory."),
+        images: Optional[Path] = typer.Option(None, "--images", help="MIMIC-CXR-JPG root: images found by dicom_id."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the option order (the correct letter is uniform over positions)."),
+    ) -> None:
+        """CXR-Align: which of original / negated / omitted report matches the image (multiple choice)."""
+        from radvqa.eval.cxralign import import_cxr_align as run
+        from radvqa.eval.importers import ImportError_
+
+        try:
+            m = run(path, out, images=images, seed=seed)
+        except ImportError_ as e:
+            _fail(str(e))
+        c = m["counts"]
+        typer.echo(f"cxr-align: {c['qa']} questions, {c['rejected']} rejected -> {out}")
 
     @imp.command("medical-diff-vqa")
     def import_medical_diff_vqa(

@@ -1,5 +1,7 @@
 """Score radvqa's report extractor against radiologists' entity graphs: RadGraph (Jain et al. 2021)
-and RadGraph2 (Khanna, Dejl et al. 2023), as laid out in the shared FORMATS.md section 4.
+and RadGraph2 (Khanna, Dejl et al. 2023), as laid out in the shared FORMATS.md section 4, and
+Lunguage's structured reports (section 5: ``read_lunguage``; tentative -> uncertain, negative ->
+absent, the improved / worsened / no change columns -> change).
 
 Gold layout: ``{report_id: {"text", "entities": {id: {"tokens", "label", "start_ix", "end_ix",
 "relations": [[type, target_id], ...]}}, "data_split", ...}}``; the v1 test file puts the entities
@@ -40,7 +42,7 @@ from typing import Any, Iterable, Iterator
 
 from radvqa.model import Observation
 
-FORMATS = ("radgraph", "radgraph2")
+FORMATS = ("radgraph", "radgraph2", "lunguage")
 _CERTAINTY = {
     "OBS-DP": "present", "OBS-U": "uncertain", "OBS-DA": "absent",
     "Observation::definitely present": "present", "Observation::uncertain": "uncertain",
@@ -52,6 +54,9 @@ _CHANGE = {
     "CHAN-IMP": "improved", "CHAN-CON-IMP": "improved", "CHAN-CON-RES": "resolved", "CHAN-DISA": "resolved",
     "CHAN-DEV-AP": "new", "CHAN-DEV-DISA": "resolved", "CHAN-DEV-PLACE": None, "CHAN-DISP": None,
 }
+# radvqa's change values distinguish size ("increased") from course ("worsened"); the gold
+# vocabularies do not, so both are compared as one class
+_CHANGE_CLASS = {"increased": "worsened", "decreased": "improved"}
 _RANK = {"absent": 0, "uncertain": 1, "present": 2}
 _SIDES = (("bilateral", "bilateral"), ("both", "bilateral"), ("bibasilar", "bilateral"), ("bibasal", "bilateral"),
           ("left", "left"), ("right", "right"))
@@ -220,6 +225,76 @@ class Counts:
         return out
 
 
+def _gold_reports(path: str | Path, fmt: str, labeler: str, mapper: TermMapper,
+                  unmapped: Counter[str]) -> Iterator[tuple[str, str, int, list[GoldObs]]]:
+    """(report id, text, gold observation entities, gold observations) per report."""
+    if fmt == "lunguage":
+        yield from read_lunguage(path, mapper, unmapped)
+        return
+    for rid, text, ents in read_gold(path, labeler):
+        n = sum(1 for e in ents.values() if isinstance(e, dict) and str(e.get("label")) in _CERTAINTY)
+        yield rid, text, n, gold_observations(text, ents, mapper, unmapped)
+
+
+# Lunguage (shared FORMATS.md section 5): one row per (entity, sentence); columns read here are the
+# ones public code reads (their order and completeness are UNVERIFIED). The single-report score
+# drops the history section; rows of the "patient info." and "oth" categories are not findings.
+_LUNGUAGE_SKIP_CATS = {"patient info.", "oth"}
+_LUNGUAGE_CHANGE = (("improved", "improved"), ("worsened", "worsened"), ("no change", "unchanged"))
+
+
+def read_lunguage(path: str | Path, mapper: TermMapper, unmapped: Counter[str]) -> Iterator[tuple[str, str, int, list[GoldObs]]]:
+    import csv
+
+    p = Path(path)
+    try:
+        fh = open(p, encoding="utf-8-sig", newline="")
+    except OSError as e:
+        raise GoldError(f"{p}: cannot read ({e})") from e
+    with fh:
+        r = csv.DictReader(fh)
+        need = {"study_id", "section", "ent", "dx_status", "dx_certainty", "report"}
+        if not need <= set(r.fieldnames or []):
+            raise GoldError(f"{p}: not Lunguage.csv (needs {', '.join(sorted(need))}; found {', '.join((r.fieldnames or [])[:12])})")
+        cur: str | None = None
+        text = ""
+        n = 0
+        best: dict[tuple[str, str | None], GoldObs] = {}
+        for row in r:
+            sid = (row.get("study_id") or "").strip()
+            if sid != cur:
+                if cur is not None:
+                    yield cur, text, n, list(best.values())
+                cur, text, n, best = sid, row.get("report") or "", 0, {}
+            if (row.get("section") or "").strip().lower() == "hist" or (row.get("cat") or "").strip().lower() in _LUNGUAGE_SKIP_CATS:
+                continue
+            n += 1
+            ent = (row.get("ent") or "").strip().lower()
+            loc = (row.get("location") or "").strip().lower()
+            hit = mapper(ent) or (mapper(f"{loc} {ent}") if loc else None)
+            if hit is None:
+                unmapped[ent] += 1
+                continue
+            finding, states_normal = hit
+            status = (row.get("dx_status") or "").strip().lower()
+            tentative = (row.get("dx_certainty") or "").strip().lower() == "tentative"
+            cert = "uncertain" if tentative else ("absent" if status == "negative" or states_normal else "present")
+            change = next((v for col, v in _LUNGUAGE_CHANGE if (row.get(col) or "").strip()), None)
+            if change is None and (row.get("onset") or "").strip().lower() in ("new", "newly"):
+                change = "new"
+            side = next((sd for w, sd in _SIDES if w in f"{loc} {ent}".split()), None)
+            key = (finding, side)
+            prev = best.get(key)
+            if prev is None:
+                best[key] = GoldObs(finding, cert, side, change, f"{loc} {ent}".strip())
+            else:
+                if _RANK[cert] > _RANK[prev.certainty]:
+                    prev.certainty = cert
+                prev.change = prev.change or change
+        if cur is not None:
+            yield cur, text, n, list(best.values())
+
+
 def _tally(counts: Counts, gold: list[GoldObs], pred: list[Observation], onto: Any) -> None:
     pairs = match(gold, pred, onto)
     tp = len(pairs)
@@ -228,7 +303,7 @@ def _tally(counts: Counts, gold: list[GoldObs], pred: list[Observation], onto: A
     counts.add("finding+certainty", ok, len(pred) - ok, len(gold) - ok)
     ok = sum(g.laterality == p.laterality for g, p in pairs)
     counts.add("finding+side", ok, len(pred) - ok, len(gold) - ok)
-    ok = sum(1 for g, p in pairs if g.change is not None and g.change == p.change)
+    ok = sum(1 for g, p in pairs if g.change is not None and _CHANGE_CLASS.get(g.change, g.change) == _CHANGE_CLASS.get(p.change, p.change))
     counts.add("finding+change", ok, sum(1 for p in pred if p.change) - ok, sum(1 for g in gold if g.change) - ok)
 
 
@@ -252,10 +327,9 @@ def score(gold_path: str | Path, fmt: str = "radgraph", labeler: str = "labeler_
     counts, positive = Counts(), Counts()
     n_reports = n_obs_entities = n_gold = 0
     missing_pred: list[str] = []
-    for rid, text, ents in read_gold(gold_path, labeler):
+    for rid, text, n_ents, gold in _gold_reports(gold_path, fmt, labeler, mapper, unmapped):
         n_reports += 1
-        n_obs_entities += sum(1 for e in ents.values() if isinstance(e, dict) and str(e.get("label")) in _CERTAINTY)
-        gold = gold_observations(text, ents, mapper, unmapped)
+        n_obs_entities += n_ents
         n_gold += len(gold)
         if predictions is None:
             pred = [o for o in extractor.extract(text, rid).observations if o.from_report and o.source == "report"]

@@ -16,6 +16,8 @@ Rules (documented contract of the rules backend):
 - evidence is the mentions that support the final certainty: a present observation never cites
   the sentence that negated the same finding ("lungs are free of airspace disease" is not evidence
   of an opacity stated elsewhere); the IR has no place for dissenting mentions, so they are dropped;
+- a qualified negative ("no large effusion": uncertain, qualifier "large") keeps its qualifier
+  only when every mention supporting the final certainty is qualified;
 - findings the ontology marks non-lateralised (cardiomegaly, edema, mediastinal shift...) get no
   laterality: "right" near them names a region or a direction, not the side of the finding.
 """
@@ -38,7 +40,7 @@ class _Obs:
         self.laterality = laterality
         self.regions = regions
         # (span, certainty, attributes, own): own is False for a merged region-less mention
-        self.mentions: list[tuple[Span, str, AttrValues | None, bool]] = []
+        self.mentions: list[tuple[Span, str, AttrValues | None, bool, str | None]] = []
         self.order = order
         self.implicit = implicit
 
@@ -50,7 +52,8 @@ class Aggregator:
         self._side = region_side
         self._lateralised = lateralised
 
-    def add(self, finding: str, certainty: str, span: Span, v: AttrValues | None, implicit: bool = False) -> None:
+    def add(self, finding: str, certainty: str, span: Span, v: AttrValues | None, implicit: bool = False,
+            qualifier: str | None = None) -> None:
         lat = regions = None
         if v is not None:
             lat = v.laterality
@@ -75,7 +78,7 @@ class Aggregator:
                 o.certainty = certainty  # the explicit statement replaces the implied one
             elif _RANK[certainty] > _RANK[o.certainty]:
                 o.certainty = certainty
-        o.mentions.append((span, certainty, v, True))
+        o.mentions.append((span, certainty, v, True, qualifier))
 
     def _merge_regionless(self) -> list[_Obs]:
         obs = sorted(self._by_key.values(), key=lambda x: x.order)
@@ -94,7 +97,7 @@ class Aggregator:
             t = targets[0]
             if _RANK[o.certainty] > _RANK[t.certainty]:
                 t.certainty = o.certainty
-            t.mentions.extend((sp, c, v, False) for sp, c, v, _own in o.mentions)
+            t.mentions.extend((sp, c, v, False, q) for sp, c, v, _own, q in o.mentions)
             t.mentions.sort(key=lambda m: m[0].start)
         return out
 
@@ -105,10 +108,12 @@ class Aggregator:
             evidence: list[Span] = []
             own = False
             severity = size = change = temporal = None
-            for sp, c, v, mine in o.mentions:
+            quals: list[str | None] = []
+            for sp, c, v, mine, q in o.mentions:
                 if c != cert:
                     continue  # a dissenting mention is neither evidence nor a source of attributes
                 evidence.append(sp)
+                quals.append(q)
                 own = own or mine
                 if v is not None:
                     severity = severity or v.severity
@@ -122,5 +127,8 @@ class Aggregator:
                 id=f"O{n:02d}", finding=o.finding, certainty=cert, laterality=o.laterality,
                 regions=list(o.regions) if own else [], severity=severity, size_mm=size, change=change,
                 temporal=temporal, evidence=evidence, source="report",
+                # a qualified negative only when every supporting mention is one: "possible
+                # effusion ... no large effusion" is a plain hedge, not "no large effusion"
+                qualifier=quals[0] if cert == "uncertain" and quals and all(quals) else None,
             ))
         return out

@@ -9,6 +9,7 @@ base": both are covered by distance, a comma or clause cue in between costs extr
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +49,10 @@ class AttributeMatcher:
                  modifiers: Any, extra: dict[str, Any]):
         table: dict[str, list[tuple[str, str]]] = {}
 
-        def add(phrase: str, kind: str, value: str) -> None:
+        def add(phrase: str, kind: str, value: str, replace: bool = False) -> None:
             p = " ".join(str(phrase).lower().split())
+            if p and replace:  # our data decides the phrase's value of this kind
+                table[p] = [kv for kv in table.get(p, []) if kv[0] != kind]
             if p and (kind, value) not in table.get(p, []):
                 table.setdefault(p, []).append((kind, value))
 
@@ -62,13 +65,22 @@ class AttributeMatcher:
                 for w in words:
                     add(w, kind, value)
         for kind, groups in (extra or {}).items():
-            if kind in ("drop", "version"):
+            if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
                     add(w, kind, value)
+        # override: kind -> value -> words whose value of that kind is ours, not the ontology's
+        for kind, groups in ((extra or {}).get("override") or {}).items():
+            for value, words in (groups or {}).items():
+                for w in words:
+                    add(w, kind, value, replace=True)
         for p in (extra or {}).get("drop", []) or []:
             table.pop(" ".join(str(p).lower().split()), None)
+        # phrases that contain an attribute word but are none ("left lateral decubitus" names a
+        # view, not the side of a finding): matched, longest first, and give nothing
+        for p in (extra or {}).get("ignore", []) or []:
+            table[" ".join(str(p).lower().split())] = []
         self.table = {p: tuple(v) for p, v in table.items()}
         self.region_side = region_side
         self.pattern = trie_regex(self.table)
@@ -93,43 +105,157 @@ class AttributeMatcher:
         return out
 
 
-def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str) -> list[AttrValues]:
+# A modifier right after a negation ("emphysema without acute disease", "no acute fracture")
+# belongs to the negated phrase: it can only describe a mention that follows it.
+_NEGATED_BEFORE = re.compile(r"(?:^|\W)(?:no|not|without|negative for|free of)\s+$")
+# "4 cm above the carina", "2 cm from the hilum": a distance, not the size of anything.
+_DISTANCE_AFTER = re.compile(r"\s*(?:above|below|from|beyond|proximal|distal|superior|inferior|short of|into)\b")
+# Coordination between two mentions ("scarring or atelectasis", "effusion and atelectasis",
+# "X/Y", "X, Y", "airspace disease with blunted costophrenic angle"): up to two modifier words
+# before the second one ("or early atelectasis").
+_COORD = re.compile(r"\s*(?:,\s*)?(?:(?:and/or|and|or|versus|vs\.?|/|,|with)\s*)(?:[a-z-]+\s+){0,2}")
+# A diagnosis offered for a sign ("opacities in the lung bases compatible with scarring or
+# atelectasis") is located where the sign is.
+_EXPLAINS = re.compile(r"(?:compatible with|consistent with|represents?|representing|may represent|could represent|"
+                       r"reflects?|reflecting|may reflect|suggestive of|likely|due to|related to|secondary to|"
+                       r"concerning for|suspicious for|worrisome for)"
+                       r"\s+(?:[a-z-]+\s+){0,3}$")
+_VERB = re.compile(r"\b(?:is|are|was|were|appears?|remains?)\b")
+_APPOSITION = re.compile(r",\s*(?:[a-z-]+\s+){0,2}$")
+_SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
+MAX_GAP = 80  # characters between an attribute and the mention it can describe
+MAX_GROUP = 8  # a longer chain of coordinated mentions is a list, not one finding phrase (and bounds the work)
+
+
+def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
+           share: list[bool] | None = None, signs: list[bool] | None = None) -> list[AttrValues]:
     """Give each attribute to the nearest mention of the sentence; returns one AttrValues per
-    mention (same order as ``mention_spans``)."""
+    mention (same order as ``mention_spans``, which are in text order and do not overlap).
+
+    Only mentions within ``MAX_GAP`` characters are candidates (found by bisection), so the work
+    per attribute is bounded and a sentence costs time linear in its length. Then:
+    - the side stated nearest a mention wins ("right-sided pneumothorax only visible on the left
+      lateral decubitus film" is right); two sides coordinated with each other ("right and left")
+      are bilateral;
+    - a location (side, region) before or after a coordinated group of mentions governs every
+      member that has none of its own ("scarring or atelectasis in the left base": both left);
+      ``share[i]`` False keeps mention i out (findings without a side); a diagnosis offered for a
+      sign ("opacity in the left base compatible with / , scarring or atelectasis"; ``signs[i]``
+      marks the signs) is located where the sign is;
+    - a severity / change / temporal word right after a negation only describes what follows it."""
+    n = len(mention_spans)
     vals = [AttrValues() for _ in mention_spans]
-    if not mention_spans:
+    if not n:
         return vals
+    starts = [a for a, _ in mention_spans]
+    ends = [b for _, b in mention_spans]
+    lat_at: list[tuple[int, int, int] | None] = [None] * n  # (distance, start, end) of the side kept
+    own_loc: list[list[Attr]] = [[] for _ in range(n)]
     for a in attrs:
+        negated_mod = a.kind in ("severity", "change", "temporal") and _NEGATED_BEFORE.search(
+            lower, max(0, a.start - 16), a.start) is not None
+        if a.kind == "size" and _DISTANCE_AFTER.match(lower, a.end):
+            continue
         best = -1
         best_d = 1 << 30
-        for i, (ms, me) in enumerate(mention_spans):
+        i = bisect_left(ends, a.start - MAX_GAP)
+        while i < n and starts[i] <= a.end + MAX_GAP:
+            ms, me = starts[i], ends[i]
             if a.start >= ms and a.end <= me:  # inside the mention ("left lower lobe atelectasis" pattern)
                 d = 0
             elif a.end <= ms:  # attribute before the mention
                 gap = lower[a.end:ms]
-                d = len(gap) + _penalty(gap)
+                if a.kind == "size" and " of " in gap:
+                    d = 1 << 30  # "1.9 cm interruption of the catheter": it measures the interruption
+                else:
+                    # "nodules in the left base are calcified": a verb between the location and
+                    # the next mention makes the location the subject's, not the predicate's
+                    d = len(gap) + _penalty(gap) + (20 if _VERB.search(gap) else 0)
             elif a.start >= me:  # after
+                if negated_mod:
+                    i += 1
+                    continue
                 gap = lower[me:a.start]
                 d = len(gap) + 4 + _penalty(gap)
             else:
                 d = 0
             if d < best_d:
                 best, best_d = i, d
-        if best < 0 or best_d > 80:
+            i += 1
+        if best < 0 or best_d > MAX_GAP:
             continue
         v = vals[best]
         if a.kind == "region":
             if a.value not in v.regions:
                 v.regions.append(a.value)
+            own_loc[best].append(a)
         elif a.kind == "size":
             size = float(a.value)
             v.size_mm = size if v.size_mm is None else max(v.size_mm, size)
+        elif a.kind == "laterality":
+            prev = lat_at[best]
+            if prev is None or v.laterality is None:
+                v.laterality = a.value
+                lat_at[best] = (best_d, a.start, a.end)
+            elif v.laterality != a.value:
+                lo, hi = (prev[2], a.start) if prev[1] < a.start else (a.end, prev[1])
+                if _SIDE_PAIR.fullmatch(lower, lo, hi):  # "right and left lower lobes"
+                    v.laterality = "bilateral"
+                elif best_d < prev[0]:  # the side stated nearer the finding wins
+                    v.laterality = a.value
+                    lat_at[best] = (best_d, a.start, a.end)
+            own_loc[best].append(a)
         elif getattr(v, a.kind) is None:
             setattr(v, a.kind, a.value)
-        elif a.kind == "laterality" and getattr(v, a.kind) != a.value:
-            v.laterality = "bilateral"
         v.spans.append((a.start, a.end))
+    if n > 1 and any(own_loc):  # no location at all: nothing to share
+        _share_locations(vals, starts, ends, own_loc, lower, share, signs)
     return vals
+
+
+def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int], own_loc: list[list[Attr]],
+                     lower: str, share: list[bool] | None, signs: list[bool] | None = None) -> None:
+    """A location outside a coordinated group of mentions governs all its members."""
+    n = len(vals)
+    g0 = 0
+    for i in range(1, n + 1):
+        if i < n and _COORD.fullmatch(lower, ends[i - 1], starts[i]):
+            continue
+        if g0 > 0 and (vals[g0 - 1].laterality or vals[g0 - 1].regions) and starts[g0] - ends[g0 - 1] <= 2 * MAX_GAP \
+                and (share is None or share[g0 - 1]) and (
+                _EXPLAINS.search(lower, max(ends[g0 - 1], starts[g0] - 64), starts[g0])
+                # apposition after a sign: "opacity in the left base, scarring or atelectasis"
+                or (signs is not None and signs[g0 - 1] and _APPOSITION.search(lower, ends[g0 - 1], starts[g0]))):
+            sign = vals[g0 - 1]
+            for k in range(g0, i):
+                v = vals[k]
+                if (share is not None and not share[k]) or v.laterality or v.regions:
+                    continue
+                v.laterality = sign.laterality
+                v.regions.extend(sign.regions)
+        if 1 < i - g0 <= MAX_GROUP:  # group g0 .. i-1
+            lo, hi = starts[g0], ends[i - 1]
+            # outside the group, or opening / closing it inside a lexicon term ("bibasilar
+            # atelectasis or scarring": "bibasilar" is part of the first term)
+            outside = [(k, a) for k in range(g0, i) for a in own_loc[k]
+                       if a.start <= lo or a.end >= hi]
+            for k in range(g0, i):
+                if share is not None and not share[k]:
+                    continue
+                v = vals[k]
+                own_side = any(a.kind == "laterality" for a in own_loc[k])
+                own_region = any(a.kind == "region" for a in own_loc[k])
+                for _src, a in outside:
+                    if a.kind == "region":
+                        if not own_region and a.value not in v.regions:
+                            v.regions.append(a.value)
+                    elif own_side:
+                        continue
+                    elif v.laterality is None or v.laterality == a.value:
+                        v.laterality = a.value
+                    else:
+                        v.laterality = "bilateral"
+        g0 = i
 
 
 def _penalty(gap: str) -> int:

@@ -6,6 +6,7 @@ one trie regex and applies the scope rules. See that file for the rules in words
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,10 @@ class ContextRules:
         self.max_pre = int(data.get("max_words_pre", 14))
         self.max_post = int(data.get("max_words_post", 8))
         self.max_hypo = int(data.get("max_words_hypothetical", 6))
+        # Scope windows in characters as well as words: the work per mention stays bounded
+        # whatever the sentence (a 100k-character run without punctuation is linear, #20).
+        self.max_chars_pre = int(data.get("max_chars_pre", 400))
+        self.max_chars_post = int(data.get("max_chars_post", 300))
 
     def cues(self, lower: str, start: int, end: int) -> list[Cue]:
         get = self.roles.get
@@ -81,19 +86,27 @@ class ContextRules:
                 out.append(Cue(m.start(), m.end(), r))
         return out
 
-    def certainty(self, lower: str, cues: list[Cue], m_start: int, m_end: int) -> tuple[str | None, Cue | None]:
+    def certainty(self, lower: str, cues: list[Cue], m_start: int, m_end: int,
+                  starts: list[int] | None = None) -> tuple[str | None, Cue | None]:
         """(certainty, deciding cue) for a mention at ``[m_start, m_end)``. Certainty is
         ``present``/``absent``/``uncertain``, or None for hypothetical / historical mentions
-        (not an observation of this image)."""
+        (not an observation of this image). ``starts``: the cues' start offsets (pass them when
+        deciding many mentions of one sentence: the cues near the mention are then found by
+        bisection, so each mention costs a bounded amount of work)."""
         pre = 0
         post = 0
         pre_cue: dict[int, Cue] = {}
         post_cue: dict[int, Cue] = {}
+        if starts is None:
+            starts = [c.start for c in cues]
+        first_post = bisect_left(starts, m_end)
+        low_pre = m_start - self.max_chars_pre
         # Backwards from the mention: pre cues until a terminator or the word limit. Cues inside
         # the mention span (regex patterns such as "heart is not enlarged") count as pre cues.
-        for c in reversed(cues):
-            if c.start >= m_end:
-                continue
+        for k in range(first_post - 1, -1, -1):
+            c = cues[k]
+            if c.end < low_pre:
+                break
             if c.start >= m_start:  # inside the mention ("heart is not enlarged")
                 if c.end <= m_end and c.roles & PRE_MASK:
                     pre |= c.roles & PRE_MASK
@@ -116,10 +129,10 @@ class ContextRules:
                 for f in _FLAGS:
                     if roles & f:
                         pre_cue.setdefault(f, c)
-        for c in cues:
-            if c.start < m_end:
-                continue
-            if c.roles & TERM:
+        high_post = m_end + self.max_chars_post
+        for k in range(first_post, len(cues)):
+            c = cues[k]
+            if c.roles & TERM or c.start > high_post:
                 break
             if len(lower[m_end:c.start].split()) > self.max_post:
                 break

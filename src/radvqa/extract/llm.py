@@ -30,14 +30,37 @@ from radvqa.extract.sentences import split_sentences
 from radvqa.extract.text import MAX_CHARS, check_text
 from radvqa.model import Extraction, Indication, Observation, Report, Sentence, Span
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"  # 2: alternatives, qualified negatives (`qualifier`), scope, sides, chest only
 
+# The conventions are the rules backend's (radvqa/extract/README.md); keep the two in step.
 SYSTEM_PROMPT = """You are a radiology information-extraction system. Read the chest X-ray report \
 and list every finding it states as present, absent (negated) or uncertain (possible, cannot be \
 excluded). Use only the finding ids and region ids given. One observation per finding, side and \
 region. Quote the exact report words that state each observation in "evidence". Findings that \
 are only asked about in the indication or history go in "indication_evaluate", not in \
-"observations". Answer with JSON only."""
+"observations". Conventions:
+- Alternatives ("X or Y", "X versus Y", "X/Y", "X and/or Y", and lists after "could represent", \
+"may reflect", "differential includes") make each named alternative "uncertain", never "absent"; \
+the sign they explain ("opacity", "density") keeps its own certainty.
+- Qualified negatives ("no large effusion", "no definite consolidation", "no displaced fracture", \
+"no typical findings of edema", "no significant ...", "grossly clear") are "uncertain" with \
+"qualifier" set to the limiting word(s) ("large", "definite", "displaced", "typical findings of", \
+"significant", "gross"). Plain negatives ("no focal consolidation", "no acute fracture") are \
+"absent" with "qualifier" null. "qualifier" is null everywhere else.
+- Recommendations, "rule out X", "to exclude X", "evaluate for X" are not observations. \
+"Resolving X" is X present with change "improved". A modifier (severity, change, temporal) comes \
+only from the finding's own phrase, never from a negated phrase ("emphysema without acute \
+disease": emphysema has no temporal value).
+- Sides: a side or location governs every finding coordinated with it ("scarring or atelectasis \
+in the left base": both left); "lung bases", "bibasilar", "both lungs", "biapical", \
+"bilaterally" are "bilateral"; a side stated on the finding beats a side mentioned elsewhere in \
+the sentence.
+- Only the chest: findings about other body parts of a combined report are left out.
+- Devices keep their own id (a tracheostomy tube is not an endotracheal tube); monitor leads are \
+not implanted devices; "lung lines" is not a line; body jewelry is not a nipple shadow; a \
+measurement belongs to the phrase it measures. "Sequela of prior X" and "old X" have temporal \
+"old" and are not active X.
+Answer with JSON only."""
 
 
 class _LLMObs(msgspec.Struct):
@@ -48,6 +71,8 @@ class _LLMObs(msgspec.Struct):
     severity: str | None = None
     size_mm: float | None = None
     change: str | None = None
+    temporal: str | None = None
+    qualifier: str | None = None
     evidence: str = ""
 
 
@@ -74,9 +99,13 @@ def response_schema(finding_ids: list[str], region_ids: list[str]) -> dict[str, 
             "size_mm": nullable("number"),
             "change": {"type": ["string", "null"], "enum": ["new", "increased", "decreased", "unchanged",
                                                            "resolved", "improved", "worsened", None]},
+            "temporal": {"type": ["string", "null"], "enum": ["acute", "chronic", "old", "healed", None]},
+            # the limiting word(s) of a qualified negative ("no large effusion" -> "large")
+            "qualifier": nullable("string"),
             "evidence": {"type": "string"},
         },
-        "required": ["finding", "certainty", "laterality", "regions", "severity", "size_mm", "change", "evidence"],
+        "required": ["finding", "certainty", "laterality", "regions", "severity", "size_mm", "change", "temporal",
+                     "qualifier", "evidence"],
         "additionalProperties": False,
     }
     return {
@@ -236,6 +265,8 @@ class LLMExtractor:
                 raise ValueError(f"bad certainty {o.certainty!r}")
             if o.laterality not in (None, "left", "right", "bilateral"):
                 raise ValueError(f"bad laterality {o.laterality!r}")
+            if o.temporal not in (None, "acute", "chronic", "old", "healed"):
+                raise ValueError(f"bad temporal {o.temporal!r}")
             bad = [r for r in o.regions if r not in regions]
             if bad:
                 raise ValueError(f"unknown region id(s) {bad}")
@@ -255,9 +286,12 @@ class LLMExtractor:
                 if i >= 0:
                     sid = next((s.id for s in report.sentences if s.start <= i < s.end), None)
                     ev.append(Span(start=i, end=i + len(q), text=text[i:i + len(q)], sentence_id=sid))
-            obs.append(Observation(id=f"O{n:02d}", finding=o.finding, certainty=o.certainty, laterality=o.laterality,
+            # a qualified negative is uncertain by definition, whatever certainty the model put
+            qual = " ".join((o.qualifier or "").split()) or None
+            cert = "uncertain" if qual else o.certainty
+            obs.append(Observation(id=f"O{n:02d}", finding=o.finding, certainty=cert, laterality=o.laterality,
                                    regions=list(o.regions), severity=o.severity, size_mm=o.size_mm, change=o.change,
-                                   evidence=ev))
+                                   temporal=o.temporal, evidence=ev, qualifier=qual))
         ind_sents = [s for s in report.sentences if section_role(s.section) == "indication"]
         indication = None
         if ind_sents or out.indication_evaluate:

@@ -4,20 +4,28 @@ modifiers) and ``radvqa/extract/data/*.yaml`` (sections, context cues, patterns,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from radvqa.extract._data import load_data
+from radvqa.extract._trie import trie_regex
 from radvqa.extract.aggregate import Aggregator
-from radvqa.extract.attributes import AttributeMatcher, attach
-from radvqa.extract.context import HIST, HYPO, ContextRules
+from radvqa.extract.attributes import AttributeMatcher, AttrValues, attach
+from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, ContextRules
 from radvqa.extract.mentions import MentionMatcher
 from radvqa.extract.sections import body_part_heading, section_role, split_sections
 from radvqa.extract.sentences import split_sentences
 from radvqa.extract.text import MAX_CHARS, check_text, lower_same_length
 from radvqa.model import Extraction, Indication, Report, Sentence, Span
 
-VERSION = "rules:1"
+VERSION = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, side propagation (#12)
+
+# A sentence longer than this is not report prose (a run without punctuation, a pasted table):
+# the report is rejected with this reason rather than analysed (#20; OpenI's longest sentence
+# has 414 characters, MIMIC's a few thousand). Work per sentence is linear below it.
+MAX_SENTENCE_CHARS = 20_000
 
 
 class RulesExtractor:
@@ -25,13 +33,20 @@ class RulesExtractor:
 
     version = VERSION
 
-    def __init__(self, ontology: Any = None, *, max_chars: int = MAX_CHARS, cache_size: int = 50_000):
+    def __init__(self, ontology: Any = None, *, max_chars: int = MAX_CHARS, cache_size: int = 50_000,
+                 max_sentence_chars: int = MAX_SENTENCE_CHARS, hedges: str = "keep"):
+        """``hedges``: "keep" (default; alternatives and "likely"/"probable"/"borderline" are
+        uncertain: what a scene graph should say) or "commit" (both count as present, as label
+        benchmarks built from MeSH indexing do, e.g. the OpenI NIH-14 gold; version "rules:2-commit")."""
+        if hedges not in ("keep", "commit"):
+            raise ValueError(f"hedges must be 'keep' or 'commit', not {hedges!r}")
         if ontology is None:
             from radvqa.ontology import load_ontology
 
             ontology = load_ontology()
         self.ontology = ontology
         self.max_chars = max_chars
+        self.max_sentence_chars = max_sentence_chars
         # (is indication, lower-cased sentence) -> analysed mentions; see _analyse
         self.cache_size = cache_size
         self._cache: dict[tuple[bool, str], tuple[tuple, ...]] = {}
@@ -40,16 +55,58 @@ class RulesExtractor:
         ctx_data = load_data("context")
         # The ontology's cue lists are merged unless our context data says to use ours only.
         self.context = ContextRules(ctx_data, None if ctx_data.get("ours_only", True) else onto_cues)
+        # qualified negatives: word -> qualifier value ("grossly" -> "gross")
+        qual: dict[str, str] = {}
+        for value, words in (ctx_data.get("qualifiers") or {}).items():
+            for w in words:
+                qual[" ".join(str(w).lower().split())] = str(value)
+        self.qualifiers = qual
+        self.qualifier_re = trie_regex(qual) if qual else None
+        alt = ctx_data.get("alternatives") or {}
+        conn = "|".join(re.escape(c) for c in sorted(alt.get("connectors") or [], key=len, reverse=True))
+        # the words between two alternatives: a connector (a comma may precede it or chain a
+        # list) and up to two modifiers of the second one ("scarring or early atelectasis")
+        self.alt_gap = re.compile(rf"\s*(?:,\s*)?(?:(?:{conn})\s*)(?:[a-z-]+\s+){{0,2}}") if conn else None
+        self.anaphora = re.compile(
+            r"\s*(?:\d{1,2}[.)]\s*)?(?:this|these|they|it|the\s+(?:findings?|opacit(?:y|ies)|densit(?:y|ies)|abnormalit(?:y|ies)))\b"
+            r"[^.;]{0,60}?\b(?:represents?|representing|reflects?|reflecting|suggest\w*|concerning|suspicious|compatible|"
+            r"consistent|due to|related to|secondary to|likely|may|could|might|possibly|probably)\b")
+        self.list_gap = re.compile(r"\s*,\s*(?:[a-z-]+\s+){0,2}")
+        # a cheap test first: most sentences hold no connector at all
+        words = [re.escape(c) for c in alt.get("connectors") or [] if c[:1].isalnum()]
+        marks = [re.escape(c) for c in alt.get("connectors") or [] if not c[:1].isalnum()]
+        self.alt_hint = re.compile("|".join(([rf"\b(?:{'|'.join(words)})\b"] if words else []) + marks) or "(?!x)x")
+        unknown = [f for f in alt.get("signs") or [] if f not in ontology.findings]
+        if unknown:
+            raise ValueError(f"context.yaml alternatives.signs: unknown finding id(s) {unknown}")
+        self.alt_signs = frozenset(alt.get("signs") or [])
+        if hedges == "commit":
+            self.version = VERSION + "-commit"
+            self.alt_gap = None
+            for w in ctx_data.get("committing_hedges") or []:
+                w = " ".join(str(w).lower().split())
+                if w in self.context.roles:
+                    self.context.roles[w] = 0  # matched, but no cue
         patterns = load_data("patterns")
         self.mentions = MentionMatcher(ontology.finding_terms(), patterns, set(ontology.findings))
         self.redacted_device = frozenset(" ".join(str(p).lower().split())
                                          for p in patterns.get("redacted_device_phrases", []) or [])
         self.devices = frozenset(fid for fid, f in ontology.findings.items() if f.category == "DEVICE")
         side = {rid: r.side for rid, r in ontology.regions.items()}
-        self.attributes = AttributeMatcher(ontology.region_terms(), side, mods, load_data("attributes"))
+        attr_data = load_data("attributes")
+        for rid in attr_data.get("bilateral_regions") or []:
+            if rid not in side:
+                raise ValueError(f"attributes.yaml bilateral_regions: unknown region id {rid!r}")
+            side[rid] = "bilateral"  # "in the lung bases": both sides
+        self.attributes = AttributeMatcher(ontology.region_terms(), side, mods, attr_data)
         self.region_side = side
         # findings that can have a side; the others get no laterality at aggregation
-        self.lateralised = frozenset(fid for fid, f in ontology.findings.items() if getattr(f, "lateralised", True))
+        sided = set(attr_data.get("sided_findings") or [])
+        if sided - set(ontology.findings):
+            raise ValueError(f"attributes.yaml sided_findings: unknown finding id(s) {sorted(sided - set(ontology.findings))}")
+        self.lateralised = frozenset(fid for fid, f in ontology.findings.items()
+                                     if getattr(f, "lateralised", True) or fid in sided)
+        self._props: dict[tuple[str, ...], tuple[bool, bool]] = {}
 
     # ------------------------------------------------------------------------------------------
     def extract(self, text: object, study_id: str = "") -> Extraction:
@@ -70,16 +127,23 @@ class RulesExtractor:
     def _extract(self, text: str) -> Extraction:
         lower = lower_same_length(text)
         sections = split_sections(text)
+        limit = self.max_sentence_chars
         sentences: list[Sentence] = []
         agg = Aggregator(self.region_side, self.lateralised)
         ind_texts: list[str] = []
         ind_findings: list[str] = []
         ind_spans: list[Span] = []
         cache = self._cache
+        prev_loc: tuple[str | None, tuple[str, ...]] | None = None  # location of the last sentence's finding
         for sec in sections:
             # False after a heading of another body part ("Left knee."); a section starts as chest
             chest_part = True
             sents = split_sentences(text, sec.start, sec.end, sec.name, len(sentences) + 1)
+            for s in sents:
+                if s.end - s.start > limit:
+                    return Extraction(report=Report(text=text), extractor=self.version,
+                                      error=f"sentence too long ({s.end - s.start:,} characters > {limit:,} at "
+                                            f"offset {s.start:,}): not report prose (no sentence punctuation?)")
             sentences.extend(sents)
             role = section_role(sec.name)
             if role == "skip":
@@ -93,9 +157,10 @@ class RulesExtractor:
                 entry = cache.get(key)
                 if entry is None:
                     entry = self._analyse(seg, indication)
-                    if len(cache) >= self.cache_size:
-                        cache.clear()  # bounded memory; results do not depend on the cache
-                    cache[key] = entry
+                    if self.cache_size > 0:
+                        if len(cache) >= self.cache_size:
+                            cache.clear()  # bounded memory; results do not depend on the cache
+                        cache[key] = entry
                 part, items = entry
                 if part is not None:
                     chest_part = part[0] == "chest"
@@ -104,7 +169,19 @@ class RulesExtractor:
                 if not chest_part:
                     continue
                 base = s.start
-                for a, b, findings, cert, implicit, v in items:
+                # "opacity in the left upper lobe. This may represent scarring": a diagnosis offered
+                # for the previous sentence's finding is located where that finding is
+                anaphoric = prev_loc is not None and not indication and self.anaphora.match(seg) is not None
+                loc = prev_loc
+                prev_loc = None
+                for a, b, findings, cert, implicit, v, qualifier in items:
+                    if not indication and cert != "absent":
+                        if anaphoric and (v is None or not (v.laterality or v.regions)) \
+                                and any(f in self.lateralised for f in findings):
+                            v = replace(v, laterality=loc[0], regions=list(loc[1])) if v is not None \
+                                else AttrValues(laterality=loc[0], regions=list(loc[1]))  # type: ignore[index]
+                        if v is not None and (v.laterality or v.regions):
+                            prev_loc = (v.laterality, tuple(v.regions))
                     span = Span(start=base + a, end=base + b, text=text[base + a:base + b], sentence_id=s.id)
                     if indication:
                         for f in findings:
@@ -113,7 +190,7 @@ class RulesExtractor:
                         ind_spans.append(span)
                     else:
                         for f in findings:
-                            agg.add(f, cert, span, v, implicit=implicit)
+                            agg.add(f, cert, span, v, implicit=implicit, qualifier=qualifier)
         ind = None
         if ind_texts:
             ind = Indication(text=" ".join(ind_texts), evaluate=ind_findings, evidence=ind_spans)
@@ -160,26 +237,108 @@ class RulesExtractor:
             mentions = self._drop_device_parts(seg, mentions)
         ctx = self.context
         cues = ctx.cues(seg, 0, n)
+        starts = [c.start for c in cues]
         out = []
         if indication:
             for m in mentions:
                 # what the indication asks about: not what it rules out, not the history
-                cert, cue = ctx.certainty(seg, cues, m.start, m.end)
+                cert, cue = ctx.certainty(seg, cues, m.start, m.end, starts)
                 if cert == "absent" or m.certainty == "absent":
                     continue
                 if cert is None and cue is not None and cue.roles & HIST and not cue.roles & HYPO:
                     continue
-                out.append((m.start, m.end, m.findings, cert, False, None))
+                out.append((m.start, m.end, m.findings, cert, False, None, None))
             return tuple(out)
         attrs = self.attributes.find(seg, 0, n)
-        vals = attach(attrs, [(m.start, m.end) for m in mentions], seg) if attrs else None
-        for i, m in enumerate(mentions):
+        vals = None
+        if attrs:
+            props = self._props
+            share: list[bool] = []
+            signs: list[bool] = []
+            for m in mentions:
+                p = props.get(m.findings)
+                if p is None:  # (can take a side, is a sign the alternatives explain)
+                    p = props[m.findings] = (any(f in self.lateralised for f in m.findings),
+                                             all(f in self.alt_signs for f in m.findings))
+                share.append(p[0])
+                signs.append(p[1])
+            vals = attach(attrs, [(m.start, m.end) for m in mentions], seg, share, signs)
+        certs: list[str | None] = []
+        quals: list[str | None] = []
+        prev_end = 0
+        for m in mentions:
+            q = None
             if m.certainty is not None:
                 cert = m.certainty
+                if cert == "absent" and m.rule is not None:  # "lungs are grossly clear"
+                    q = self._qualifier(seg, m.start, m.end)
             else:
-                cert, _cue = ctx.certainty(seg, cues, m.start, m.end)
-                if cert is None:
-                    continue  # hypothetical or historical: not an observation of this image
-            out.append((m.start, m.end, m.findings, cert, m.certainty is not None,
-                        vals[i] if vals is not None else None))
+                cert, cue = ctx.certainty(seg, cues, m.start, m.end, starts)
+                if cert is not None and cue is not None and cert != "present" and cue.roles & (NEG_PRE | DOM_PRE | NEG_POST | DOM_POST):
+                    # a qualifier inside the cue ("no definite", "no suspicious") limits the first
+                    # finding after it, not the rest of a negated list ("no suspicious opacity,
+                    # pneumothorax": the pneumothorax is plainly absent)
+                    q = self._qualifier(seg, cue.start, cue.end) if cue.end > m.start or cue.start >= prev_end else None
+                    if q is None and cue.roles & (NEG_PRE | DOM_PRE) and cue.end <= m.start:
+                        # the mention's own phrase: after the cue and after the previous mention
+                        # (and its own words: "no displaced rib fractures" is one lexicon term)
+                        q = self._qualifier(seg, max(cue.end, prev_end), m.end)
+                    if q is None and m.rule is not None:  # "heart is not significantly enlarged"
+                        q = self._qualifier(seg, m.start, m.end)
+            if q is not None:
+                cert = "uncertain"
+            certs.append(cert)
+            quals.append(q)
+            prev_end = m.end
+        if self.alt_gap is not None and len(mentions) > 1 and "present" in certs and self.alt_hint.search(seg):
+            self._alternatives(seg, mentions, certs, quals)
+        for i, m in enumerate(mentions):
+            cert = certs[i]
+            if cert is None:
+                continue  # hypothetical or historical: not an observation of this image
+            v = vals[i] if vals is not None else None
+            if quals[i] is not None and v is not None and v.severity is not None:
+                # "no large effusion": "large" limits the negation, it is no severity of an effusion
+                v.severity = None
+            if m.certainty is not None and v is not None and (v.temporal or v.severity):
+                # "no acute cardiopulmonary disease": the pattern's own words describe the
+                # disease it negates, not each finding it implies
+                v.temporal = v.severity = None
+            findings = m.findings
+            if m.certainty is not None and quals[i] is not None:
+                # "lungs are grossly clear": a hedge on the lungs (the first finding the pattern
+                # names), not a statement about each finding a clear lung implies
+                findings = findings[:1]
+            out.append((m.start, m.end, findings, cert, m.certainty is not None, v, quals[i]))
         return tuple(out)
+
+    def _qualifier(self, seg: str, a: int, b: int) -> str | None:
+        if self.qualifier_re is None or a >= b:
+            return None
+        m = self.qualifier_re.search(seg, a, b)
+        if m is None:
+            return None
+        return self.qualifiers.get(m.group()) or self.qualifiers.get(" ".join(m.group().split()))
+
+    def _alternatives(self, seg: str, mentions: list, certs: list, quals: list) -> None:
+        """Alternatives are hedges: a chain of mentions joined by "or", "versus", "/", "and/or"
+        (and commas within such a list) makes each present member uncertain, except the signs
+        they explain ("opacity ... atelectasis or pneumonia": the opacity stays present)."""
+        n = len(mentions)
+        g0 = 0
+        alt = False
+        for i in range(1, n + 1):
+            if i < n:
+                a, b = mentions[i - 1].end, mentions[i].start
+                if self.alt_gap.fullmatch(seg, a, b):  # type: ignore[union-attr]
+                    alt = True
+                    continue
+                if self.list_gap.fullmatch(seg, a, b):
+                    continue
+            if alt and i - g0 > 1:
+                for k in range(g0, i):
+                    m = mentions[k]
+                    if certs[k] == "present" and m.certainty is None and not all(f in self.alt_signs for f in m.findings):
+                        certs[k] = "uncertain"
+            g0 = i
+            alt = False

@@ -42,6 +42,7 @@ def section_spec() -> SectionSpec:
 
 
 _SENT_END = re.compile(r"[.!?][ \t]+")
+_HEAD_WINDOW = 80  # longer than any header alias with its spacing
 
 
 def split_sections(text: str) -> list[Section]:
@@ -57,11 +58,17 @@ def split_sections(text: str) -> list[Section]:
     heads: list[tuple[int, int, str]] = []  # (header start, body start, name)
     i = text.find(":")
     while i >= 0:
-        line_start = text.rfind("\n", 0, i) + 1
+        # Only the last _HEAD_WINDOW characters before a colon can hold a header: looking further
+        # made a long one-line text with many colons quadratic (#20).
+        lo = max(0, i - _HEAD_WINDOW)
+        nl = text.rfind("\n", lo, i)
+        line_start = nl + 1 if nl >= 0 or lo == 0 else lo
         seg = text[line_start:i]
-        cand = " ".join(seg.split()).upper()
-        name = canonical.get(cand)
-        start = line_start + (len(seg) - len(seg.lstrip()))
+        name = None
+        if nl >= 0 or lo == 0:  # the line starts inside the window: "FINDINGS:" at its start
+            cand = " ".join(seg.split()).upper()
+            name = canonical.get(cand)
+            start = line_start + (len(seg) - len(seg.lstrip()))
         if name is None and seg:
             # after a sentence end on the same line
             last = None
@@ -88,7 +95,8 @@ def section_role(name: str) -> str:
     return section_spec().roles.get(name, "observe")
 
 
-_SIDE_WORDS = ("left ", "right ", "bilateral ", "both ")
+_LIST_NO = re.compile(r"^\d{1,2}[.)]\s*")
+_SIDE_WORDS = ("the ", "left ", "right ", "bilateral ", "both ")  # "2. The knee." is a heading too
 
 
 @lru_cache(maxsize=1)
@@ -101,6 +109,7 @@ def body_part_heading(sentence_lower: str) -> str | None:
     """"chest" or "other" when a sentence is only a body-part heading ("Left knee.", "Chest:"),
     else None."""
     t = " ".join(sentence_lower.strip(" .:;-\t\n").split())
+    t = _LIST_NO.sub("", t)  # "2. left knee"
     if not t or len(t) > 40:
         return None
     chest, other = _body_parts()

@@ -66,3 +66,66 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"failures: {sec['failure_reasons']}", err=True)
             if not sec["judged"]:  # nothing got through: most likely a wrong URL or model name
                 raise typer.Exit(1)
+
+    judge_app = typer.Typer(help="Check the LLM judge against human judgements.", no_args_is_help=True)
+    app.add_typer(judge_app, name="judge")
+
+    @judge_app.command("validate")
+    def judge_validate(
+        judge_url: str = typer.Option(..., "--judge-url", metavar="URL", help="OpenAI-compatible base URL of the judge."),
+        judge_model: str = typer.Option(..., "--judge-model", metavar="NAME", help="Judge model name."),
+        radnli: Optional[Path] = typer.Option(None, "--radnli", metavar="FILE", help="RadNLI radnli_dev_v1.jsonl / radnli_test_v1.jsonl."),
+        rexval: Optional[Path] = typer.Option(None, "--rexval", metavar="DIR", help="ReXVal folder (the two CSV tables)."),
+        significant_only: bool = typer.Option(False, "--significant-only", help="ReXVal: count only clinically significant errors."),
+        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", metavar="DIR", help="Judge cache (default: the user cache)."),
+        json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Also write the figures as JSON."),
+    ) -> None:
+        """RadNLI accuracy of the judge's entailment calls; ReXVal Kendall tau of its error counts."""
+        from radvqa.quality.judge_validate import (
+            ValidationError, make_judge, read_radnli, read_rexval, validate_radnli, validate_rexval,
+        )
+
+        if radnli is None and rexval is None:
+            typer.echo("error: give --radnli FILE and/or --rexval DIR", err=True)
+            raise typer.Exit(2)
+        out: dict[str, object] = {"judge_model": judge_model}
+        try:
+            if radnli is not None:
+                pairs = read_radnli(radnli)
+                j = make_judge(judge_url, judge_model, "radnli", cache_dir)
+                try:
+                    r = validate_radnli(j, pairs)
+                finally:
+                    j.close()
+                out["radnli"] = {"file": str(radnli), "prompt_version": j.prompt.version, **r}
+                def pct(x: float | None) -> str:
+                    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+                rec = ", ".join(f"{k} {pct(v['recall'])} (n={v['n']})" for k, v in r["per_class_recall"].items())
+                typer.echo(f"RadNLI: accuracy {pct(r['accuracy_over_judged'])} of {r['judged']} judged "
+                           f"({pct(r['accuracy_over_all'])} of all {r['pairs']}, unjudged counted wrong); recall: {rec}")
+            if rexval is not None:
+                items = read_rexval(rexval, significant_only)
+                j = make_judge(judge_url, judge_model, "rexval", cache_dir)
+                try:
+                    r = validate_rexval(j, items)
+                finally:
+                    j.close()
+                out["rexval"] = {"folder": str(rexval), "significant_only": significant_only, "prompt_version": j.prompt.version, **r}
+                def rnd(x: float | None) -> str:
+                    return "n/a" if x is None else str(round(x, 3))
+
+                ci = r["ci95"]
+                typer.echo(f"ReXVal: Kendall tau-b {rnd(r['tau_b'])} (95% bootstrap CI {rnd(ci[0])} to {rnd(ci[1])}) "
+                           f"over {r['judged']} of {r['pairs']} candidate reports")
+        except ValidationError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2)
+        if json_out:
+            json_out.write_text(json.dumps(out, indent=1) + "\n", "utf-8")
+        unjudged = sum(int(v.get("unjudged", 0)) for v in out.values() if isinstance(v, dict))
+        judged = sum(int(v.get("judged", 0)) for v in out.values() if isinstance(v, dict))
+        if unjudged:
+            typer.echo(f"{unjudged} items could not be judged", err=True)
+            if not judged:
+                raise typer.Exit(1)
