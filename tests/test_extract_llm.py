@@ -1,4 +1,4 @@
-"""LLM backend against a real local HTTP server (http.server in a thread, real sockets) that
+"""LLM backend against a real local HTTP server on loopback (127.0.0.1) (http.server in a thread, real sockets) that
 returns canned chat-completions answers and records the requests it got."""
 
 from __future__ import annotations

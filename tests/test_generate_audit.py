@@ -135,11 +135,23 @@ def test_implied_negatives_graded_alike_across_types(gen):
     assert d and d[0].grade == "A++"
 
 
-def test_lungs_clear_supports_a_normal_right_lung(gen):
-    rows = gen.generate(normal_report_sg())
-    r = [r for r in rows if r.question_type == "C04_is_normal_region" and r.regions == ["right_lung"]]
-    if r:  # the region set is sampled; when asked, "the lungs are clear" supports the answer
-        assert r[0].answer_short == "yes" and r[0].grade == "A++"
+def test_lungs_clear_supports_a_normal_right_lung(tmp_path):
+    # with the packaged balance a normal study gets two "is the region normal?" rows (one default
+    # region, one sampled) and the right lung is rarely among them: ask every default region here
+    import yaml
+
+    src = Path(__file__).parents[1] / "src" / "radvqa" / "generate" / "templates" / "qba.yaml"
+    data = yaml.safe_load(src.read_text())
+    c04 = next(t for t in data["templates"] if t["id"] == "qba.C04_is_normal_region")
+    c04["cap"] = 20
+    c04["balance"] = {"min_negatives": 20}
+    (tmp_path / "qba.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    g = Generator(_onto(), GenerateOptions(strategies=("qba",), template_dir=str(tmp_path)))
+    rows = g.generate(normal_report_sg())
+    [r] = [r for r in rows if r.question_type == "C04_is_normal_region" and r.regions == ["right_lung"]]
+    # "the lungs are clear" (stated for the lungs) supports "the right lung is normal"
+    assert r.answer_short == "yes" and r.grade == "A++" and r.findings == ["consolidation"]
+    assert any("The lungs are clear." in p for p in r.provenance)
 
 
 def test_vindr_what_answers_in_sentences():

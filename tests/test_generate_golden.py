@@ -38,8 +38,10 @@ def _render() -> list[dict]:
 
 def test_golden_snapshot():
     got = _render()
-    if os.environ.get("RADVQA_UPDATE_GOLDEN") == "1" or not GOLDEN.exists():
+    if os.environ.get("RADVQA_UPDATE_GOLDEN") == "1":
         GOLDEN.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    # a missing snapshot is a failure, never silently recreated (it would pass whatever changed)
+    assert GOLDEN.exists(), f"{GOLDEN} is missing; create it deliberately with RADVQA_UPDATE_GOLDEN=1"
     want = json.loads(GOLDEN.read_text(encoding="utf-8"))
     assert len(got) == len(want)
     for a, b in zip(got, want):

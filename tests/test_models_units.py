@@ -15,7 +15,7 @@ import pytest
 from radvqa.models.boxes import find_boxes, to_stored_pixels
 from radvqa.models.cache import PredictionCache, cache_key
 from radvqa.models.images import ImageLoadError, ImagePrep, load_image
-from radvqa.models.openai_compat import OpenAIAdapter, _retry_after_seconds
+from radvqa.models.openai_compat import OpenAIAdapter
 from radvqa.models.prompts import PromptError, available_prompt_sets, load_prompts
 from radvqa.models.rows import DatasetError, ImageResolver, QADataset
 
@@ -149,12 +149,6 @@ def test_cache_key_covers_every_input(tmp_path):
 
 
 # -- HTTP details --------------------------------------------------------------------------------
-def test_retry_after_parsing():
-    assert _retry_after_seconds("3") == 3.0
-    assert _retry_after_seconds(None) is None and _retry_after_seconds("soon") is None
-    assert _retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == pytest.approx(10.0)
-
-
 class _SlowServer:
     def __init__(self, delay: float) -> None:
         self.active = 0

@@ -1,5 +1,5 @@
 """`radvqa grade`: the per-criterion judge pass over a built dataset, against a local
-OpenAI-compatible server started here (real sockets, http.server in a thread)."""
+OpenAI-compatible server started here on loopback (127.0.0.1) (real sockets, http.server in a thread)."""
 
 from __future__ import annotations
 
@@ -107,7 +107,6 @@ def _no_card(monkeypatch):
 
 def _judge(server: FakeJudge, tmp_path: Path, **kw) -> CriteriaJudge:
     j = CriteriaJudge(server.url, "tiny-judge", cache_dir=tmp_path / "cache", backoff_base_s=0.01, **kw)
-    j.adapter.sleep = lambda s: None
     return j
 
 

@@ -39,6 +39,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Score predictions on a dataset and write the report."""
         from radvqa.eval.boxes import FORMATS
+        import pyarrow as pa
+
         from radvqa.eval.dataset import DatasetError
         from radvqa.eval.evaluate import EvalError, evaluate
         from radvqa.eval.predictions import PredictionError
@@ -77,6 +79,10 @@ def register(app: typer.Typer) -> None:
                                baseline=baseline, audit=audit, progress=tick)
         except (DatasetError, PredictionError, EvalError, FileNotFoundError) as e:
             _fail(str(e))
+        except (pa.ArrowException, OSError) as e:  # a damaged shard: one line naming it, not a traceback
+            from radvqa.io.parquet import damaged_shard
+
+            _fail(damaged_shard(dataset, e))
         finally:
             if judge is not None:
                 judge.close()

@@ -1,23 +1,17 @@
 """LLM judge for open answers through an OpenAI-compatible ``/chat/completions`` endpoint.
 
-Versioned prompt (``data/judge_prompt.yaml``), temperature 0, an on-disk cache (SQLite)
-keyed by model + prompt version + question + reference + candidate, so a rerun asks
-nothing twice. A failed call (HTTP error after retries, timeout, reply without a valid
+Versioned prompt (``data/judge_prompt.yaml``), temperature 0, the shared answer cache
+(:class:`radvqa.llm.cache.AnswerCache`) keyed by model + prompt version + question + reference +
+candidate, so a rerun asks nothing twice; HTTP through the shared :class:`radvqa.llm.ChatClient`. A failed call (HTTP error after retries, timeout, reply without a valid
 verdict) is counted as *unjudged* with its reason; it is never given a score.
 The API key is read from an environment variable only, and never logged.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-import sqlite3
 import threading
-import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from radvqa.llm.cache import AnswerCache, key_of
+from radvqa.llm.client import ChatClient
 
 
 @lru_cache(maxsize=1)
@@ -66,21 +63,17 @@ class Judge:
         self.version = int(self.prompt["version"])
         self._lock = threading.Lock()
         cache_dir = Path(cfg.cache_dir or os.environ.get("RADVQA_CACHE_DIR", Path.home() / ".cache" / "radvqa")) / "judge"
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(cache_dir / "judge.sqlite"), check_same_thread=False)
-        self._db.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, verdict TEXT NOT NULL)")
-        self._db.commit()
+        self.cache = AnswerCache(cache_dir)
+        self.client = ChatClient(cfg.url, api_key=os.environ.get(cfg.api_key_env) or None, timeout_s=cfg.timeout_s,
+                                 max_retries=cfg.retries, backoff_base_s=0.2, backoff_max_s=2.0)
         self.requests = 0
 
     def close(self) -> None:
-        self._db.close()
+        self.cache.close()
+        self.client.close()
 
     def _key(self, q: str, ref: str, cand: str) -> str:
-        h = hashlib.sha256()
-        for part in (self.cfg.model, str(self.version), q, ref, cand):
-            h.update(part.encode("utf-8"))
-            h.update(b"\x00")
-        return h.hexdigest()
+        return key_of(self.cfg.model, str(self.version), q, ref, cand)
 
     def _call(self, q: str, ref: str, cand: str) -> str:
         body = {
@@ -91,40 +84,20 @@ class Judge:
                 {"role": "user", "content": self.prompt["user"].format(question=q, reference=ref, candidate=cand)},
             ],
         }
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.cfg.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        url = self.cfg.url.rstrip("/") + "/chat/completions"
-        last = "no attempt"
-        for attempt in range(self.cfg.retries + 1):
-            req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
-            try:
-                with self._lock:
-                    self.requests += 1
-                with urllib.request.urlopen(req, timeout=self.cfg.timeout_s) as resp:
-                    data = json.loads(resp.read().decode("utf-8"))
-                return str(data["choices"][0]["message"]["content"])
-            except urllib.error.HTTPError as e:
-                last = f"HTTP {e.code}"
-                if e.code not in (429, 500, 502, 503, 504):
-                    break
-            except (urllib.error.URLError, TimeoutError, OSError) as e:
-                last = f"connection error: {getattr(e, 'reason', e)}"
-            except (KeyError, IndexError, ValueError) as e:
-                last = f"malformed response: {e}"
-                break
-            time.sleep(min(0.2 * 2**attempt, 2.0))
-        raise RuntimeError(last)
+        res = self.client.chat(body)
+        with self._lock:
+            self.requests += res.attempts
+        if res.error is not None or res.content is None:
+            raise RuntimeError(res.error or "empty response")
+        return res.content
 
     def judge(self, question: str, reference: str, candidate: str | None) -> Verdict:
         if candidate is None or not candidate.strip():
             return Verdict(None, None, "no prediction")
         k = self._key(question, reference, candidate)
-        with self._lock:
-            row = self._db.execute("SELECT verdict FROM verdicts WHERE key=?", (k,)).fetchone()
-        if row:
-            return Verdict(float(self.prompt["verdicts"][row[0]]), row[0], None, True)
+        hit = self.cache.get(k)
+        if hit is not None and hit.get("verdict") in self.prompt["verdicts"]:
+            return Verdict(float(self.prompt["verdicts"][hit["verdict"]]), hit["verdict"], None, True)
         try:
             content = self._call(question, reference, candidate)
         except RuntimeError as e:
@@ -133,9 +106,7 @@ class Judge:
         v = m.group(1).strip().replace(" ", "_") if m else None
         if v not in self.prompt["verdicts"]:
             return Verdict(None, None, f"no valid verdict in reply: {content[:80]!r}")
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO verdicts VALUES (?, ?)", (k, v))
-            self._db.commit()
+        self.cache.put(k, {"verdict": v})
         return Verdict(float(self.prompt["verdicts"][v]), v, None, False)
 
     def judge_many(self, items: list[tuple[str, str, str | None]]) -> list[Verdict]:

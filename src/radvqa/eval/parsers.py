@@ -14,6 +14,7 @@ from typing import Callable
 
 from radvqa.eval.text import Normalizer
 from radvqa.eval.vocab import load_vocab
+from radvqa.registry import Registry
 
 KINDS = ("yes_no", "choice", "count", "short", "open")
 
@@ -61,9 +62,12 @@ class Parser:
         self.version = int(v["version"])
         self.pipelines: dict[str, list[str]] = {k: list(s) for k, s in v["pipelines"].items()}
         for kind, steps in self.pipelines.items():
-            unknown = [s for s in steps if s not in _STEPS]
+            unknown = [s for s in steps if s not in PARSE_STEPS]
             if unknown:
                 raise ValueError(f"parsers.yaml pipeline {kind!r} names unknown steps {unknown}")
+        # each pipeline's step functions, resolved once (parse runs per answer)
+        self._fns: dict[str, list[Step]] = {k: [PARSE_STEPS.get(s) for s in steps]
+                                            for k, steps in self.pipelines.items()}
         missing = [k for k in KINDS if k not in self.pipelines]
         if missing:
             raise ValueError(f"parsers.yaml declares no pipeline for {missing}")
@@ -89,23 +93,17 @@ class Parser:
             raise ValueError(f"unknown answer kind {kind!r}; expected one of {KINDS}")
         low = text.lower()
         ctx = _Ctx(text=text, low=low, toks=_TOKEN.findall(low), choices=choices)
-        for name in self.pipelines[kind]:
-            res = _STEPS[name](self, ctx)
+        for fn in self._fns[kind]:
+            res = fn(self, ctx)
             if res is not None:
                 return res
         return ParseResult(None, "unparsed", f"no {kind} answer found", None)
 
 
 Step = Callable[[Parser, _Ctx], "ParseResult | None"]
-_STEPS: dict[str, Step] = {}
-
-
-def step(name: str) -> Callable[[Step], Step]:
-    def deco(fn: Step) -> Step:
-        _STEPS[name] = fn
-        return fn
-
-    return deco
+# @step(name) registers a parser step (defined in this module; plugins register the same way)
+PARSE_STEPS: Registry[Step] = Registry("parser step")
+step = PARSE_STEPS.register
 
 
 def _set(ctx: _Ctx, text: str) -> None:
@@ -289,4 +287,4 @@ def _normalise(p: Parser, ctx: _Ctx) -> ParseResult | None:
 
 
 def registered_steps() -> list[str]:
-    return sorted(_STEPS)
+    return sorted(PARSE_STEPS.names())

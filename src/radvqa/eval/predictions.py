@@ -165,6 +165,8 @@ def load_predictions(
                     raise PredictionError(f"{path}:{lineno}: {e}") from e
                 except msgspec.DecodeError as e:
                     raise PredictionError(f"{path}:{lineno}: not JSON ({e})") from e
+                except UnicodeDecodeError as e:
+                    raise PredictionError(f"{path}:{lineno}: not UTF-8 text ({e.reason} at byte {e.start})") from None
                 key = r.id if type(r.id) is str else str(r.id)
                 if key in index:
                     raise PredictionError(f"{path}:{lineno}: duplicate prediction for id {key!r}")
@@ -181,7 +183,7 @@ def load_predictions(
                     extras[i] = (
                         boxes,
                         fmt,
-                        (int(size[0]), int(size[1])) if isinstance(size, list) and len(size) == 2 else None,
+                        _image_size(size, path, lineno),
                         err if isinstance(err, str) else None,
                     )
                 continue
@@ -189,6 +191,8 @@ def load_predictions(
                 rec = _decode(line)
             except msgspec.DecodeError as e:
                 raise PredictionError(f"{path}:{lineno}: not JSON ({e})") from e
+            except UnicodeDecodeError as e:
+                raise PredictionError(f"{path}:{lineno}: not UTF-8 text ({e.reason} at byte {e.start})") from None
             if not isinstance(rec, dict):
                 raise PredictionError(f"{path}:{lineno}: a line must be a JSON object")
             idf = _detect(rec, id_field, ID_FIELDS, "id", path)
@@ -202,13 +206,24 @@ def load_predictions(
                 text=text,
                 boxes=rec.get(box_field) if box_field else None,
                 box_format=rec.get("box_format") or rec.get("box_convention"),
-                image_size=(int(size[0]), int(size[1])) if isinstance(size, list) and len(size) == 2 else None,
+                image_size=_image_size(size, path, lineno),
                 error=rec.get("error") if isinstance(rec.get("error"), str) else None,
             ))
             typed = _typed_decoder(idf, txf)
     if idf is None or txf is None:
         raise PredictionError(f"{path}: no predictions in the file")
     return Predictions(path=path, id_field=idf, text_field=txf, by_id=by_id, lines=n, blank_lines=blank)
+
+
+def _image_size(size: Any, path: str, lineno: int) -> tuple[int, int] | None:
+    """``image_size`` as (width, height); a value that is not two positive numbers names the line."""
+    if size is None:
+        return None
+    if (isinstance(size, list) and len(size) == 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in size)
+            and all(0 < x < 1 << 20 for x in size)):
+        return int(size[0]), int(size[1])
+    raise PredictionError(f"{path}:{lineno}: image_size must be [width, height] in pixels, got {str(size)[:60]}")
 
 
 def _typed_decoder(idf: str, txf: str) -> Any:

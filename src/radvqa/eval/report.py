@@ -123,9 +123,16 @@ def _plots(rep: dict[str, Any]) -> dict[str, bytes]:
 
 # --- markdown ----------------------------------------------------------------------------
 
+def _cell(c: Any) -> str:
+    """A table cell from data (split names, categories come from the dataset): HTML escaped, so a
+    value such as ``<img onerror=...>`` is text wherever the markdown is rendered; ``|`` escaped so
+    it cannot open a column."""
+    return html.escape(str(c), quote=False).replace("|", "\\|")
+
+
 def _table(header: list[str], rows: list[list[Any]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
 
 
@@ -168,7 +175,7 @@ def markdown(rep: dict[str, Any], plots: list[str]) -> str:
     md = [
         f"# radvqa evaluation — protocol `{rep['protocol']}` v{rep['protocol_version']}",
         "",
-        f"- dataset: `{rep['dataset']}` — evaluated {rep['evaluated']['rows']} of {rep['evaluated']['dataset_rows']} questions ({rep['evaluated']['rule']})",
+        f"- dataset: `{rep['dataset']}` — evaluated {rep['evaluated']['rows']} of {rep['evaluated']['dataset_rows']} questions ({_cell(rep['evaluated']['rule'])})",
         f"- predictions: `{p['path']}` (id field `{p['id_field']}`, text field `{p['text_field']}`, joined by {p['joined_by']}): "
         f"{p['matched']} matched, **{p['missing']} missing (scored wrong)**, {p['unmatched_records']} records matching no evaluated question",
         f"- parser vocabulary v{rep['parser_vocabulary_version']}; 95% CIs: bootstrap, {rep['bootstrap']['resamples']} resamples, seed {rep['bootstrap']['seed']}",

@@ -11,22 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-EXTRACTORS = ("rules", "llm")
+from radvqa.registry import Registry
+
+# @EXTRACTORS.register(name) on the class; modules imported on the first lookup
+EXTRACTORS: Registry[type] = Registry("extractor", modules=("radvqa.extract.rules", "radvqa.extract.llm"))
 
 
 def get_extractor(name: str = "rules", *, ontology: Any = None, **options: Any) -> Any:
     """An extractor by name: ``rules`` (default, offline) or ``llm`` (OpenAI-compatible server:
     ``url=``, ``model=``, optional ``api_key``, ``concurrency``, ``timeout``, ``retries``,
     ``cache_dir``)."""
-    if name == "rules":
-        from radvqa.extract.rules import RulesExtractor
-
-        return RulesExtractor(ontology, **options)
-    if name == "llm":
-        from radvqa.extract.llm import LLMExtractor
-
-        return LLMExtractor(ontology, **options)
-    raise KeyError(f"unknown extractor {name!r}; known: {', '.join(EXTRACTORS)}")
+    return EXTRACTORS.get(name)(ontology, **options)
 
 
 __all__ = ["EXTRACTORS", "get_extractor"]

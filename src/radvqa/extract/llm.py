@@ -1,23 +1,19 @@
 """LLM backend: the same Extraction, filled by an OpenAI-compatible chat-completions server (vLLM,
 Ollama, llama.cpp server, hosted APIs) with a JSON-schema response format.
 
-Only the standard library is used (urllib + threads), so the backend needs no extra package.
+HTTP goes through the shared client :class:`radvqa.llm.ChatClient` (the ``openai`` package), the
+cache is the shared :class:`radvqa.llm.cache.AnswerCache`.
 - sections and sentences (with offsets) come from the same splitter as the rules backend; the
   model returns observations whose ``evidence`` quotes report text, located back to offsets;
 - one request per report, ``concurrency`` requests in flight, results in input order;
-- retries with exponential backoff on network errors, timeouts, HTTP 429 and 5xx;
+- retries with exponential backoff on network errors, timeouts, HTTP 429 and 5xx (in the client);
 - a response that is not valid JSON for the schema is retried; after ``retries`` attempts the
   report gets ``Extraction.error`` (never dropped);
-- on-disk cache keyed by model + prompt version + report text (``cache_dir``).
+- on-disk cache keyed by model + prompt version + report text (``cache_dir``), valid answers only.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,10 +21,13 @@ from typing import Any
 
 import msgspec
 
+from radvqa.llm.cache import AnswerCache, key_of
+from radvqa.llm.client import ChatClient, redact_url
 from radvqa.extract.sections import section_role, split_sections
 from radvqa.extract.sentences import split_sentences
 from radvqa.extract.text import MAX_CHARS, check_text
 from radvqa.model import Extraction, Indication, Observation, Report, Sentence, Span
+from radvqa.extract import EXTRACTORS
 
 PROMPT_VERSION = "2"  # 2: alternatives, qualified negatives (`qualifier`), scope, sides, chest only
 
@@ -119,6 +118,7 @@ def response_schema(finding_ids: list[str], region_ids: list[str]) -> dict[str, 
     }
 
 
+@EXTRACTORS.register("llm")
 class LLMExtractor:
     def __init__(self, ontology: Any = None, *, url: str, model: str, api_key: str | None = None,
                  concurrency: int = 8, timeout: float = 120.0, retries: int = 3, backoff: float = 1.0,
@@ -130,7 +130,6 @@ class LLMExtractor:
         if not url or not model:
             raise ValueError("the llm extractor needs url= (OpenAI-compatible base URL) and model=")
         self.ontology = ontology
-        self.url = url.rstrip("/") + ("" if url.rstrip("/").endswith("/chat/completions") else "/chat/completions")
         self.model = model
         self.api_key = api_key
         self.concurrency = max(1, int(concurrency))
@@ -140,8 +139,11 @@ class LLMExtractor:
         self.max_chars = max_chars
         self.temperature = temperature
         self.cache_dir = Path(cache_dir) if cache_dir else None
-        if self.cache_dir:
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self._cache = AnswerCache(self.cache_dir) if self.cache_dir else None
+        # transport failures are retried inside the client; ``retries`` also bounds invalid answers
+        self._client = ChatClient(url, api_key=api_key, timeout_s=timeout, max_retries=self.retries - 1,
+                                  backoff_base_s=backoff, backoff_max_s=max(backoff * 8, 0.0))
+        self.url = redact_url(self._client.base_url) + "/chat/completions"  # for display: no credentials
         self.version = f"llm:{model}:{PROMPT_VERSION}"
         self._findings = sorted(ontology.findings)
         self._regions = sorted(ontology.regions)
@@ -186,18 +188,15 @@ class LLMExtractor:
         return self._build(report, out)
 
     def cache_key(self, text: str) -> str:
-        h = hashlib.sha256()
-        for part in (self.model, PROMPT_VERSION, text):
-            h.update(part.encode("utf-8"))
-            h.update(b"\x00")
-        return h.hexdigest()
+        return key_of(self.model, PROMPT_VERSION, text)
 
     def _ask(self, text: str) -> _LLMOut:
-        path = self.cache_dir / f"{self.cache_key(text)}.json" if self.cache_dir else None
-        if path is not None and path.exists():
+        key = self.cache_key(text)
+        hit = self._cache.get(key) if self._cache is not None else None
+        if hit is not None:
             try:
-                return msgspec.json.decode(path.read_bytes(), type=_LLMOut)
-            except msgspec.DecodeError:
+                return msgspec.convert(hit.get("out"), type=_LLMOut)
+            except msgspec.ValidationError:
                 pass  # a damaged cache entry is re-asked
         body = {
             "model": self.model,
@@ -209,51 +208,22 @@ class LLMExtractor:
             "response_format": {"type": "json_schema",
                                 "json_schema": {"name": "scene_graph_observations", "strict": True, "schema": self._schema}},
         }
-        data = json.dumps(body).encode("utf-8")
         last = "no attempt"
-        for attempt in range(self.retries):
-            if attempt:
-                time.sleep(self.backoff * (2 ** (attempt - 1)))
+        for _ in range(self.retries):
+            res = self._client.chat(body)
+            if res.error is not None or res.content is None:
+                # the client already retried what retrying can fix
+                raise LLMError(f"llm extraction failed: {res.error}")
             try:
-                content = self._post(data)
-            except _Retryable as e:
-                last = str(e)
-                continue
-            try:
-                out = msgspec.json.decode(content, type=_LLMOut)
+                out = msgspec.json.decode(res.content.encode("utf-8"), type=_LLMOut)
                 self._validate(out)
             except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as e:
                 last = f"invalid JSON from the model: {e}"
                 continue
-            if path is not None:
-                tmp = path.with_suffix(".tmp")
-                tmp.write_bytes(msgspec.json.encode(out))
-                tmp.replace(path)
+            if self._cache is not None:
+                self._cache.put(key, {"out": msgspec.to_builtins(out)})
             return out
         raise LLMError(f"llm extraction failed after {self.retries} attempt(s): {last}")
-
-    def _post(self, data: bytes) -> bytes:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                payload = resp.read()
-        except urllib.error.HTTPError as e:
-            if e.code == 429 or e.code >= 500:
-                raise _Retryable(f"HTTP {e.code} from {self.url}") from None
-            raise LLMError(f"HTTP {e.code} from {self.url}: {e.read()[:300]!r}") from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
-            raise _Retryable(f"cannot reach {self.url}: {e}") from None
-        try:
-            msg = json.loads(payload)
-            content = msg["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise _Retryable(f"not a chat-completions response: {payload[:200]!r}") from None
-        if not isinstance(content, str):
-            raise _Retryable("chat-completions response without text content")
-        return content.encode("utf-8")
 
     def _validate(self, out: _LLMOut) -> None:
         findings = self.ontology.findings
@@ -297,7 +267,3 @@ class LLMExtractor:
         if ind_sents or out.indication_evaluate:
             indication = Indication(text=" ".join(s.text for s in ind_sents), evaluate=list(out.indication_evaluate))
         return Extraction(report=report, observations=obs, indication=indication, extractor=self.version)
-
-
-class _Retryable(Exception):
-    pass

@@ -19,6 +19,7 @@ from radvqa.extract.sections import body_part_heading, section_role, split_secti
 from radvqa.extract.sentences import split_sentences
 from radvqa.extract.text import MAX_CHARS, check_text, lower_same_length
 from radvqa.model import Extraction, Indication, Report, Sentence, Span
+from radvqa.extract import EXTRACTORS
 
 VERSION = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, side propagation (#12)
 
@@ -28,6 +29,7 @@ VERSION = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, si
 MAX_SENTENCE_CHARS = 20_000
 
 
+@EXTRACTORS.register("rules")
 class RulesExtractor:
     """Build once (compiles the ontology and rule data), then call ``extract`` per report."""
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import msgspec
 
-from radvqa.generate.engine import StudyCtx, pick_index, sample_capped
+from radvqa.generate.engine import STRATEGY_REGISTRY, Generator, StudyCtx, pick_index, sample_capped
 from radvqa.generate.facts import Fact, cap, join_list
 from radvqa.generate.templates import Family, Op, Template
 from radvqa.model import AnswerPart, Reject, SceneGraph
@@ -67,10 +67,69 @@ def _time_key(t: str) -> tuple[int, float | str]:
         return (1, t)
 
 
+def _positives(c: StudyCtx) -> dict[str, Fact]:
+    out: dict[str, Fact] = {}
+    for f in c.facts.values():
+        if f.present and f.abnormal and f.fid not in out:
+            out[f.fid] = f
+    return out
+
+
+def _explicit_absent(c: StudyCtx) -> set[str]:
+    return {f.fid for f in c.facts.values() if f.absent}
+
+
+def compare(ctx: StudyCtx, now: dict[str, Fact], before: dict[str, Fact],
+            rank: dict[str, int]) -> tuple[dict[str, tuple[str, str | None, str | None]], list[str]]:
+    """Per finding of either study: (kind, severity before, severity now), kind one of new,
+    resolved, increased, decreased, unchanged, persistent; and the findings whose change words
+    contradict the comparison (conflicts, left out of every question)."""
+    changes: dict[str, tuple[str, str | None, str | None]] = {}
+    conflicts: list[str] = []
+    for fid in list(dict.fromkeys([*before, *now])):
+        fn, fb = now.get(fid), before.get(fid)
+        word = (fn.obs.change if fn is not None else None) or next(
+            (f.obs.change for f in ctx.facts.values() if f.fid == fid and f.obs.change), None)
+        if fn is not None and fb is None:
+            if word and word not in ("new",) and word not in UP:
+                conflicts.append(fid)  # "unchanged"/"decreased" about something not seen before
+                continue
+            if word in UP:
+                conflicts.append(fid)  # increased, but the prior study never had it
+                continue
+            changes[fid] = ("new", None, fn.severity)
+        elif fb is not None and fn is None:
+            if word and word != "resolved" and word not in DOWN:
+                conflicts.append(fid)
+                continue
+            changes[fid] = ("resolved", fb.severity, None)
+        elif fn is not None and fb is not None:
+            if word == "new" or word == "resolved":
+                conflicts.append(fid)
+                continue
+            s0, s1 = fb.severity, fn.severity
+            if s0 in rank and s1 in rank and s0 != s1:
+                kind = "increased" if rank[s1] > rank[s0] else "decreased"
+                if (word in UP and kind == "decreased") or (word in DOWN and kind == "increased") or word in SAME:
+                    conflicts.append(fid)
+                    continue
+                changes[fid] = (kind, s0, s1)
+            elif word in UP:
+                changes[fid] = ("increased", s0, s1)
+            elif word in DOWN:
+                changes[fid] = ("decreased", s0, s1)
+            elif word in SAME or (s0 and s0 == s1):
+                changes[fid] = ("unchanged", s0, s1)
+            else:
+                changes[fid] = ("persistent", s0, s1)
+    return changes, conflicts
+
+
+@STRATEGY_REGISTRY.register("diff")
 class Strategy:
     name = "diff"
 
-    def __init__(self, gen: Any, fam: Family) -> None:
+    def __init__(self, gen: Generator, fam: Family) -> None:
         self.gen = gen
         self.fam = fam
         self.t = {tpl.op: tpl for tpl in fam.templates.values()}
@@ -100,101 +159,60 @@ class Strategy:
             self.gen.rejects.append(Reject(source=sg.source, ref=f"{sg.study_id} vs {prior.study_id}",
                                            reason=f"diff: {err}", stage="generate"))
             return
-        from radvqa.generate.engine import StudyCtx as _Ctx
-
-        pctx = _Ctx(self.gen, prior, ctx.split)
+        pctx = StudyCtx(self.gen, prior, ctx.split)
         rng = ctx.stream("diff")
-        v = self.gen.vocab
-        ph = self.fam.phrases
-        rank = v.severity_rank
-
-        def positives(c: StudyCtx) -> dict[str, Fact]:
-            out: dict[str, Fact] = {}
-            for f in c.facts.values():
-                if f.present and f.abnormal and f.fid not in out:
-                    out[f.fid] = f
-            return out
-
-        def explicit_absent(c: StudyCtx) -> set[str]:
-            return {f.fid for f in c.facts.values() if f.absent}
-
-        now, before = positives(ctx), positives(pctx)
-        now_abs = explicit_absent(ctx)
+        now, before = _positives(ctx), _positives(pctx)
+        changes, conflicts = compare(ctx, now, before, self.gen.vocab.severity_rank)
+        now_abs = _explicit_absent(ctx)
         labelled_now = sg.source in self.label_sources
         labelled_before = prior.source in self.label_sources
-        changes: dict[str, tuple[str, str | None, str | None]] = {}  # fid -> (kind, from, to)
-        conflicts: list[str] = []
-        for fid in list(dict.fromkeys([*before, *now])):
-            fn, fb = now.get(fid), before.get(fid)
-            word = (fn.obs.change if fn is not None else None) or next(
-                (f.obs.change for f in ctx.facts.values() if f.fid == fid and f.obs.change), None)
-            if fn is not None and fb is None:
-                if word and word not in ("new",) and word not in UP:
-                    conflicts.append(fid)  # "unchanged"/"decreased" about something not seen before
-                    continue
-                if word in UP:
-                    conflicts.append(fid)  # increased, but the prior study never had it
-                    continue
-                changes[fid] = ("new", None, fn.severity)
-            elif fb is not None and fn is None:
-                if word and word != "resolved" and word not in DOWN:
-                    conflicts.append(fid)
-                    continue
-                changes[fid] = ("resolved", fb.severity, None)
-            elif fn is not None and fb is not None:
-                if word == "new" or word == "resolved":
-                    conflicts.append(fid)
-                    continue
-                s0, s1 = fb.severity, fn.severity
-                if s0 in rank and s1 in rank and s0 != s1:
-                    kind = "increased" if rank[s1] > rank[s0] else "decreased"
-                    if (word in UP and kind == "decreased") or (word in DOWN and kind == "increased") or word in SAME:
-                        conflicts.append(fid)
-                        continue
-                    changes[fid] = (kind, s0, s1)
-                elif word in UP:
-                    changes[fid] = ("increased", s0, s1)
-                elif word in DOWN:
-                    changes[fid] = ("decreased", s0, s1)
-                elif word in SAME or (s0 and s0 == s1):
-                    changes[fid] = ("unchanged", s0, s1)
-                else:
-                    changes[fid] = ("persistent", s0, s1)
         implied = {fid for fid, (k, _, _) in changes.items()
                    if (k == "resolved" and fid not in now_abs and not labelled_now)
-                   or (k == "new" and not labelled_before and fid not in explicit_absent(pctx))}
-        pair = _Pair(ctx, pctx, rng, now, before, implied)
-        t = self.t
+                   or (k == "new" and not labelled_before and fid not in _explicit_absent(pctx))}
+        pair = _Pair(ctx, pctx, rng, now, before, implied, changes)
         conflict_grade = [(C, tuple(reason("change", f"conflict:{fid}", C) for fid in conflicts))] if conflicts else []
-
-        def item(fid: str) -> AnswerPart:
-            kind, s0, s1 = changes[fid]
-            f = now.get(fid) or before[fid]
-            if kind in ("unchanged", "persistent"):
-                return f.main
-            name = f.name
-            if kind == "new":
-                text = ctx.pick(ph["item_new"]).format_map({"name": name, "phrase": f.phrase,
-                                                             "a_phrase": f.a_phrase, "A_phrase": cap(f.a_phrase)})
-            elif kind in ("increased", "decreased") and s0 and s1:
-                text = ctx.pick(ph[f"item_{kind}_level"]).format_map({"name": name, "Name": cap(name),
-                                                                       "from": s0, "to": s1})
-            else:
-                text = ctx.pick(ph[f"item_{kind}"]).format_map({"name": name, "Name": cap(name)})
-            return AnswerPart(part_type="main", text=text, tag=f"{name}, {kind}", findings=[fid],
-                              regions=list(f.regions), laterality=f.lat,
-                              certainty="absent" if kind == "resolved" else "present",
-                              severity=s1, boxes=f.boxes)
-
         moved = [fid for fid, (k, _, _) in changes.items() if k in ("new", "resolved", "increased", "decreased")]
-        tpl = t.get("what_changed")
+        self._ask_what_changed(pair, moved, conflict_grade)
+        self._ask_lists(pair, moved)
+        self._ask_finding_change(pair)
+        self._ask_level_change(pair)
+
+    def _item(self, pair: "_Pair", fid: str) -> AnswerPart:
+        """The answer part saying how one finding changed."""
+        ctx, now, before, changes = pair.ctx, pair.now, pair.before, pair.changes
+        ph = self.fam.phrases
+        kind, s0, s1 = changes[fid]
+        f = now.get(fid) or before[fid]
+        if kind in ("unchanged", "persistent"):
+            return f.main
+        name = f.name
+        if kind == "new":
+            text = ctx.pick(ph["item_new"]).format_map({"name": name, "phrase": f.phrase,
+                                                         "a_phrase": f.a_phrase, "A_phrase": cap(f.a_phrase)})
+        elif kind in ("increased", "decreased") and s0 and s1:
+            text = ctx.pick(ph[f"item_{kind}_level"]).format_map({"name": name, "Name": cap(name),
+                                                                   "from": s0, "to": s1})
+        else:
+            text = ctx.pick(ph[f"item_{kind}"]).format_map({"name": name, "Name": cap(name)})
+        return AnswerPart(part_type="main", text=text, tag=f"{name}, {kind}", findings=[fid],
+                          regions=list(f.regions), laterality=f.lat,
+                          certainty="absent" if kind == "resolved" else "present",
+                          severity=s1, boxes=f.boxes)
+
+    def _ask_what_changed(self, pair: "_Pair", moved: list[str], conflict_grade: list[Any]) -> None:
+        item = self._item
+        tpl = self.t.get("what_changed")
         if tpl is not None:
             if moved:
-                parts = [item(fid) for fid in moved]
+                parts = [item(pair, fid) for fid in moved]
                 self._emit(pair, tpl, {}, "", "changes", {"n": str(len(moved))}, parts, moved, None, "positive", conflict_grade)
             else:
                 self._emit(pair, tpl, {}, "", "nothing", {"n": "0"}, [], [], None, "negative", conflict_grade,
                            lead_only="no change")
+
+    def _ask_lists(self, pair: "_Pair", moved: list[str]) -> None:
+        """New / resolved / increased / decreased findings, each a yes/no with the list."""
+        item, t, changes, now, before = self._item, self.t, pair.changes, pair.now, pair.before
         for qt, kind in (("new_findings", "new"), ("resolved_findings", "resolved"),
                          ("increased_findings", "increased"), ("decreased_findings", "decreased")):
             tpl = t.get(qt)
@@ -211,30 +229,37 @@ class Strategy:
                 continue
             names = join_list([(now.get(f) or before[f]).name for f in fids])
             if fids:
-                self._emit(pair, tpl, {}, "", "yes", {"list": names}, [item(f) for f in fids], fids, "yes", "positive", [])
+                self._emit(pair, tpl, {}, "", "yes", {"list": names}, [item(pair, f) for f in fids], fids, "yes", "positive", [])
             else:
                 self._emit(pair, tpl, {}, "", "no", {"list": ""}, [], [], "no", "negative", [],
                            lead_only=f"no {kind} findings")
-        tpl = t.get("finding_change")
+
+    def _ask_finding_change(self, pair: "_Pair") -> None:
+        changes, now, before = pair.changes, pair.now, pair.before
+        tpl = self.t.get("finding_change")
         if tpl is not None:
-            for fid in sample_capped(rng, list(changes), self.gen.cap(tpl)):
+            for fid in sample_capped(pair.rng, list(changes), self.gen.cap(tpl)):
                 kind, s0, s1 = changes[fid]
                 f = now.get(fid) or before[fid]
                 lv = {"from": s0 or "", "to": s1 or ""}
                 key = kind
                 if kind in ("increased", "decreased") and not (s0 and s1):
                     lv = {"from": "", "to": ""}
-                self._emit(pair, tpl, {"finding": f.name}, fid, key, lv, [item(fid)], [fid], kind, None, [],
+                self._emit(pair, tpl, {"finding": f.name}, fid, key, lv, [self._item(pair, fid)], [fid], kind, None, [],
                            finding_key=(kind in ("increased", "decreased") and bool(s0 and s1)))
-        tpl = t.get("level_change")
+
+    def _ask_level_change(self, pair: "_Pair") -> None:
+        changes, now, before = pair.changes, pair.now, pair.before
+        rank = self.gen.vocab.severity_rank
+        tpl = self.t.get("level_change")
         if tpl is not None:
             both = [fid for fid in now if fid in before and now[fid].severity in rank and before[fid].severity in rank
                     and fid in changes]
-            for fid in sample_capped(rng, both, self.gen.cap(tpl)):
+            for fid in sample_capped(pair.rng, both, self.gen.cap(tpl)):
                 kind, s0, s1 = changes[fid]
                 key = kind if kind in ("increased", "decreased") else "same"
                 self._emit(pair, tpl, {"finding": now[fid].name}, fid, key, {"from": s0 or "", "to": s1 or ""},
-                           [item(fid)], [fid], "yes" if key != "same" else "no", None, [])
+                           [self._item(pair, fid)], [fid], "yes" if key != "same" else "no", None, [])
 
     def _emit(self, pair: "_Pair", tpl: Template, slots: dict[str, str], slot_key: str, key: str,
               lv: dict[str, str], parts: list[AnswerPart], fids: list[str], short: str | None,
@@ -272,11 +297,12 @@ class Strategy:
 class _Pair:
     """One (study, prior) pair's diff state, built inside ``Strategy.run``."""
 
-    __slots__ = ("ctx", "pctx", "rng", "now", "before", "implied", "image_ids", "image_paths")
+    __slots__ = ("ctx", "pctx", "rng", "now", "before", "implied", "changes", "image_ids", "image_paths")
 
     def __init__(self, ctx: StudyCtx, pctx: StudyCtx, rng: random.Random, now: dict[str, Fact],
-                 before: dict[str, Fact], implied: set[str]) -> None:
+                 before: dict[str, Fact], implied: set[str],
+                 changes: dict[str, tuple[str, str | None, str | None]]) -> None:
         self.ctx, self.pctx, self.rng = ctx, pctx, rng
-        self.now, self.before, self.implied = now, before, implied
+        self.now, self.before, self.implied, self.changes = now, before, implied, changes
         self.image_ids = ctx.image_ids + pctx.image_ids
         self.image_paths = ctx.image_paths + pctx.image_paths

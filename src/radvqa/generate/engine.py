@@ -10,10 +10,11 @@ wording index).
 from __future__ import annotations
 
 import hashlib
+import importlib
 import random
 from bisect import bisect_right
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import msgspec
 
@@ -24,9 +25,14 @@ from radvqa.generate.templates import Family, Op, Template, check_unique, load_f
 from radvqa.generate.vocab import Vocab
 from radvqa.model import GRADES, QA, AnswerPart, Box, Observation, Reject, SceneGraph
 from radvqa.quality.criteria import CHANGE_TEXT_LEFT, EXTRACT_ERROR, GRADE_INDEX
+from radvqa.registry import Registry
 from radvqa.splits import assign_split, normalize_split
 
+# the packaged strategies, in the fixed order they run in (the one list: the build, the CLI and
+# GenerateOptions take it from here); each module radvqa.generate.<name> registers its Strategy
+# class with @STRATEGY_REGISTRY.register(name) and is imported on first use
 STRATEGIES = ("qba", "vindr", "rin", "diff")
+STRATEGY_REGISTRY: Registry[type] = Registry("strategy", modules=[f"radvqa.generate.{n}" for n in STRATEGIES])
 _replace = msgspec.structs.replace
 
 # placeholders the shared sentence pieces (templates/common.yaml) may use
@@ -82,9 +88,9 @@ class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     def check(self) -> None:
         """Raise ValueError naming the first bad option (before any work starts)."""
-        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        unknown = [s for s in self.strategies if s not in STRATEGY_REGISTRY]
         if unknown:
-            raise ValueError(f"unknown strategies {unknown}; known: {list(STRATEGIES)}")
+            raise ValueError(f"unknown strategies {unknown}; known: {list(STRATEGY_REGISTRY.names())}")
         if not 0.0 <= self.vindr_positive_share <= 1.0:
             raise ValueError("vindr_positive_share must be within [0, 1]")
         if self.vindr_questions_per_image < 0:
@@ -362,12 +368,24 @@ class StudyCtx:
                         template_version=tpl.version), h
 
 
+class Strategy(Protocol):
+    """A question family. Its module ``radvqa.generate.<name>`` defines, beside the class, ``OPS``
+    (operation table), ``PHRASES`` (phrase keys -> variables) and ``Config`` (the msgspec struct of
+    its config block); ``templates/<name>.yaml`` is validated against them. The class registers
+    itself with ``@STRATEGY_REGISTRY.register(name)``. Per-study state lives in a value built
+    inside ``run``, never on the strategy (one strategy object serves every study)."""
+
+    name: str
+
+    def __init__(self, gen: Generator, fam: Family) -> None: ...
+    def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool: ...
+    def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None: ...
+
+
 class Generator:
     """``Generator(onto, GenerateOptions(...)).generate(sg, prior=None) -> list[QA]``."""
 
     def __init__(self, onto: Any, options: GenerateOptions | None = None) -> None:
-        from radvqa.generate import diff, qba, rin, vindr
-
         self.options = opts = options or GenerateOptions()
         opts.check()
         self.min_grade = GRADE_INDEX[opts.min_grade] if opts.min_grade else None
@@ -381,16 +399,16 @@ class Generator:
         self.artifact_subcategories = frozenset(c.upper() for c in cfg.artifact_subcategories)
         self.artifact_ids = frozenset(cfg.artifact_findings)
         self.change_words = tuple(w.lower() for w in cfg.change_words)
-        modules = {"qba": qba, "vindr": vindr, "rin": rin, "diff": diff}
-        self.strategies: list[Any] = []
+        self.strategies: list[Strategy] = []
         families: list[Family] = []
-        for name in STRATEGIES:  # fixed order, whatever order the user listed them in
+        for name in STRATEGY_REGISTRY.names():  # fixed order, whatever order the user listed them in
             if name not in opts.strategies:
                 continue
-            mod = modules[name]
+            cls = STRATEGY_REGISTRY.get(name)
+            mod = importlib.import_module(cls.__module__)
             fam = self._family(f"{name}.yaml", mod.OPS, mod.PHRASES, mod.Config)
             families.append(fam)
-            self.strategies.append(mod.Strategy(self, fam))
+            self.strategies.append(cls(self, fam))
         check_unique(families)
         self.templates = {t.id: t for fam in families for t in fam.templates.values()}
         self.rejects: list[Reject] = []

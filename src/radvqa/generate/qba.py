@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 import msgspec
 
-from radvqa.generate.engine import StudyCtx, WeightedPool, change_text_grade, sample_capped, weighted_sample
+from radvqa.generate.engine import (STRATEGY_REGISTRY, Generator, StudyCtx, WeightedPool, change_text_grade,
+                                    sample_capped, weighted_sample)
 from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts
 from radvqa.generate.templates import Family, Op, Template
 from radvqa.model import AnswerPart, SceneGraph
@@ -91,10 +92,11 @@ class Item:
         self.prov = prov  # provenance put before the facts' own (indication)
 
 
+@STRATEGY_REGISTRY.register("qba")
 class Strategy:
     name = "qba"
 
-    def __init__(self, gen: Any, fam: Family) -> None:
+    def __init__(self, gen: Generator, fam: Family) -> None:
         self.gen = gen
         self.fam = fam
         self.t = fam.templates

@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from radvqa.generate.engine import StudyCtx, pick_index
+from radvqa.generate.engine import STRATEGY_REGISTRY, Generator, StudyCtx, pick_index
 from radvqa.generate.facts import Fact, cap
 from radvqa.generate.rin_chest import ChestTasks
 from radvqa.generate.templates import Family, Op, Template, TemplateError
@@ -73,10 +73,11 @@ def _norm_mod(m: str) -> str:
     return "MR" if m == "MRI" else m
 
 
+@STRATEGY_REGISTRY.register("rin")
 class Strategy:
     name = "rin"
 
-    def __init__(self, gen: Any, fam: Family) -> None:
+    def __init__(self, gen: Generator, fam: Family) -> None:
         self.gen = gen
         self.fam = fam
         self.t = {tpl.op: tpl for tpl in fam.templates.values()}

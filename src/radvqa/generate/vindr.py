@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from radvqa.generate.engine import StudyCtx, pick_index
+from radvqa.generate.engine import STRATEGY_REGISTRY, Generator, StudyCtx, pick_index
 from radvqa.generate.facts import Fact, cap, join_list
 from radvqa.generate.templates import Family, Op, Template
 from radvqa.model import AnswerPart, Box, SceneGraph
@@ -82,10 +82,11 @@ def _zone(b: Box, h: float) -> str:
     return "upper" if cy < 0.4 else ("middle" if cy < 0.62 else "lower")
 
 
+@STRATEGY_REGISTRY.register("vindr")
 class Strategy:
     name = "vindr"
 
-    def __init__(self, gen: Any, fam: Family) -> None:
+    def __init__(self, gen: Generator, fam: Family) -> None:
         self.gen = gen
         self.fam = fam
         self.t = {tpl.op: tpl for tpl in fam.templates.values()}
@@ -134,9 +135,26 @@ class Strategy:
 
     # ---------------------------------------------------------------------------------------------
     def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
+        """Per image: the classes' positives and negatives, each positive's box geometry, the
+        candidate items per (type, polarity), the draw (all from the image's stream, in this
+        order), then one question per drawn item."""
         sg = ctx.sg
         rng = ctx.stream("vindr")
-        ph = self.fam.phrases
+        pos, neg = self._labels(ctx)
+        im = sg.images[0] if sg.images else None
+        w = float(im.width) if im and im.width else 0.0
+        h = float(im.height) if im and im.height else 0.0
+        readers_all = sorted({b.reader for fs in pos.values() for f in fs for b in f.obs.boxes
+                              if b.reader and b.source == "expert"})
+        info = self._geometry(ctx, pos, w, h)
+        cands = self._candidates(rng, pos, neg, info, bool(w and h))
+        img = _Image(rng, len(readers_all), info, self.fam.phrases)
+        for ty, want_pos, item in self._draw(rng, cands):
+            self.one(ctx, img, self.t[ty], ty, want_pos, item)
+
+    def _labels(self, ctx: StudyCtx) -> tuple[dict[str, list[Fact]], list[str]]:
+        """(positive class -> its label/box facts, negative classes in scheme order)."""
+        sg = ctx.sg
         classes = self.classes(self.scheme_by_source.get(sg.source, self.default_scheme))
         pos: dict[str, list[Fact]] = {}
         uncertain: set[str] = set()
@@ -158,13 +176,11 @@ class Strategy:
         else:
             # CheXpert-style labels leave classes blank (not mentioned): only stated negatives
             neg = [c for c in classes if c in stated_absent and c not in pos and c not in implied_pos]
-        im = sg.images[0] if sg.images else None
-        w = float(im.width) if im and im.width else 0.0
-        h = float(im.height) if im and im.height else 0.0
-        readers_all = sorted({b.reader for fs in pos.values() for f in fs for b in f.obs.boxes
-                              if b.reader and b.source == "expert"})
-        n_readers = len(readers_all)
-        # per positive finding: lesion boxes (fused if any, else per reader), count, sides, zones
+        return pos, neg
+
+    def _geometry(self, ctx: StudyCtx, pos: dict[str, list[Fact]], w: float, h: float) -> dict[str, dict[str, Any]]:
+        """Per positive finding: lesion boxes (fused if any, else per reader), count, sides, zones,
+        reader agreement, share of the lung field."""
         info: dict[str, dict[str, Any]] = {}
         for fid, fs in pos.items():
             lesion = [b for f in fs for b in f.obs.boxes if b.source != "region"]
@@ -193,7 +209,11 @@ class Strategy:
             pct = 100.0 * sum(b.area() for b in boxes) / lung if (lung and boxes) else None
             info[fid] = {"facts": fs, "boxes": boxes, "count": count, "sides": sides, "locs": locs,
                          "k": k, "pct": pct}
-        # candidate items per (type, polarity)
+        return info
+
+    def _candidates(self, rng: random.Random, pos: dict[str, list[Fact]], neg: list[str],
+                    info: dict[str, dict[str, Any]], has_size: bool) -> dict[tuple[str, bool], list[Any]]:
+        """Candidate items per (type, polarity)."""
         cands: dict[tuple[str, bool], list[Any]] = {}
         t = self.t
         P = sorted(pos)  # stable order
@@ -205,7 +225,7 @@ class Strategy:
                 on_side = {sd: [f for f in P if sd in info[f]["sides"]] for sd in ("right", "left")}
                 # a side is known clear only when every positive finding has box geometry: a
                 # label without a box could lie on either side
-                known = bool(w and h) and all(info[f]["sides"] for f in P)
+                known = has_size and all(info[f]["sides"] for f in P)
                 # on a "No finding" image the whole-image question is positive: its answer is the
                 # dataset's "No finding" label (VinDr counts it as a class)
                 cands[(ty, True)] = ["*"] + [sd for sd in ("right", "left") if on_side[sd]]
@@ -239,6 +259,10 @@ class Strategy:
                 # wrong-side questions about a present finding are negatives too
                 negs = negs + [f"{f}@wrong" for f in cands[(ty, True)] if len(info[f]["sides"]) == 1]
             cands[(ty, False)] = negs
+        return cands
+
+    def _draw(self, rng: random.Random, cands: dict[tuple[str, bool], list[Any]]) -> list[tuple[str, bool, str]]:
+        """(type, polarity, item) per question of the image, in asking order."""
         # per image: positives = round(N * p) (as available), negatives = positives * (1 - p) / p,
         # both with random rounding, so every image -- normal ones included -- has share p in
         # expectation and the dataset's share does not depend on how many images are normal
@@ -261,9 +285,7 @@ class Strategy:
                 used.add((ty, item))
                 picks.append((ty, want_pos, item))
         rng.shuffle(picks)
-        img = _Image(rng, n_readers, info, ph)
-        for ty, want_pos, item in picks:
-            self.one(ctx, img, t[ty], ty, want_pos, item)
+        return picks
 
     def _lung_area(self, ctx: StudyCtx, w: float, h: float) -> float | None:
         lungs = ctx.rboxes.get("lungs")

@@ -9,11 +9,14 @@ the two tables have different columns.
 
 from __future__ import annotations
 
+import html
+
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
+from radvqa.io.atomic import write_atomic
 from radvqa.io.parquet import shard_files
 
 PLOT = "qa_stats.png"
@@ -34,7 +37,8 @@ def _table(title: str, counts: dict[str, int], total: int | None = None) -> str:
     lines = [f"| {title} | rows | share |", "|---|---:|---:|"]
     for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         share = f"{100.0 * v / total:.1f}%" if total else "-"
-        lines.append(f"| {k} | {v:,} | {share} |")
+        # k comes from the data (a split value, a question type): escaped so HTML in it stays text
+        lines.append(f"| {html.escape(str(k), quote=False).replace('|', chr(92) + '|')} | {v:,} | {share} |")
     return "\n".join(lines) + "\n"
 
 
@@ -273,10 +277,8 @@ def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
 
 
 def write_card(out: Path, manifest: dict[str, Any]) -> Path:
-    from radvqa.run.worker import write_text_atomic
-
     plot = write_plot(out, manifest["counts"])
     text = render_card(out, manifest, plot)
     p = out / "README.md"
-    write_text_atomic(p, text)
+    write_atomic(p, text)
     return p

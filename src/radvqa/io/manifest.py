@@ -40,10 +40,14 @@ def merge_shard_stats(shards: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return total
 
 
-def build_counts(shard_total: dict[str, Any], source_rejects: int, studies_spilled: int) -> dict[str, Any]:
-    """The manifest's ``counts`` block."""
+def build_counts(shard_total: dict[str, Any], source_rejects: int, studies_spilled: int, *,
+                 row_rejects: int = 0, records_read: int | None = None) -> dict[str, Any]:
+    """The manifest's ``counts`` block. ``row_rejects``: rejected rows that are not studies (box,
+    label, image-size rows; stage ``source-row``): in rejected.jsonl, not in ``studies_in``.
+    ``records_read``: the source adapter's own count of study records read (None if it keeps none)."""
     rej_stage = Counter(shard_total["rejects_by_stage"])
     rej_stage["source"] += source_rejects
+    rej_stage["source-row"] += row_rejects
     counts = {
         "studies_in": studies_spilled + source_rejects,
         "studies_out": shard_total["studies_out"],
@@ -56,7 +60,8 @@ def build_counts(shard_total: dict[str, Any], source_rejects: int, studies_spill
         "grades": shard_total["grades"],
         "qa_by_split": shard_total["qa_by_split"],
         "studies_by_split": shard_total["studies_by_split"],
-        "rejected_lines": shard_total["reject_lines"] + source_rejects,
+        "rejected_lines": shard_total["reject_lines"] + source_rejects + row_rejects,
+        "records_read": records_read,
         "rejects_by_stage": dict(sorted((k, v) for k, v in rej_stage.items() if v)),
     }
     if counts["studies_in"] != counts["studies_out"] + counts["studies_rejected"]:
@@ -64,6 +69,8 @@ def build_counts(shard_total: dict[str, Any], source_rejects: int, studies_spill
             f"counts do not add up: studies_in {counts['studies_in']} != out {counts['studies_out']}"
             f" + rejected {counts['studies_rejected']}"
         )
+    if records_read is not None and records_read != counts["studies_in"]:
+        raise AssertionError(f"the source read {records_read} records but studies_in is {counts['studies_in']}")
     if shard_total["studies_in"] != studies_spilled:
         raise AssertionError(
             f"shards read {shard_total['studies_in']} studies but {studies_spilled} were routed to them"
@@ -72,10 +79,10 @@ def build_counts(shard_total: dict[str, Any], source_rejects: int, studies_spill
 
 
 def write_manifest(out: Path, manifest: dict[str, Any]) -> Path:
-    from radvqa.run.worker import write_text_atomic
+    from radvqa.io.atomic import write_atomic
 
     p = out / MANIFEST
-    write_text_atomic(p, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(p, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return p
 
 

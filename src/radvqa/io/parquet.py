@@ -12,7 +12,6 @@ written so readers can skip pages. Output bytes depend only on the rows given (n
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,32 +21,14 @@ import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from radvqa.io.atomic import WriteError, atomic_path, tmp_name
+from radvqa.io.atomic import explain as _explain
 from radvqa.io.schema import ArrowCodec, codec
 
 QA_ROW_GROUP_ROWS = 10_000
 SG_ROW_GROUP_ROWS = 1_000
 COMPRESSION = "zstd"
 COMPRESSION_LEVEL = 3
-
-
-class WriteError(OSError):
-    """A shard could not be written; the message says which file and why."""
-
-
-def _explain(exc: OSError, path: Path) -> str:
-    if exc.errno == errno.ENOSPC:
-        why = "no space left on device (disk full)"
-    elif exc.errno in (errno.EACCES, errno.EPERM):
-        why = "permission denied"
-    elif exc.errno == errno.EROFS:
-        why = "read-only file system"
-    else:
-        why = exc.strerror or str(exc)
-    return f"cannot write {path}: {why}"
-
-
-def tmp_name(final: Path) -> Path:
-    return final.with_name(f".{final.name}.tmp")
 
 
 def shard_name(index: int) -> str:
@@ -179,21 +160,11 @@ class ShardWriter:
 
 def write_table_atomic(path: Path | str, table: pa.Table, row_group_rows: int) -> None:
     """Write a whole table at once (temp name + rename)."""
-    path = Path(path)
-    tmp = tmp_name(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
         pq.write_table(
             table, str(tmp), compression=COMPRESSION, compression_level=COMPRESSION_LEVEL,
             row_group_size=row_group_rows, write_page_index=True, write_page_checksum=True,
         )
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise WriteError(exc.errno, _explain(exc, path)) from exc
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -205,6 +176,22 @@ def shard_files(out: Path | str, kind: str) -> list[Path]:
     if not d.is_dir():
         return []
     return sorted(p for p in d.glob("part-*.parquet") if p.is_file())
+
+
+def damaged_shard(dataset: Path | str, exc: BaseException) -> str:
+    """One line for an Arrow error met while reading a dataset: which shard is damaged (each is
+    opened and read until one fails; only on this error path) and what to run next."""
+    for kind in ("qa", "scene_graphs"):
+        for f in shard_files(dataset, kind):
+            try:
+                pf = pq.ParquetFile(f)
+                for _ in pf.iter_batches(batch_size=65_536):
+                    pass
+            except (pa.ArrowException, OSError) as e:
+                why = " ".join(str(e).split())[:200]
+                return f"damaged Parquet shard {f}: {why} (check with: radvqa validate {dataset})"
+    # every shard reads: the error was elsewhere (an output file, a disk error); say just what it was
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
 
 
 def read_table(out: Path | str, kind: str, columns: list[str] | None = None) -> pa.Table:

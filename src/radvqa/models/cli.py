@@ -39,6 +39,8 @@ def register(app: typer.Typer) -> None:
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     ) -> None:
         """Run a model over a dataset's questions and write predictions.jsonl (+ .meta.json)."""
+        import pyarrow as pa
+
         from radvqa.models.base import AdapterError
         from radvqa.models.cache import default_cache_dir
         from radvqa.models.images import ImagePrep
@@ -84,6 +86,11 @@ def register(app: typer.Typer) -> None:
         except (AdapterError, PredictError, PromptError, DatasetError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
+        except (pa.ArrowException, OSError) as exc:  # a damaged shard: one line naming it, not a traceback
+            from radvqa.io.parquet import damaged_shard
+
+            typer.echo(f"error: {damaged_shard(dataset, exc)}", err=True)
+            raise typer.Exit(2) from None
         s = summary
         typer.echo(
             f"{s.written} predictions -> {out} ({s.errors} errors, {s.cache_hits} cache hits, "

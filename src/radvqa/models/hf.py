@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import yaml
 
 from radvqa.models.base import AdapterError, Request, Response
+from radvqa.models.registry import ADAPTERS
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 
@@ -39,6 +40,7 @@ def _fingerprint(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
+@ADAPTERS.register("hf")
 class HFAdapter:
     default_concurrency = 1  # one model, one device: batches, not threads
 

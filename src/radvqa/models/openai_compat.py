@@ -1,44 +1,25 @@
 """`openai:MODEL` — any OpenAI-compatible chat completions server (vLLM, Ollama, llama.cpp server,
-hosted APIs), over plain HTTP from the standard library so the core install stays light.
+hosted APIs), through the shared client :class:`radvqa.llm.client.ChatClient` (the ``openai``
+package: retries on 429 / 5xx / connection errors with backoff honouring Retry-After, a deadline on
+the whole response, no redirects, secrets redacted from every error).
 
-Images go as base64 data URLs. Each request is retried on 429 / 5xx / connection errors with
-exponential backoff, honouring Retry-After. The API key comes from the environment only and never
-reaches logs, errors, metadata or the cache key.
+Images go as base64 data URLs. The API key comes from the environment only and never reaches logs,
+errors, metadata or the cache key; ``--base-url`` is written with any ``user:password@`` masked.
 """
 
 from __future__ import annotations
 
-import email.utils
-import json
 import os
-import random
 import time
-import urllib.error
-import urllib.request
 from typing import Any
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
+from radvqa.llm.client import ChatClient, redact_url
 from radvqa.models.base import AdapterError, Request, Response
-
-RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-
-
-def _retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """Retry-After as seconds: delta-seconds or an HTTP date (RFC 9110 §10.2.3)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when - (time.time() if now is None else now))
+from radvqa.models.registry import ADAPTERS
 
 
+@ADAPTERS.register("openai")
 class OpenAIAdapter:
     default_batch_size = 1
 
@@ -66,7 +47,7 @@ class OpenAIAdapter:
         url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.base_url = url.rstrip("/")
         if not self.base_url.startswith(("http://", "https://")):
-            raise AdapterError(f"--base-url must start with http:// or https://, got {url!r}")
+            raise AdapterError(f"--base-url must start with http:// or https://, got {redact_url(url)!r}")
         self.api_key_env = api_key_env or "OPENAI_API_KEY"
         if api_key_env and not os.environ.get(api_key_env):
             # the user named a variable explicitly: an empty one is a mistake worth stopping for
@@ -82,15 +63,16 @@ class OpenAIAdapter:
         self.box_convention = box_convention
         self.extra_body = dict(extra_body or {})
         self.seed = seed
-        self.sleep: Callable[[float], None] = time.sleep  # replaced in tests to record waits
-        self._rng = random.Random(0)
+        self.client = ChatClient(self.base_url, api_key=self._api_key, timeout_s=timeout_s,
+                                 max_retries=max_retries, backoff_base_s=backoff_base_s,
+                                 backoff_max_s=backoff_max_s)
 
     def __repr__(self) -> str:  # never show the key
-        return f"OpenAIAdapter(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAIAdapter(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
 
     def params(self) -> dict[str, Any]:
         p: dict[str, Any] = {
-            "base_url": self.base_url,
+            "base_url": redact_url(self.base_url),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "box_convention": self.box_convention,
@@ -130,71 +112,24 @@ class OpenAIAdapter:
         body.update(self.extra_body)
         return body
 
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.backoff_max_s)
-        base = min(self.backoff_max_s, self.backoff_base_s * (2**attempt))
-        return base * (0.5 + 0.5 * self._rng.random())  # jitter spreads concurrent retries
-
     def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, int]:
-        """(response json, error, attempts). Retries transient failures."""
-        data = json.dumps(body).encode("utf-8")
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        url = f"{self.base_url}/chat/completions"
-        last_err = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            retry_after: float | None = None
-            try:
-                req = urllib.request.Request(url, data=data, headers=headers, method="POST")
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    payload = resp.read()
-                try:
-                    return json.loads(payload), None, attempt + 1
-                except json.JSONDecodeError:
-                    last_err = f"server returned non-JSON ({payload[:120]!r})"
-                    return None, last_err, attempt + 1
-            except urllib.error.HTTPError as exc:
-                detail = ""
-                try:
-                    detail = exc.read(300).decode("utf-8", "replace")
-                except Exception:
-                    pass
-                last_err = f"HTTP {exc.code}: {detail.strip()[:200]}"
-                if exc.code not in RETRY_STATUS:
-                    return None, last_err, attempt + 1  # 400/401/404...: retrying cannot help
-                retry_after = _retry_after_seconds(exc.headers.get("Retry-After") if exc.headers else None)
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                reason = getattr(exc, "reason", exc)
-                last_err = f"connection error: {reason}"
-            if attempt < self.max_retries:
-                self.sleep(self._backoff(attempt, retry_after))
-        return None, f"{last_err} (after {self.max_retries + 1} attempts)", self.max_retries + 1
+        """(response json, error, attempts) -- kept for callers that build their own body."""
+        res = self.client.chat(body)
+        return (res.payload if res.error is None else None), res.error, res.attempts
 
     def _one(self, req: Request) -> Response:
         t0 = time.perf_counter()
-        payload, err, attempts = self._post(self._body(req))
+        res = self.client.chat(self._body(req))
         latency = time.perf_counter() - t0
-        if err is not None or payload is None:
-            return Response(text=None, error=err, latency_s=latency, usage={"attempts": attempts})
-        try:
-            content = payload["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            return Response(
-                text=None,
-                error=f"unexpected response shape: {json.dumps(payload)[:200]}",
-                latency_s=latency,
-            )
-        if isinstance(content, list):  # some servers return content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        usage = dict(payload.get("usage") or {})
-        usage["attempts"] = attempts
-        return Response(text=content if content is not None else "", latency_s=latency, usage=usage)
+        usage = dict(res.usage)
+        usage["attempts"] = res.attempts
+        if res.error is not None or res.content is None:
+            return Response(text=None, error=res.error or "empty response", latency_s=latency, usage=usage)
+        return Response(text=res.content, latency_s=latency, usage=usage)
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         # one HTTP request per question; the runner provides concurrency across calls
         return [self._one(r) for r in requests]
 
     def close(self) -> None:
-        pass
+        self.client.close()

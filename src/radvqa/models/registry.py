@@ -11,16 +11,16 @@ from typing import Any
 
 from radvqa.models.base import Adapter, AdapterError
 
-# kind -> (module, class); the module is imported only when that kind is asked for
-ADAPTERS: dict[str, tuple[str, str]] = {
-    "openai": ("radvqa.models.openai_compat", "OpenAIAdapter"),
-    "hf": ("radvqa.models.hf", "HFAdapter"),
-}
+from radvqa.registry import Registry
+
+# kind -> adapter class, registered with @ADAPTERS.register(kind) in its module; a module is
+# imported only when a kind it may hold is asked for (openai first: asking for it never imports hf)
+ADAPTERS: Registry[type] = Registry("model kind", modules=("radvqa.models.openai_compat", "radvqa.models.hf"))
 
 
 def register_adapter(kind: str, module: str, cls: str) -> None:
-    """Add an adapter kind (plugins, tests)."""
-    ADAPTERS[kind] = (module, cls)
+    """Add an adapter kind from ``module.cls`` (plugins, tests); prefer @ADAPTERS.register."""
+    ADAPTERS.add(kind, getattr(importlib.import_module(module), cls))
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -28,10 +28,10 @@ def parse_spec(spec: str) -> tuple[str, str]:
     if not sep or not name.strip():
         raise AdapterError(
             f"model spec {spec!r} must be KIND:NAME, e.g. openai:gpt-4o-mini or hf:./my-model "
-            f"(kinds: {', '.join(sorted(ADAPTERS))})"
+            f"(kinds: {', '.join(sorted(ADAPTERS.names()))})"
         )
     if kind not in ADAPTERS:
-        raise AdapterError(f"unknown model kind {kind!r} in {spec!r}; kinds: {', '.join(sorted(ADAPTERS))}")
+        raise AdapterError(f"unknown model kind {kind!r} in {spec!r}; kinds: {', '.join(sorted(ADAPTERS.names()))}")
     return kind, name.strip()
 
 
@@ -39,8 +39,7 @@ def get_adapter(spec: str, **options: Any) -> Adapter:
     """Build the adapter for `spec`. Options left at None are not passed; an option the adapter does
     not take is an error (so `--device` on an HTTP model is not silently ignored)."""
     kind, name = parse_spec(spec)
-    module, cls_name = ADAPTERS[kind]
-    cls = getattr(importlib.import_module(module), cls_name)
+    cls = ADAPTERS.get(kind)
     given = {k: v for k, v in options.items() if v is not None}
     accepted = inspect.signature(cls.__init__).parameters
     wrong = sorted(k for k in given if k not in accepted)

@@ -336,7 +336,24 @@ def build(path: Path) -> Built:
         name="files and schema (keys, types, version)", passed=not read_errors and not mod_errors,
         detail=f"{len(raw.versions)} files", errors=read_errors + mod_errors))
 
-    # --- ids: well-formed and unique --------------------------------------------------------
+    scheme_files = _check_ids(raw, out)
+    where_of = {rec["id"]: (file, where) for file, where, rec in raw.findings}
+    rwhere_of = {rec["id"]: (file, where) for file, where, rec in raw.regions}
+    _check_categories(raw, out, where_of)
+    _check_references(out, where_of, rwhere_of)
+    _check_cycles(out, where_of, rwhere_of)
+    _check_synonyms(out, where_of, rwhere_of)
+    _check_schemes(raw, out, scheme_files)
+    return out
+
+
+# each check below appends its CheckResult to ``out.checks``; they run in this order
+Where = dict[str, tuple[str, str]]  # record id -> (file, "findings[3]"), for messages
+
+
+def _check_ids(raw: _Raw, out: Built) -> dict[str, str]:
+    """Ids well-formed and unique; builds the typed findings, regions and anatomies. Returns
+    scheme name -> the file defining it first."""
     id_errors: list[str] = []
     seen: dict[str, dict[str, str]] = {"finding": {}, "region": {}, "anatomy": {}}
     for kind, items in (("finding", raw.findings), ("region", raw.regions), ("anatomy", raw.anatomies)):
@@ -373,11 +390,10 @@ def build(path: Path) -> Built:
     out.checks.append(CheckResult(name="ids well-formed and unique", passed=not id_errors,
                                   detail=f"{len(out.findings)} findings, {len(out.regions)} regions, "
                                          f"{len(out.anatomies)} anatomies", errors=id_errors))
+    return scheme_files
 
-    where_of = {rec["id"]: (file, where) for file, where, rec in raw.findings}
-    rwhere_of = {rec["id"]: (file, where) for file, where, rec in raw.regions}
 
-    # --- categories -------------------------------------------------------------------------
+def _check_categories(raw: _Raw, out: Built, where_of: Where) -> None:
     cat_errors: list[str] = []
     if not raw.categories:
         cat_errors.append("categories: no file defines 'categories'")
@@ -393,7 +409,9 @@ def build(path: Path) -> Built:
     out.checks.append(CheckResult(name="categories and subcategories", passed=not cat_errors,
                                   detail=f"{len(raw.categories)} categories", errors=cat_errors))
 
-    # --- references: parents, regions, anatomies, severities, counterparts -------------------
+
+def _check_references(out: Built, where_of: Where, rwhere_of: Where) -> None:
+    """Parents, default regions, anatomies, severities and counterparts name existing records."""
     ref_errors: list[str] = []
     sev_levels = set(out.modifiers.severity_order) if out.modifiers else None
     for f in out.findings.values():
@@ -434,7 +452,8 @@ def build(path: Path) -> Built:
                                   detail="parents, default_regions, anatomies, severities, counterparts",
                                   errors=ref_errors))
 
-    # --- cycles ------------------------------------------------------------------------------
+
+def _check_cycles(out: Built, where_of: Where, rwhere_of: Where) -> None:
     cyc_errors: list[str] = []
     cyc = _find_cycle({f.id: f.parents for f in out.findings.values()})
     if cyc:
@@ -446,7 +465,8 @@ def build(path: Path) -> Built:
         cyc_errors.append(f"{file}: {where}.parents: cycle {' -> '.join(cyc)}")
     out.checks.append(CheckResult(name="no cycles in parents", passed=not cyc_errors, errors=cyc_errors))
 
-    # --- synonyms ----------------------------------------------------------------------------
+
+def _check_synonyms(out: Built, where_of: Where, rwhere_of: Where) -> None:
     syn_errors: list[str] = []
     for kind, table, wmap in (("finding", out.findings, where_of), ("region", out.regions, rwhere_of)):
         claims: dict[str, list[str]] = defaultdict(list)
@@ -468,7 +488,8 @@ def build(path: Path) -> Built:
     out.checks.append(CheckResult(name="no synonym claimed twice (unless declared ambiguous)",
                                   passed=not syn_errors, errors=syn_errors))
 
-    # --- schemes -----------------------------------------------------------------------------
+
+def _check_schemes(raw: _Raw, out: Built, scheme_files: dict[str, str]) -> None:
     sch_errors: list[str] = []
     n_labels = 0
     for file, body in raw.schemes:
@@ -533,4 +554,3 @@ def build(path: Path) -> Built:
                                    label_anatomies=label_anat, groups=groups, codes=codes)
     out.checks.append(CheckResult(name="every scheme label maps to known findings", passed=not sch_errors,
                                   detail=f"{len(out.schemes)} schemes, {n_labels} labels", errors=sch_errors))
-    return out

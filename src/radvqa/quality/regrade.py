@@ -150,16 +150,16 @@ def _has_report(sg: SceneGraph | None) -> bool:
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    from radvqa.run.worker import write_text_atomic
+    from radvqa.io.atomic import write_atomic
 
-    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def _prepare_out(src: Path, out: Path, resume: bool) -> None:
     """Copy everything but the QA shards from ``src`` to a fresh ``out``."""
     if out.exists() and any(out.iterdir()) and not resume:
         raise GradeError(f"{out} exists and is not empty (use another --out, or --resume to finish a pass)")
-    from radvqa.run.worker import state_dir
+    from radvqa.io.atomic import state_dir
 
     skip = {(src / "qa").resolve(): lambda n: n.endswith(".parquet"),
             state_dir(src).resolve(): lambda n: n == STATE_FILE}
@@ -180,7 +180,7 @@ def grade_dataset(src: Path | str, judge: CriteriaJudge, out: Path | str | None 
     from radvqa.io.manifest import read_manifest, write_manifest
     from radvqa.io.parquet import ShardWriter, shard_files
     from radvqa.io.schema import codec
-    from radvqa.run.worker import state_dir
+    from radvqa.io.atomic import state_dir
 
     import pyarrow.parquet as pq
 

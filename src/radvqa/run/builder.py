@@ -30,10 +30,12 @@ import msgspec
 
 from radvqa import __version__
 from radvqa.generate.engine import STRATEGIES, GenerateOptions
+from radvqa.io.atomic import atomic_path
 from radvqa.io.manifest import REJECTED, build_counts, merge_shard_stats, write_manifest
-from radvqa.io.parquet import WriteError, shard_files
+from radvqa.io.parquet import shard_files
 from radvqa.io.schema import SCHEMA_VERSION
 from radvqa.model import Reject, Study
+from radvqa.sources.base import ROW_STAGE
 from radvqa.sources.base import SourceError
 from radvqa.run.imagepaths import PathRelativizer, image_roots_for
 from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, SpillWriter, plan_shards
@@ -223,19 +225,23 @@ def _read_sources(out: Path, opts: BuildOptions, progress: Progress,
     writer = SpillWriter(spill_dir)
     # image paths become relative to the input roots here, once per study (see run/imagepaths.py)
     relativize = PathRelativizer(image_roots_for(_input_paths(opts))).study
-    n_rej = 0
+    n_rej = n_row_rej = 0
     rej_file = st / "source.rejected.jsonl"
     progress.phase("reading sources", opts.studies if opts.source == "synthetic" else opts.limit)
     try:
         with open(rej_file, "w", encoding="utf-8") as rf:
-            for rec in (records if records is not None else _source_records(opts, progress)):
+            stream = records if records is not None else _source_records(opts, progress)
+            for rec in stream:
                 if isinstance(rec, Study):
                     writer.add(relativize(rec))
                 elif isinstance(rec, Reject):
                     if opts.strict:
                         raise BuildError(f"--strict: {rec.source} {rec.ref}: {rec.reason}")
                     rf.write(json.dumps({"source": rec.source, "ref": rec.ref, "reason": rec.reason, "stage": rec.stage or "source"}, ensure_ascii=False) + "\n")
-                    n_rej += 1
+                    if rec.stage == ROW_STAGE:
+                        n_row_rej += 1  # a box/label/size row, not a study: not in studies_in
+                    else:
+                        n_rej += 1
                 else:
                     raise BuildError(f"source {opts.source!r} yielded {type(rec).__name__}, expected Study or Reject")
                 progress.advance()
@@ -250,9 +256,17 @@ def _read_sources(out: Path, opts: BuildOptions, progress: Progress,
         writer.abort()
         raise
     n_studies = sum(writer.counts)
+    # the adapter's own count of records read (see sources.base.ReadCounts): a record read but
+    # neither spilled nor rejected is a silent drop, which the spill-based count cannot see
+    read = getattr(getattr(stream, "counts", None), "read", None)
+    if read is not None and read != n_studies + n_rej:
+        raise BuildError(f"source {opts.source!r} read {read} records but {n_studies} studies + {n_rej} rejects "
+                         f"came out: {read - n_studies - n_rej} dropped without a reject line (a bug; please report)")
     info = {
         "studies": n_studies,
+        "records_read": read,
         "source_rejects": n_rej,
+        "source_row_rejects": n_row_rej,
         "n_shards": plan_shards(n_studies, opts.shard_studies),
         "n_buckets": N_BUCKETS,
         "seconds": round(time.perf_counter() - t0, 4),
@@ -333,7 +347,8 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     progress.phase("writing manifest and card", 1)
     stats_list = [finished[k] for k in range(n_shards)]
     total = merge_shard_stats(stats_list)
-    counts = build_counts(total, int(read["source_rejects"]), int(read["studies"]))
+    counts = build_counts(total, int(read["source_rejects"]), int(read["studies"]),
+                          row_rejects=int(read.get("source_row_rejects") or 0), records_read=read.get("records_read"))
     _merge_rejects(out, n_shards)
     by_reason = reject_reasons(out / "rejected.jsonl")
     if opts.strict and by_reason:
@@ -425,26 +440,16 @@ def reject_reasons(path: Path) -> dict[str, int]:
 def _merge_rejects(out: Path, n_shards: int) -> None:
     """rejected.jsonl = source rejects, then each shard's, in shard order (deterministic)."""
     st = state_dir(out)
-    dst = out / REJECTED
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    try:
-        with open(tmp, "wb") as w:
-            src = st / "source.rejected.jsonl"
-            if src.exists():
-                with open(src, "rb") as r:
+    with atomic_path(out / REJECTED) as tmp, open(tmp, "wb") as w:
+        src = st / "source.rejected.jsonl"
+        if src.exists():
+            with open(src, "rb") as r:
+                shutil.copyfileobj(r, w)
+        for k in range(n_shards):
+            p = rejects_path(out, k)
+            if p.exists():
+                with open(p, "rb") as r:
                     shutil.copyfileobj(r, w)
-            for k in range(n_shards):
-                p = rejects_path(out, k)
-                if p.exists():
-                    with open(p, "rb") as r:
-                        shutil.copyfileobj(r, w)
-        os.replace(tmp, dst)
-    except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise WriteError(exc.errno, f"cannot write {dst}: {exc.strerror}") from exc
 
 
 def resume_state(out: Path) -> dict[str, Any]:

@@ -100,7 +100,8 @@ def register(app: typer.Typer) -> None:
         source: str = typer.Argument("sample", help="source name (sample, openi, nih-cxr14, synthetic, ...); default: the bundled sample"),
         inputs: Optional[list[Path]] = typer.Option(None, "--input", "-i", help="input file or folder (repeatable)"),
         out: Path = typer.Option(Path("radvqa-out"), "--out", "-o", help="output folder"),
-        strategies: str = typer.Option("qba,vindr,rin,diff", "--strategies", help="comma-separated QA strategies"),
+        strategies: Optional[str] = typer.Option(None, "--strategies",
+                                                 help="comma-separated QA strategies (default: all of them)"),
         seed: int = typer.Option(0, "--seed", help="random seed (same seed + input -> same rows)"),
         workers: int = typer.Option(1, "--workers", "-w", min=1, help="worker processes (or Ray CPUs)"),
         executor: str = typer.Option("local", "--executor", help="local or ray (ray joins RAY_ADDRESS, else starts one)"),
@@ -115,7 +116,7 @@ def register(app: typer.Typer) -> None:
                                                     help="folder of <family>.yaml templates replacing the packaged ones"),
         priors: Optional[Path] = typer.Option(None, "--priors", exists=True, dir_okay=False,
                                               help="priors YAML replacing the packaged one (negative sampling weights)"),
-        min_grade: Optional[str] = typer.Option(None, "--min-grade", help="drop QA rows graded below this (A++, A, B, C, D)"),
+        min_grade: Optional[str] = typer.Option(None, "--min-grade", help="drop QA rows graded below this (A++, A+, A, B, C or D)"),
         cap_scale: float = typer.Option(1.0, "--cap-scale", min=0.0, help="multiply every template's per-study cap (0.5: a lighter dataset)"),
         max_per_study: Optional[int] = typer.Option(None, "--max-per-study", min=1, help="most QA rows per study (after per-template caps)"),
         vindr_positive_share: float = typer.Option(0.417, "--vindr-positive-share", min=0.0, max=1.0,
@@ -135,9 +136,9 @@ def register(app: typer.Typer) -> None:
         from radvqa.run.builder import BuildError, BuildOptions, build
 
         console = Console(stderr=True)
-        from radvqa.generate import GenerateOptions
+        from radvqa.generate import STRATEGIES, GenerateOptions
 
-        strat = tuple(s.strip() for s in strategies.split(",") if s.strip())
+        strat = tuple(s.strip() for s in strategies.split(",") if s.strip()) if strategies else STRATEGIES
         try:
             ratios = tuple(float(x) for x in split_ratios.split(","))
         except ValueError:

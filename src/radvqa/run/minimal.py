@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import time
 from typing import Any
 
 from radvqa.model import QA, AnswerPart, Observation, SceneGraph, Study
@@ -52,6 +53,9 @@ class MinimalPipeline:
     def process(self, study: Study, prior: SceneGraph | None) -> StudyResult:
         self.fail_on = self._opt_fail or os.environ.get("RADVQA_MINIMAL_FAIL_ON")
         self.kill_on = self._opt_kill or os.environ.get("RADVQA_MINIMAL_KILL_ON")
+        delay = os.environ.get("RADVQA_MINIMAL_DELAY_S")  # seconds per study: a build slow enough to interrupt
+        if delay:
+            time.sleep(float(delay))
         if self.kill_on and study.id == self.kill_on:
             os.kill(os.getpid(), signal.SIGKILL)
         if self.fail_on and study.id == self.fail_on:

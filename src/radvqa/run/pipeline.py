@@ -80,6 +80,10 @@ class StagePipeline:
         if extraction is None and not study.labels and not study.boxes:
             self.timings["localize"] += 0.0
             reason = "no usable report text and no labels or boxes" if study.report_text is not None else "no report text, labels or boxes"
+            if study.report_text is None and study.images:
+                # e.g. a DICOM-only folder: documented in docs/generation.md ("Image-only studies")
+                reason = ("images only (no report text, labels or boxes): every question template needs a finding "
+                          "source, so none is asked; add reports or labels (docs/generation.md, image-only studies)")
             return StudyResult(None, [], rejects + [Reject(source=src, ref=study.id, reason=reason, stage="extract")])
         try:
             sg, loc_rejects = self.build_scene_graph(study, extraction, ontology=self.ontology)

@@ -19,21 +19,16 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from radvqa.io.parquet import ShardWriter, WriteError, shard_name, tmp_name
+from radvqa.io.atomic import state_dir, write_atomic
+from radvqa.io.parquet import ShardWriter, shard_name, tmp_name
 from radvqa.model import Reject, SceneGraph
 from radvqa.run.pipeline import make_pipeline
 from radvqa.run.shards import load_shard_studies
-
-STATE_DIR = ".radvqa"
 
 _STRATEGY = attrgetter("strategy")
 _QTYPE = attrgetter("question_type")
 _SPLIT = attrgetter("split")
 _GRADE = attrgetter("grade")
-
-
-def state_dir(out: Path) -> Path:
-    return out / STATE_DIR
 
 
 def marker_path(out: Path, shard: int) -> Path:
@@ -44,24 +39,7 @@ def rejects_path(out: Path, shard: int) -> Path:
     return state_dir(out) / "shards" / f"part-{shard:05d}.rejected.jsonl"
 
 
-def write_text_atomic(path: Path, text: str | bytes) -> None:
-    tmp = tmp_name(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = "wb" if isinstance(text, bytes) else "w"
-        with open(tmp, mode, **({} if isinstance(text, bytes) else {"encoding": "utf-8"})) as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        from radvqa.io.parquet import _explain
-
-        raise WriteError(exc.errno, _explain(exc, path)) from exc
+write_text_atomic = write_atomic  # the one atomic writer lives in radvqa.io.atomic
 
 
 def shard_is_complete(out: Path, shard: int) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ import csv
 import gzip
 import io
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,52 @@ from radvqa.model import Reject, Study
 Record = Study | Reject
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".dcm", ".dicom")
+
+
+ROW_STAGE = "source-row"  # Reject.stage of a rejected row that is not a study
+
+
+class ReadCounts:
+    """What one ``iter_records`` pass read and yielded. ``read`` is counted by the adapter where it
+    reads (None when an adapter does not count); the rest by the base class from what it yields.
+    Contract: ``read == studies + rejects`` -- a record read and neither yielded nor rejected is a
+    silent drop."""
+
+    __slots__ = ("read", "studies", "rejects", "row_rejects")
+
+    def __init__(self) -> None:
+        self.read: int | None = None
+        self.studies = 0
+        self.rejects = 0
+        self.row_rejects = 0
+
+    def unaccounted(self) -> int:
+        """Records read but neither yielded as a study nor rejected (0 when the adapter counts
+        nothing)."""
+        return 0 if self.read is None else self.read - self.studies - self.rejects
+
+    def as_dict(self) -> dict[str, int | None]:
+        return {"records_read": self.read, "studies": self.studies, "rejects": self.rejects,
+                "row_rejects": self.row_rejects}
+
+
+class RecordStream:
+    """An iterator of records that also carries the pass's :class:`ReadCounts`."""
+
+    def __init__(self, records: Iterator[Any], counts: ReadCounts) -> None:
+        self._records = records
+        self.counts = counts
+
+    def __iter__(self) -> RecordStream:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._records)
+
+    def close(self) -> None:
+        close = getattr(self._records, "close", None)
+        if close is not None:
+            close()
 
 
 class SourceError(ValueError):
@@ -60,25 +107,56 @@ class Source:
 
     def iter_records(
         self, inputs: Iterable[Path | str], *, ontology: Any = None, limit: int | None = None
-    ) -> Iterator[Record]:
-        """Yield at most ``limit`` records (studies and study-level rejects both count)."""
+    ) -> RecordStream:
+        """Yield at most ``limit`` records (studies and study-level rejects both count). The
+        returned stream's ``counts`` say how many input records the adapter read, counted where it
+        reads them, independently of what it yields (see :class:`ReadCounts`)."""
         paths = [Path(p) for p in inputs]
         for p in paths:
             if not p.exists():
                 raise SourceError(f"{self.name}: input not found: {p}")
         onto = ontology if ontology is not None else _default_ontology()
-        n = 0
-        for rec in self._records(paths, onto, limit):
-            if limit is not None and n >= limit:
+        self.counts = counts = ReadCounts()
+        return RecordStream(self._guarded(paths, onto, limit, counts), counts)
+
+    def _guarded(self, paths: list[Path], onto: Any, limit: int | None, counts: ReadCounts) -> Iterator[Record]:
+        records = self._records(paths, onto, limit)
+        while limit is None or counts.studies + counts.rejects < limit:
+            try:
+                rec = next(records)
+            except StopIteration:
                 return
+            except SourceError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the last net: one clear line, never a traceback
+                # (adapters turn what they can attribute to a row into a Reject; what reaches here
+                # is input that cannot be read at all, e.g. an unreadable file or a disk error)
+                raise SourceError(f"{self.name}: cannot read the input: {_one_line(e)}") from e
+            if isinstance(rec, Reject) and rec.stage == ROW_STAGE:
+                counts.row_rejects += 1
+            elif isinstance(rec, Reject):
+                counts.rejects += 1
+            else:
+                counts.studies += 1
             yield rec
-            n += 1
+
+    def count_read(self, n: int = 1) -> None:
+        """Adapters call this where they read a study-level input record (a table row, an XML
+        file or archive member, a JSON line), before deciding what becomes of it."""
+        counts = getattr(self, "counts", None)
+        if counts is not None:
+            counts.read = (counts.read or 0) + n
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
         raise NotImplementedError
 
     def reject(self, ref: str | Path, reason: str) -> Reject:
         return Reject(source=self.name, ref=str(ref), reason=reason, stage="source")
+
+    def reject_row(self, ref: str | Path, reason: str) -> Reject:
+        """A reject for a row that is not a study (a box, label or image-size row): written to
+        rejected.jsonl, counted apart from studies."""
+        return Reject(source=self.name, ref=str(ref), reason=reason, stage=ROW_STAGE)
 
     def table_rows(
         self, rows: Iterable[tuple[int, list[str] | None, str | None]], ncols: int, table: str | Path
@@ -97,6 +175,14 @@ class Source:
                 yield self.reject(ref, f"{len(row)} cells, header has {ncols}")
             else:
                 yield ref, lineno, row
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception as one short line: type, message, and the file it names if any."""
+    msg = " ".join(str(e).split()) or type(e).__name__
+    if not msg.startswith(type(e).__name__):
+        msg = f"{type(e).__name__}: {msg}"
+    return msg[:300]
 
 
 def _default_ontology() -> Any:
@@ -173,13 +259,24 @@ def open_text(path: Path, encoding: str = "utf-8") -> io.TextIOBase:
     return open(path, encoding=encoding, newline="")  # type: ignore[return-value]
 
 
+# A report can be a long quoted multi-line field; csv's default 128 KiB cap split such a field into
+# thousands of bogus rows. 64 MiB still bounds the memory of one record.
+MAX_CSV_FIELD = 64 << 20
+csv.field_size_limit(max(csv.field_size_limit(), MAX_CSV_FIELD))
+
+
 def read_csv_rows(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
     """Stream a CSV: yields (line number, cells, None), or (line number, None, reason) for a line
     that cannot be decoded or parsed. Line numbers are physical lines of the file (1 = header; a
-    record spanning lines gets its last line). The header is the first yielded row."""
+    record spanning lines gets its last line). The header is the first yielded row.
+
+    Quotes are read strictly: an unclosed quote that would swallow the following rows into one
+    field (and hand a later row's cells to this one) is an error, and every physical line the
+    broken record consumed gets its own reject line, so no row vanishes."""
     with open_text_bytes_tolerant(path) as lines:
-        reader = csv.reader(lines)
+        reader = csv.reader(lines, strict=True)
         while True:
+            start = lines.n + 1
             try:
                 row = next(reader)
             except StopIteration:
@@ -187,8 +284,18 @@ def read_csv_rows(path: Path) -> Iterator[tuple[int, list[str] | None, str | Non
             except UnicodeDecodeError as e:
                 yield lines.n, None, f"not UTF-8 text ({e.reason} at byte {e.start})"
                 continue
+            except (EOFError, OSError, zlib.error) as e:  # a truncated or non-gzip .gz, a disk error
+                why = " ".join(f"{type(e).__name__}: {e}".split())[:200]
+                if lines.n == 0:
+                    raise SourceError(f"{path}: cannot read the table ({why})") from None
+                # the rows before the damage are kept; the unreadable rest is one reject line
+                yield lines.n + 1, None, f"file damaged after line {lines.n}, the rest is unreadable ({why})"
+                return
             except csv.Error as e:
-                yield lines.n, None, f"malformed CSV line: {e}"
+                end = max(lines.n, start)
+                span = f" (a quoted field opened on line {start} runs to line {end})" if end > start else ""
+                for n in range(start, end + 1):
+                    yield n, None, f"malformed CSV: {e}{span}"
                 continue
             yield lines.n, row, None
 
@@ -220,7 +327,8 @@ class _TolerantLines:
 
 def open_text_bytes_tolerant(path: Path) -> _TolerantLines:
     raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
-    return _TolerantLines(io.BufferedReader(raw, 1 << 20) if path.suffix == ".gz" else raw)
+    # 64 KiB: big enough for speed, small enough that a truncated .gz keeps the rows before the cut
+    return _TolerantLines(io.BufferedReader(raw, 1 << 16) if path.suffix == ".gz" else raw)
 
 
 def header_index(header: list[str], wanted: dict[str, tuple[str, ...]], ref: str) -> dict[str, int]:
@@ -256,11 +364,29 @@ def image_size(path: Path) -> tuple[int, int]:
     try:
         with PILImage.open(path) as im:
             w, h = im.size
-            # A truncated file still has a header; verify() catches broken structure cheaply.
+            fmt = im.format
+            # A truncated file still has a header; verify() catches broken structure cheaply
+            # (PNG: every chunk's CRC up to IEND).
             im.verify()
-    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
         raise ValueError(f"unreadable image {path.name}: {e}") from None
+    if fmt == "JPEG" and not _jpeg_has_end(path):
+        # Pillow's JPEG verify() checks nothing past the header: a truncated or header-only file
+        # would be accepted and fail only when a model or the viewer decodes it
+        raise ValueError(f"unreadable image {path.name}: truncated JPEG (no end-of-image marker)")
+    if w <= 0 or h <= 0:
+        raise ValueError(f"unreadable image {path.name}: size {w}x{h}")
     return int(w), int(h)
+
+
+def _jpeg_has_end(path: Path, tail: int = 4096) -> bool:
+    """Whether the JPEG's last ``tail`` bytes hold the EOI marker (FF D9); some writers pad after
+    it, so the marker need not be the last two bytes."""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - tail))
+        return b"\xff\xd9" in f.read()
 
 
 def dicom_size(path: Path) -> tuple[int, int]:
@@ -296,6 +422,21 @@ def image_index(dirs: list[Path], tables: list[Path], suffixes: tuple[str, ...] 
         return idx
     table_dirs = {d for d in dirs for t in tables if d == t.parent or d in t.parents}
     return {} if any(d not in table_dirs for d in dirs) else None
+
+
+MAX_PIXELS_PER_SIDE = 1 << 16  # no radiograph is 65,536 pixels wide; a larger cell is a broken one
+
+
+def pixel_dim(s: str) -> int | None:
+    """An image side in pixels from a table cell ("2048", "2048.0"); None when blank. Raises
+    ValueError (never OverflowError) for inf, nan, 1e400, negative, zero or absurd sizes."""
+    s = s.strip()
+    if not s:
+        return None
+    v = float(s)
+    if not (0 < v <= MAX_PIXELS_PER_SIDE):
+        raise ValueError(f"not an image side in pixels: {s[:40]!r}")
+    return int(v)
 
 
 def fnum(s: str) -> float:

@@ -41,12 +41,14 @@ from radvqa.sources.base import (
     parse_label_value,
     read_csv_rows,
 )
+from radvqa.sources import SOURCES
 
 _META = {"path": ("Path",)}
 _OPTIONAL = {"sex": "Sex", "age": "Age", "fl": "Frontal/Lateral", "view": "AP/PA"}  # absent in test_labels.csv
 _PATH_RE = re.compile(r"(?:^|/)(patient\d+)/study(\d+)/([^/]+)$")
 
 
+@SOURCES.register("chexpert")
 class CheXpertSource(Source):
     name = "chexpert"
     description = "CheXpert: train.csv / valid.csv (+ image folder)"

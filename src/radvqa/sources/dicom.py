@@ -22,8 +22,10 @@ from typing import Any
 
 from radvqa.model import Image, Study
 from radvqa.sources.base import Record, Source, SourceError, walk_files
+from radvqa.sources import SOURCES
 
 
+@SOURCES.register("dicom")
 class DicomSource(Source):
     name = "dicom"
     description = "a folder of DICOM files (headers: study, patient, view, size, modality, spacing)"
@@ -40,8 +42,19 @@ class DicomSource(Source):
             nfiles += 1
             try:
                 ds = pydicom.dcmread(f, stop_before_pixels=True)
+                # pydicom decodes values lazily: touch every one read below now, so a damaged
+                # element (an unknown VR, a bad number) is this file's reject, not a crash later
+                raw, ds = ds, _Plain({k: ds.get(k) for k in _FIELDS})
+                for k in ("PixelSpacing", "ImagerPixelSpacing"):
+                    try:
+                        ds.values[k] = raw.get(k)
+                    except Exception as e:  # noqa: BLE001 - a bad spacing is a note, the image is fine
+                        ds.values[k] = f"unreadable ({type(e).__name__})"
+                for k in ("Rows", "Columns"):
+                    if ds.get(k) is not None:
+                        ds.values[k] = int(ds.values[k])
             except Exception as e:  # pydicom raises many kinds for a broken file
-                yield self.reject(f, f"unreadable DICOM: {type(e).__name__}: {e}")
+                yield self.reject(f, f"unreadable DICOM: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
                 continue
             uid = str(ds.get("StudyInstanceUID", "") or "")
             sop = str(ds.get("SOPInstanceUID", "") or "")
@@ -68,7 +81,10 @@ class DicomSource(Source):
                     meta["photometric_note"] = "MONOCHROME1: inverted grey scale (white = low values)"
             sp = ds.get("PixelSpacing") or ds.get("ImagerPixelSpacing")
             if sp:
-                meta.setdefault("pixel_spacing_mm", ",".join(f"{float(x):g}" for x in sp))
+                try:
+                    meta.setdefault("pixel_spacing_mm", ",".join(f"{float(x):g}" for x in sp))
+                except (TypeError, ValueError, OverflowError):  # PixelSpacing "abcd\\efgh"
+                    meta.setdefault("pixel_spacing_note", f"unreadable PixelSpacing {str(sp)[:40]!r}: not recorded")
             desc = str(ds.get("StudyDescription", "") or "")
             if desc:
                 meta.setdefault("study_description", desc)
@@ -98,3 +114,18 @@ def _iso(date: str, time: str) -> str | None:
     if len(t) == 6 and t.isdigit():
         out += f"T{t[:2]}:{t[2:4]}:{t[4:]}"
     return out
+
+
+_FIELDS = ("StudyInstanceUID", "SOPInstanceUID", "Rows", "Columns", "PatientID", "StudyDate", "StudyTime",
+           "ViewPosition", "Modality", "PhotometricInterpretation", "StudyDescription")
+
+
+class _Plain:
+    """The header values this adapter reads, decoded once (``get`` as on a pydicom Dataset)."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+
+    def get(self, key: str, default: Any = None) -> Any:
+        v = self.values.get(key)
+        return default if v is None else v

@@ -37,12 +37,14 @@ from radvqa.sources.base import (
     parse_label_value,
     read_csv_rows,
 )
+from radvqa.sources import SOURCES
 
 _ID = ("id", "study_id")
 _TEXT = ("text", "report")
 _IMAGES = ("images", "image", "image_path", "image_paths", "path")
 
 
+@SOURCES.register("csv")
 class CsvSource(Source):
     name = "csv"
     description = "generic CSV/JSONL reports (id, text, patient_id, images, date, labels) + label and box CSVs"
@@ -80,6 +82,7 @@ class CsvSource(Source):
         seen: set[str] = set()
         for t in reports:
             for ref, row, err in _rows(t):
+                self.count_read()
                 if row is None:
                     yield self.reject(ref, err or "unreadable line")
                     continue
@@ -88,16 +91,16 @@ class CsvSource(Source):
             for sid, rows in d.items():
                 if sid not in seen:
                     for ref, _r in rows:
-                        yield self.reject(ref, f"{what} row for id {sid!r} that no report row has")
+                        yield self.reject_row(ref, f"{what} row for id {sid!r} that no report row has")
 
     def _group(self, t: Path, into: dict[str, list[tuple[str, dict[str, str]]]], loose: list[Reject]) -> None:
         for ref, row, err in _rows(t):
             if row is None:
-                loose.append(self.reject(ref, err or "unreadable line"))
+                loose.append(self.reject_row(ref, err or "unreadable line"))
                 continue
             sid = _get(row, _ID)
             if not sid:
-                loose.append(self.reject(ref, "missing id"))
+                loose.append(self.reject_row(ref, "missing id"))
                 continue
             into.setdefault(str(sid), []).append((ref, row))
 
@@ -236,7 +239,8 @@ def _rows(t: Path) -> Iterator[tuple[str, dict[str, Any] | None, str | None]]:
                 if not isinstance(obj, dict):
                     yield ref, None, "JSON line is not an object"
                     continue
-                yield ref, {str(k).lower(): v for k, v in obj.items()}, None
+                row, err = _jsonl_cells(obj)
+                yield ref, row, err
         return
     rows = read_csv_rows(t)
     first = next(rows, None)
@@ -254,6 +258,23 @@ def _rows(t: Path) -> Iterator[tuple[str, dict[str, Any] | None, str | None]]:
             yield ref, None, f"{len(row)} cells, header has {len(header)}"
             continue
         yield ref, dict(zip(header, row)), None
+
+
+def _jsonl_cells(obj: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """A JSONL object as the cells a CSV row would have: numbers and booleans become text
+    (``"date": 2020``), image fields may be a list of strings; any other list or object is a
+    reject reason, not a crash further down."""
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        key = str(k).lower()
+        if isinstance(v, (bool, int, float)):
+            v = str(v)
+        elif isinstance(v, list) and key in _IMAGES and all(isinstance(x, str) for x in v):
+            pass
+        elif v is not None and not isinstance(v, str):
+            return None, f"field {key!r} is a JSON {type(v).__name__}, expected text"
+        out[key] = v
+    return out, None
 
 
 def _get(row: dict[str, Any], keys: tuple[str, ...]) -> Any:

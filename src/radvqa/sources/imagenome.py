@@ -43,11 +43,13 @@ from radvqa.sources.base import (
     walk_files,
 )
 from radvqa.sources.mimic import MimicSource
+from radvqa.sources import SOURCES
 
 SUFFIX = "_SceneGraph.json"
 _XY = ("original_x1", "original_y1", "original_x2", "original_y2")
 
 
+@SOURCES.register("chest-imagenome")
 class ImaGenomeSource(Source):
     name = "chest-imagenome"
     description = "Chest ImaGenome *_SceneGraph.json (+ MIMIC-CXR inputs to join with)"

@@ -52,9 +52,11 @@ from radvqa.sources.base import (
     header_index,
     image_size,
     parse_label_value,
+    pixel_dim,
     read_csv_rows,
     walk_files,
 )
+from radvqa.sources import SOURCES
 
 _REPORT_RE = re.compile(r"^s(\d+)\.txt$")
 _LABEL_READERS = (("chexpert", "chexpert"), ("negbio", "negbio"))
@@ -94,6 +96,7 @@ class _S:
         self.images.append((did, view, w, h))
 
 
+@SOURCES.register("mimic-cxr")
 class MimicSource(Source):
     name = "mimic-cxr"
     description = "MIMIC-CXR: reports tree, split/metadata/chexpert/negbio tables (.csv/.csv.gz), JPG/DICOM files"
@@ -233,8 +236,8 @@ class MimicSource(Source):
             elif kind == "metadata":
                 rs, cs = row[c["rows"]].strip(), row[c["cols"]].strip()
                 try:
-                    w = int(float(cs)) if cs else None
-                    h = int(float(rs)) if rs else None
+                    w = pixel_dim(cs)
+                    h = pixel_dim(rs)
                 except ValueError:
                     yield (subject, study, ref, "error", f"{ref}: non-numeric Rows/Columns {rs!r}/{cs!r}")
                     continue

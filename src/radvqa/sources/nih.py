@@ -56,6 +56,7 @@ from radvqa.sources.base import (
     read_csv_rows,
     walk_files,
 )
+from radvqa.sources import SOURCES
 
 NIH_REFERENCE_SIZE = (1024, 1024)  # the distributed PNGs; BBox_List coordinates are in these pixels
 
@@ -76,6 +77,7 @@ def _aliases() -> dict[str, str]:
     return dict(data.get("bbox_label_aliases", {}))
 
 
+@SOURCES.register("nih-cxr14")
 class NIHSource(Source):
     name = "nih-cxr14"
     description = "NIH ChestX-ray14: Data_Entry_2017*.csv(.gz) + BBox_List_2017.csv (+ images, images.csv)"
@@ -108,9 +110,11 @@ class NIHSource(Source):
         mapper = LabelMapper(onto, "nih14")
         scheme_labels = closed_label_list("nih14")
         aliases = _aliases()
-        boxes_by_image, box_rejects = self._read_boxes(bbox_tables, aliases, mapper)
+        box_refs: dict[str, list[str]] = {}
+        boxes_by_image, box_rejects = self._read_boxes(bbox_tables, aliases, mapper, box_refs)
         yield from box_rejects
-        sizes = self._read_sizes(sizes_tables)
+        sizes, size_rejects = self._read_sizes(sizes_tables)
+        yield from size_rejects
         images = index_images(image_dirs) if image_dirs else {}
 
         seen: set[str] = set()
@@ -124,19 +128,27 @@ class NIHSource(Source):
         wcol = next((i for i, h in enumerate(header) if h.startswith("OriginalImage[")), None)
         scol = next((i for i, h in enumerate(header) if h.startswith("OriginalImagePixelSpacing")), None)
         ncols = max(col.values()) + 1
+        listed: set[str] = set()
         for lineno, row, err in rows:
             ref = f"{entries[0]}:{lineno}"
             if row is None:
+                self.count_read()
                 yield self.reject(ref, err or "unreadable line")
                 continue
             if not any(c.strip() for c in row):
                 continue  # blank line (e.g. trailing newline): not a record
+            self.count_read()
+            listed.add(row[col["image"]].strip() if len(row) > col["image"] else "")
             if len(row) < ncols:
                 yield self.reject(ref, f"too few columns ({len(row)} < {ncols})")
                 continue
             yield self._study(
                 ref, row, col, wcol, scol, mapper, scheme_labels, boxes_by_image, sizes, images, seen
             )
+        # a box row on an image that Data_Entry does not list would otherwise vanish
+        for index in sorted(set(boxes_by_image) - listed):
+            for bref in box_refs.get(index, ()):
+                yield self.reject_row(bref, f"{index}: box row for an image that {entries[0].name} does not list")
 
     # ----------------------------------------------------------------------------------------
     def _study(
@@ -264,7 +276,8 @@ class NIHSource(Source):
 
     # ----------------------------------------------------------------------------------------
     def _read_boxes(
-        self, tables: list[Path], aliases: dict[str, str], mapper: LabelMapper
+        self, tables: list[Path], aliases: dict[str, str], mapper: LabelMapper,
+        refs: dict[str, list[str]] | None = None,
     ) -> tuple[dict[str, list[tuple[str, list[str], float, float, float, float]]], list[Record]]:
         out: dict[str, list[tuple[str, list[str], float, float, float, float]]] = {}
         rejects: list[Record] = []
@@ -281,35 +294,38 @@ class NIHSource(Source):
             for lineno, row, err in rows:
                 ref = f"{t}:{lineno}"
                 if row is None:
-                    rejects.append(self.reject(ref, err or "unreadable line"))
+                    rejects.append(self.reject_row(ref, err or "unreadable line"))
                     continue
                 if not any(c.strip() for c in row):
                     continue
                 if len(row) < 6:
-                    rejects.append(self.reject(ref, f"box row has {len(row)} cells, needs 6"))
+                    rejects.append(self.reject_row(ref, f"box row has {len(row)} cells, needs 6"))
                     continue
                 index, label = row[0].strip(), row[1].strip()
                 try:
                     x, y, w, h = (fnum(c) for c in row[2:6])
                 except ValueError:
-                    rejects.append(self.reject(ref, f"{index}: non-numeric box {row[2:6]}"))
+                    rejects.append(self.reject_row(ref, f"{index}: non-numeric box {row[2:6]}"))
                     continue
                 if w <= 0 or h <= 0:
-                    rejects.append(self.reject(ref, f"{index}: degenerate box (w={w}, h={h})"))
+                    rejects.append(self.reject_row(ref, f"{index}: degenerate box (w={w}, h={h})"))
                     continue
                 name = aliases.get(label, label)
                 try:
                     fids = mapper(name)
                 except UnknownLabel as e:
-                    rejects.append(self.reject(ref, f"{index}: box {e}"))
+                    rejects.append(self.reject_row(ref, f"{index}: box {e}"))
                     continue
                 out.setdefault(index, []).append((name, fids, x, y, w, h))
+                if refs is not None:
+                    refs.setdefault(index, []).append(ref)
         # Box rows are not studies: their rejects are reported with stage "source" and the ref of
         # the box row; the study itself is still built from Data_Entry.
         return out, rejects
 
-    def _read_sizes(self, tables: list[Path]) -> dict[str, tuple[str, int, int, int, int]]:
+    def _read_sizes(self, tables: list[Path]) -> tuple[dict[str, tuple[str, int, int, int, int]], list[Record]]:
         out: dict[str, tuple[str, int, int, int, int]] = {}
+        rejects: list[Record] = []
         want = {
             "image": ("image_index",),
             "file": ("file",),
@@ -325,19 +341,20 @@ class NIHSource(Source):
                 raise SourceError(f"nih-cxr14: {t}: empty or unreadable header")
             c = header_index(first[1], want, str(t))
             for lineno, row, err in rows:
-                if row is None or not any(x.strip() for x in row):
+                if row is None:
+                    rejects.append(self.reject_row(f"{t}:{lineno}", err or "unreadable line"))
+                    continue
+                if not any(x.strip() for x in row):
                     continue
                 try:
-                    out[row[c["image"]]] = (
-                        row[c["file"]],
-                        int(row[c["sw"]]),
-                        int(row[c["sh"]]),
-                        int(row[c["w"]]),
-                        int(row[c["h"]]),
-                    )
-                except (ValueError, IndexError):
-                    raise SourceError(f"nih-cxr14: {t}:{lineno}: malformed images.csv row {row}") from None
-        return out
+                    sw, sh, w, h = (int(row[c[k]]) for k in ("sw", "sh", "w", "h"))
+                    if min(sw, sh, w, h) <= 0:
+                        raise ValueError("a size is not positive")
+                    out[row[c["image"]]] = (row[c["file"]], sw, sh, w, h)
+                except (ValueError, IndexError) as e:
+                    # the image is still used, with the size read from its file (or unknown)
+                    rejects.append(self.reject_row(f"{t}:{lineno}", f"malformed images.csv row {row[:6]}: {e}"))
+        return out, rejects
 
 
 @lru_cache(maxsize=4096)

@@ -37,10 +37,12 @@ from typing import Any
 
 from radvqa.model import Image, Label, Study
 from radvqa.sources.base import Record, Source, SourceError, image_size, index_images, read_csv_rows, walk_files
+from radvqa.sources import SOURCES
 
 _SECTION_ORDER = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
 
 
+@SOURCES.register("openi")
 class OpenISource(Source):
     name = "openi"
     description = "OpenI / IU X-ray report XMLs (folder or NLMCXR_reports.tgz), optional image folder"
@@ -67,6 +69,7 @@ class OpenISource(Source):
         splits = _read_splits(split_tables)
         seen: set[str] = set()
         for ref, data in _iter_xml_blobs(xml_inputs):
+            self.count_read()  # one XML file or archive member (a link member too) = one record
             yield self._parse(ref, data, images, splits, seen, onto)
 
     def _parse(
@@ -78,9 +81,13 @@ class OpenISource(Source):
         seen: set[str],
         onto: Any = None,
     ) -> Record:
+        if isinstance(data, str):  # the member or file could not be read: the reason
+            return self.reject(ref, data)
         try:
             root = ET.fromstring(data)
         except ET.ParseError as e:
+            return self.reject(ref, f"malformed XML: {e}")
+        except (LookupError, ValueError) as e:  # encoding="x-bogus-enc" and other bad declarations
             return self.reject(ref, f"malformed XML: {e}")
         uid_el = root.find("uId")
         uid = uid_el.get("id") if uid_el is not None else None
@@ -176,21 +183,75 @@ def _natural_key(p: Path) -> tuple[Any, ...]:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.as_posix()))
 
 
-def _iter_xml_blobs(inputs: list[Path]) -> Iterator[tuple[str, bytes]]:
+def _read_file(f: Path) -> bytes | str:
+    """The file's bytes, or the reason it cannot be read (a symlink loop, a vanished file)."""
+    try:
+        return f.read_bytes()
+    except OSError as e:
+        return f"cannot read {f.name}: {e.strerror or e}"
+
+
+def _iter_xml_blobs(inputs: list[Path]) -> Iterator[tuple[str, bytes | str]]:
+    """(ref, XML bytes) per report, or (ref, reason) for one that cannot be read."""
     for p in inputs:
         if p.is_dir():
             for f in sorted((f for f in walk_files([p]) if f.suffix.lower() == ".xml"), key=_natural_key):
-                yield str(f), f.read_bytes()
+                yield str(f), _read_file(f)
         elif p.suffix.lower() == ".xml":
-            yield str(p), p.read_bytes()
+            yield str(p), _read_file(p)
         else:
-            # Streamed in archive order (no full listing first), so a large archive costs no memory.
-            with tarfile.open(p, "r:*") as tf:
-                for m in tf:
-                    if m.isfile() and m.name.lower().endswith(".xml"):
-                        fh = tf.extractfile(m)
-                        if fh is not None:
-                            yield f"{p}!{m.name}", fh.read()
+            yield from _iter_tar(p)
+
+
+def _iter_tar(p: Path) -> Iterator[tuple[str, bytes | str]]:
+    """Members of a (compressed) tar in archive order, streamed (no listing first, no extraction to
+    disk). Link members are reasons, never followed. A damaged archive: an error when nothing could
+    be read from it, else one reason for the unreadable rest, so the members before the damage are
+    kept."""
+    import zlib
+
+    n = 0
+    broken = (tarfile.TarError, EOFError, OSError, zlib.error, ValueError)
+    try:
+        with tarfile.open(p, "r:*") as tf:
+            for m in tf:
+                if not m.name.lower().endswith(".xml"):
+                    continue
+                ref = f"{p}!{m.name}"
+                if m.issym() or m.islnk():
+                    yield ref, f"archive member is a {'symbolic' if m.issym() else 'hard'} link to {m.linkname!r}: not read"
+                    n += 1
+                elif not m.isfile():
+                    yield ref, "archive member is not a regular file: not read"
+                    n += 1
+                else:
+                    fh = tf.extractfile(m)
+                    yield ref, fh.read() if fh is not None else "archive member has no data"
+                n += 1
+            # tarfile ends the iteration quietly at an invalid header past the first one: a damaged
+            # archive would lose every later member without a word. A sound archive has only zero
+            # blocks after its last member, and its compressed stream must end cleanly (CRC).
+            left = _nonzero_tail(tf.fileobj)
+            if left:
+                raise tarfile.ReadError(f"{left:,} bytes of unreadable data after the last member read")
+    except broken as e:
+        lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+        # tarfile's "r:*" lists every method it tried; the gzip one is the telling one for a .tgz
+        gz = [x for x in lines[1:] if x.startswith("- method gz")]
+        why = " ".join([f"{type(e).__name__}: {lines[0] if lines else ''}".rstrip(": "), *gz])[:300]
+        if n == 0:
+            raise SourceError(f"openi: {p}: not a readable tar/tgz archive ({why})") from None
+        yield f"{p}!<after member {n}>", f"archive damaged after {n} member(s), the rest is unreadable ({why})"
+
+
+def _nonzero_tail(fileobj: Any) -> int:
+    """Bytes left in the (decompressed) archive stream that are not zero padding."""
+    left = 0
+    while True:
+        chunk = fileobj.read(1 << 20)
+        if not chunk:
+            return left
+        left += len(chunk) - chunk.count(0)
 
 
 def _read_splits(tables: list[Path]) -> dict[str, str]:

@@ -59,8 +59,10 @@ from radvqa.sources.base import (
     header_index,
     image_index,
     image_size,
+    pixel_dim,
     read_csv_rows,
 )
+from radvqa.sources import SOURCES
 
 _COLS = {
     "image": ("ImageID",),
@@ -86,6 +88,7 @@ _STUDY_KEYS = ("date", "patient", "sex", "birth", "photometric", "report", "labe
 _IMAGE_KEYS = ("image", "dir", "view", "modality", "rows", "cols", "patient")
 
 
+@SOURCES.register("padchest")
 class PadChestSource(Source):
     name = "padchest"
     description = "PadChest: PADCHEST_chest_x_ray_images_labels_160K*.csv(.gz) (+ image folders)"
@@ -149,8 +152,8 @@ class PadChestSource(Source):
                 return self.reject(rref, f"study {sid}: duplicate ImageID {iid}")
             seen.add(iid)
             try:
-                w = int(float(r["cols"])) if r["cols"] else None
-                h = int(float(r["rows"])) if r["rows"] else None
+                w = pixel_dim(r["cols"] or "")
+                h = pixel_dim(r["rows"] or "")
             except ValueError:
                 return self.reject(rref, f"study {sid}: non-numeric Rows_DICOM/Columns_DICOM")
             path = None
@@ -227,7 +230,7 @@ def _pylist(cell: str) -> list[Any]:
         return []
     try:
         v = ast.literal_eval(s)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError):  # '-'*100000+'1' nests too deep
         raise ValueError(f"malformed list cell {s[:60]!r}") from None
     if not isinstance(v, list):
         raise ValueError(f"list cell is not a list: {s[:60]!r}")

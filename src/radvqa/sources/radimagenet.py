@@ -46,6 +46,7 @@ from radvqa.sources.base import (
     read_csv_rows,
     walk_files,
 )
+from radvqa.sources import SOURCES
 
 MODALITIES = {"ct": "CT", "mr": "MR", "mri": "MR", "us": "US"}
 _IMG = (".png", ".jpg", ".jpeg")
@@ -58,6 +59,7 @@ def _us_organ(parts: tuple[str, ...] | list[str]) -> bool:
     return len(parts) >= 3 and parts[-3].lower() == "us" and (len(parts) < 4 or parts[-4].lower() not in MODALITIES)
 
 
+@SOURCES.register("radimagenet")
 class RadImageNetSource(Source):
     name = "radimagenet"
     description = "RadImageNet: modality/anatomy/pathology/*.png folders, or a CSV listing"

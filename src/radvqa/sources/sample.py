@@ -14,6 +14,7 @@ from typing import Any
 from radvqa.sources.base import Record, Source
 from radvqa.sources.nih import NIHSource
 from radvqa.sources.openi import OpenISource
+from radvqa.sources import SOURCES
 
 
 def sample_root() -> Path:
@@ -25,6 +26,7 @@ def sample_inputs() -> list[Path]:
     return [root / "openi", root / "nih-cxr14"]
 
 
+@SOURCES.register("sample")
 class SampleSource(Source):
     name = "sample"
     description = "the bundled sample: 40 OpenI reports + NIH ChestX-ray14 images, labels and boxes"
@@ -38,7 +40,7 @@ class SampleSource(Source):
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
         openi = [p for p in inputs if p.name == "openi"]
         nih = [p for p in inputs if p.name != "openi"]
-        if openi:
-            yield from OpenISource()._records(openi, onto, limit)
-        if nih:
-            yield from NIHSource()._records(nih, onto, limit)
+        for sub, paths in ((OpenISource(), openi), (NIHSource(), nih)):
+            if paths:
+                sub.counts = self.counts  # the parts count their records into this pass
+                yield from sub._records(paths, onto, limit)

@@ -29,6 +29,7 @@ import yaml
 
 from radvqa.model import Box, Image, Label, Reject, Study
 from radvqa.sources.base import Source, SourceError
+from radvqa.sources import SOURCES
 
 Record = Study | Reject
 
@@ -136,6 +137,7 @@ class _Active:
     size: int | None
 
 
+@SOURCES.register("synthetic")
 class SyntheticSource(Source):
     name = "synthetic"
     description = "synthetic studies with realistic finding frequencies, regions, boxes and follow-ups"

@@ -49,6 +49,7 @@ from radvqa.sources.base import (
     image_size,
     read_csv_rows,
 )
+from radvqa.sources import SOURCES
 
 NO_FINDING = "no finding"
 
@@ -62,6 +63,7 @@ _BOX_COLS = {
 }
 
 
+@SOURCES.register("vindr-cxr")
 class VinDrSource(Source):
     name = "vindr-cxr"
     description = "VinDr-CXR: PhysioNet annotations_*.csv + image_labels_*.csv, or Kaggle train.csv (+ DICOMs)"

@@ -98,8 +98,10 @@ def render_static(
             "dataset": f"{data.dir.name} (sample of {len(items)} of {data.total_rows}, seed {seed})",
         },
     }
-    # "</" must not appear inside a <script> element: it could close it early
-    blob = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    # No "<" at all inside the <script> element: "</script" would close it early, and "<!--" then
+    # "<script" switches the HTML parser into a state where the real "</script>" no longer closes it
+    # (the page froze). In JSON "<" only occurs inside strings, where \u003c means the same.
+    blob = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     page = asset_text("index.html")
     page = _swap(page, "css", "<style>\n" + asset_text("app.css") + "\n</style>")
     page = _swap(page, "js", "<script>\n" + asset_text("app.js").replace("</script", "<\\/script") + "\n</script>")

@@ -87,9 +87,22 @@ def declared_image_roots(manifest: dict[str, Any], dataset_dir: Path) -> list[Pa
         if not p.is_absolute():
             p = dataset_dir / p
         p = Path(os.path.abspath(p))
-        if p not in roots and p != Path(p.anchor):  # never the whole file system
+        if p not in roots and unsafe_root(p) is None:
             roots.append(p)
     return roots
+
+
+def unsafe_root(p: Path) -> str | None:
+    """Why a declared image root must not be served, or None. Judged on the RESOLVED path, so
+    ``/proc/self/root`` or a symlink to ``/`` cannot pass as a narrow folder: never the whole file
+    system, and never a folder that holds the user's home (``/home``, ``~`` itself)."""
+    real = os.path.realpath(p)
+    if real == os.path.realpath(Path(real).anchor or os.sep):
+        return f"{p} resolves to the file-system root"
+    home = os.path.realpath(os.path.expanduser("~"))
+    if home and home != os.sep and _inside(home, real):
+        return f"{p} resolves to {real}, which holds the home folder {home}"
+    return None
 
 
 def _sample_inputs() -> list[Path]:
@@ -107,6 +120,8 @@ class FileGate:
         ds = Path(os.path.abspath(dataset_dir))
         self.roots: dict[str, Root] = {DATASET_KEY: Root(DATASET_KEY, ds, os.path.realpath(ds))}
         for i, r in enumerate(image_roots):
+            if unsafe_root(r) is not None:
+                continue  # checked again here: callers may pass roots not read from a manifest
             key = f"r{i}"
             self.roots[key] = Root(key, r, os.path.realpath(r))
 

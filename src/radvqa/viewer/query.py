@@ -53,6 +53,11 @@ class QueryError(ValueError):
     """A request the viewer cannot answer (bad parameter); the server turns it into HTTP 400."""
 
 
+MAX_QUERY_CHARS = 200
+MAX_QUERY_WORDS = 8
+MAX_FACET_VALUES = 64
+
+
 @dataclass(frozen=True)
 class Filters:
     values: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (facet name, allowed values), sorted
@@ -65,9 +70,16 @@ class Filters:
             if name not in FACETS:
                 raise QueryError(f"unknown filter {name!r}; known: {', '.join(FACETS)}")
             items = tuple(sorted({v for v in allowed if v != ""}))
+            if len(items) > MAX_FACET_VALUES:
+                raise QueryError(f"filter {name!r} has {len(items)} values; at most {MAX_FACET_VALUES}")
             if items:
                 vals.append((name, items))
-        words = tuple(w.lower() for w in text.split() if w)
+        if len(text) > MAX_QUERY_CHARS:
+            raise QueryError(f"search text too long ({len(text)} characters; at most {MAX_QUERY_CHARS})")
+        words = tuple(dict.fromkeys(w.lower() for w in text.split() if w))
+        if len(words) > MAX_QUERY_WORDS:
+            # every word is a substring scan of every question: bound the work per request
+            raise QueryError(f"search text has {len(words)} words; at most {MAX_QUERY_WORDS}")
         return cls(tuple(sorted(vals)), words)
 
     @property
