@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from radvqa.io.manifest import read_manifest  # noqa: E402
 from radvqa.io.subset import subset  # noqa: E402
-from radvqa.quality.shortcuts import audit  # noqa: E402
+from radvqa.eval.shortcuts import audit  # noqa: E402
 
 
 def _build(source: str, inputs: list[str], out: Path, workers: int, limit: int | None) -> float:
@@ -51,7 +51,7 @@ def _report(name: str, parent: Path, work: Path) -> dict[str, bool]:
     if out.exists():
         shutil.rmtree(out)
     t0 = time.perf_counter()
-    m = subset(parent, out, balanced=True, seed=0, shortcuts=False)
+    m = subset(parent, out, balanced=True, seed=0)
     t_sub = time.perf_counter() - t0
     t0 = time.perf_counter()
     full = audit(parent)

@@ -17,7 +17,8 @@ from radvqa.io.parquet import ShardWriter, read_table
 from radvqa.io.subset import SubsetError, load_tiers, question_subject, subset, template_group, yes_no
 from radvqa.io.validate import validate
 from radvqa.model import GRADES, QA
-from radvqa.quality.shortcuts import audit, cli_main
+from radvqa.eval.shortcuts import audit, cli_main, write_audit
+from radvqa.io.card import write_card
 from radvqa.run.builder import BuildOptions, build
 
 EVAL_SPLITS = ("validation", "test")  # the sample's test split alone is 18 studies: use both
@@ -33,7 +34,9 @@ def parent(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def balanced(parent: Path, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bal") / "balanced"
-    subset(parent, out, balanced=True, seed=3, splits=EVAL_SPLITS)
+    m = subset(parent, out, balanced=True, seed=3, splits=EVAL_SPLITS)
+    write_audit(out, audit(out))  # what `radvqa subset` does after writing
+    write_card(out, m)
     return out
 
 
@@ -107,7 +110,7 @@ def test_none_answers_capped(balanced: Path) -> None:
 
 def test_subset_deterministic_and_seeded(parent: Path, balanced: Path, tmp_path: Path) -> None:
     again = tmp_path / "again"
-    subset(parent, again, balanced=True, seed=3, splits=EVAL_SPLITS, shortcuts=False)
+    subset(parent, again, balanced=True, seed=3, splits=EVAL_SPLITS)
     a = [r["qa_id"] for r in _rows(balanced)]
     assert a == [r["qa_id"] for r in _rows(again)]
     for k in ("qa", "scene_graphs"):
@@ -117,7 +120,7 @@ def test_subset_deterministic_and_seeded(parent: Path, balanced: Path, tmp_path:
 
 def test_tier_subset(parent: Path, tmp_path: Path) -> None:
     out = tmp_path / "ft"
-    m = subset(parent, out, tier="finetune", shortcuts=False)
+    m = subset(parent, out, tier="finetune")
     assert validate(out).ok, validate(out).errors()
     lim = GRADES.index(load_tiers()["finetune"]["min_grade"])
     rows = _rows(out)

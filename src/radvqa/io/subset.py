@@ -338,14 +338,14 @@ def _counts(rows: dict[str, list[Any]], keep: list[bool], sg_split: dict[str, st
 
 
 def subset(parent: Path | str, out: Path | str, *, balanced: bool = False, tier: str | None = None,
-           seed: int = 0, splits: Sequence[str] | None = None, rules: BalanceRules | None = None,
-           shortcuts: bool = True) -> dict[str, Any]:
-    """Write the subset to ``out``; returns its manifest."""
+           seed: int = 0, splits: Sequence[str] | None = None, rules: BalanceRules | None = None) -> dict[str, Any]:
+    """Write the subset to ``out``; returns its manifest. (The shortcut audit of its card is run by
+    the command, ``radvqa.eval.shortcuts``: eval is a layer above io.)"""
     import time
 
     from radvqa import __version__
     from radvqa.io.card import write_card
-    from radvqa.run.worker import write_text_atomic
+    from radvqa.io.atomic import write_atomic as write_text_atomic
 
     t0 = time.perf_counter()
     parent, out = Path(parent).resolve(), Path(out)
@@ -466,10 +466,6 @@ def subset(parent: Path | str, out: Path | str, *, balanced: bool = False, tier:
         if pm.get("counts", {}).get("grades"):
             info["parent_tier_counts"] = tier_counts(pm["counts"]["grades"])
         write_manifest(out, manifest)
-        if shortcuts:
-            from radvqa.quality.shortcuts import audit, write_audit
-
-            write_audit(out, audit(out))
         write_card(out, manifest)
         manifest["timings"]["wall"] = round(time.perf_counter() - t0, 3)
         write_manifest(out, manifest)

@@ -1,4 +1,6 @@
-"""``radvqa audit shortcuts DATASET``: can a model that never sees the image answer?
+"""``radvqa audit shortcuts DATASET``: can a model that never sees the image answer? (In eval, not
+quality: it scores the text-only baselines of ``radvqa.eval.baselines``, and eval is the layer
+above quality in docs/ARCHITECTURE.md.)
 
 Per template and per (template, question) cell -- the question text names the finding, region
 or subcategory asked about -- on the closed rows (yes/no, multiple choice, count, short). A
@@ -217,10 +219,10 @@ def audit(dataset: Path | str, min_n: int = MIN_N, eval_split: str = "test") -> 
 
 
 def write_audit(dataset: Path | str, result: dict[str, Any]) -> Path:
-    from radvqa.run.worker import write_text_atomic
+    from radvqa.io.atomic import write_atomic
 
     p = Path(dataset) / AUDIT_FILE
-    write_text_atomic(p, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    write_atomic(p, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     return p
 
 
@@ -283,7 +285,7 @@ def cli_main(dataset: Path, json_out: Path | None) -> int:
 if __name__ == "__main__":  # manual use until `radvqa audit shortcuts` dispatches here
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m radvqa.quality.shortcuts")
+    ap = argparse.ArgumentParser(prog="python -m radvqa.eval.shortcuts")
     ap.add_argument("dataset", type=Path)
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
