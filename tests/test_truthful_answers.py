@@ -296,14 +296,16 @@ def test_issue_3056_rule_out_is_not_a_negative(built):
             assert "no malignancy" not in r["answer"].lower()
 
 
-def test_audit_shortcuts_dispatch(tmp_path):
+def test_audit_shortcuts_dispatch(built, tmp_path):
+    """`radvqa audit shortcuts` hands off to radvqa.eval.shortcuts (#14): a table on a build, one
+    error line and exit 1 on a folder that is not one, exit 2 on a wrong command line."""
+    out, _ = built
+    res = CliRunner().invoke(app, ["audit", "shortcuts", str(out)])
+    assert res.exit_code == 0 and "shortcut audit of" in res.output and "chance" in res.output, res.output
     res = CliRunner().invoke(app, ["audit", "shortcuts", str(tmp_path)])
-    try:
-        import radvqa.quality.shortcuts  # noqa: F401
-    except ImportError:
-        assert res.exit_code == 2 and "not available" in res.output
-    else:
-        assert res.exit_code in (0, 1, 2)
+    assert res.exit_code == 1 and "no qa/part-*.parquet" in res.output
+    res = CliRunner().invoke(app, ["audit", "shortcuts"])
+    assert res.exit_code == 2
 
 
 # ---- radvqa audit --------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ _AREAS = (
     "radvqa.sources.cli",  # sources
     "radvqa.extract.cli",  # extract, label
     "radvqa.ontology.cli",  # ontology
-    "radvqa.io.cli",  # stats, validate, export
+    "radvqa.io.cli",  # stats, validate, export, subset
     "radvqa.quality.cli",  # grade (judge pass)
     "radvqa.models.cli",  # predict, baseline
     "radvqa.eval.cli",  # eval, import

@@ -59,29 +59,116 @@ def _type_metric(agg: Aggregator, idx: np.ndarray) -> tuple[str, float | None, i
     return "-", None, 0
 
 
-def shortcut_audit(rows: dict[str, list[Any]], model: Aggregator, base: Aggregator, name: str) -> dict[str, Any]:
+def chance_levels(rows: dict[str, list[Any]], scores: Scores) -> np.ndarray:
+    """Expected accuracy of a uniform guess per row: 1/2 for yes/no, 1/k for k options; NaN
+    where no finite answer set exists (counts, short and open answers)."""
+    out = np.full(len(scores.kind), np.nan)
+    sc = Scorer("radvqa")
+    choices = rows.get("choices") or [None] * len(out)
+    for i in range(len(out)):
+        kind = sc.kind_of({"answer_short": rows["answer_short"][i], "choices": choices[i],
+                           "question_type": rows["question_type"][i]})
+        if kind == "yes_no":
+            out[i] = 0.5
+        elif kind == "choice" and choices[i]:
+            out[i] = 1.0 / len(choices[i])
+    return out
+
+
+def _nanmean(x: np.ndarray) -> float | None:
+    x = x[~np.isnan(x)]
+    return float(x.mean()) if x.size else None
+
+
+def shortcut_audit(rows: dict[str, list[Any]], model: Aggregator, base: Aggregator, name: str,
+                   prior: Aggregator | None = None, prior_name: str | None = None,
+                   chance: np.ndarray | None = None) -> dict[str, Any]:
     """Per question type: model metric - text-only baseline metric (closed accuracy, or
-    token F1 for open-only types), in percentage points."""
+    token F1 for open-only types), in percentage points; beside them the answer prior's metric
+    and the chance level (mean over the type's yes/no and choice rows) when given."""
     out: list[dict[str, Any]] = []
     groups = model.groups("question_type")
+    closed_rows = ~np.isnan(model.correct)
     for qt, ix in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         idx = np.array(ix)
         metric, m, n = _type_metric(model, idx)
         _, b, _ = _type_metric(base, idx)
-        out.append({
+        r = {
             "question_type": qt,
             "metric": metric,
             "n": n,
             "model": m,
             "text_only": b,
             "gap_pp": None if m is None or b is None else 100.0 * (m - b),
-        })
+        }
+        if prior is not None:
+            r["prior"] = _type_metric(prior, idx)[1]
+        if chance is not None:
+            r["chance"] = _nanmean(chance[idx[closed_rows[idx]]]) if metric == "accuracy" else None
+        out.append(r)
     mo, bo = model.block(with_ci=False), base.block(with_ci=False)
-    return {
+    res: dict[str, Any] = {
         "baseline": name,
         "overall_closed_gap_pp": (100.0 * (mo["closed"]["accuracy"] - bo["closed"]["accuracy"])) if "closed" in mo and "closed" in bo else None,
         "by_question_type": out,
     }
+    if prior is not None or chance is not None:
+        po = prior.block(with_ci=False) if prior is not None else {}
+        res["overall_closed"] = {
+            "model": mo.get("closed", {}).get("accuracy"),
+            "text_only": bo.get("closed", {}).get("accuracy"),
+            "prior": po.get("closed", {}).get("accuracy"),
+            "chance": _nanmean(chance[closed_rows]) if chance is not None else None,
+            "chance_rows": int(np.count_nonzero(~np.isnan(chance[closed_rows]))) if chance is not None else 0,
+        }
+        res["prior_baseline"] = prior_name
+    return res
+
+
+_BASE_COLUMNS = ("qa_id", "split", "question", "choices", "answer_short", "answer", "question_type", "template_id")
+
+
+def _training_rows(dataset: str | Path, all_rows: dict[str, Any], rows: dict[str, Any]) -> tuple[dict[str, list[Any]] | None, str]:
+    """Rows for the text-only baselines: the train rows (the dataset's own train split when the
+    evaluated rows hold none of it; else, for a subset without one, the train split of the parent
+    build its manifest names) followed by the evaluated rows, marked split "__eval__"."""
+    train_idx = [i for i, s in enumerate(all_rows["split"]) if s == "train"]
+    src: dict[str, Any] | None = None
+    desc = ""
+    if train_idx and all(s != "train" for s in rows["split"]):
+        src, desc = all_rows, "train split"
+    elif not train_idx:
+        import json
+
+        try:
+            m = json.loads((Path(dataset) / "manifest.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            m = {}
+        parent = ((m.get("subset") or {}).get("parent") or {}).get("path")
+        if parent and (Path(parent) / "qa").is_dir():
+            src = load_qa(parent, columns=_BASE_COLUMNS)
+            train_idx = [i for i, s in enumerate(src["split"]) if s == "train"]
+            desc = f"parent build's train split ({parent})"
+    if src is None or not train_idx:
+        return None, ""
+    out: dict[str, list[Any]] = {}
+    for c in _BASE_COLUMNS:
+        col_t, col_e = src.get(c), rows.get(c)
+        out[c] = ([col_t[i] for i in train_idx] if col_t is not None else [None] * len(train_idx)) + (
+            list(col_e) if col_e is not None else [None] * len(rows["qa_id"]))
+    out["split"] = ["train"] * len(train_idx) + ["__eval__"] * len(rows["qa_id"])
+    out["qa_id"] = [f"t{i}" for i in range(len(train_idx))] + [f"e{i}" for i in range(len(rows["qa_id"]))]
+    out["_n_train"] = len(train_idx)  # type: ignore[assignment]
+    return out, desc
+
+
+def _baseline_preds(train_rows: dict[str, Any], rows: dict[str, Any], method: str) -> list[Prediction | None]:
+    from radvqa.eval.baselines import run_baseline
+
+    cols = {k: v for k, v in train_rows.items() if not k.startswith("_")}
+    ids, texts, _info = run_baseline(cols, method, train_split="train", eval_split="__eval__")
+    bm = dict(zip(ids, texts))
+    return [Prediction(bm[f"e{i}"]) if f"e{i}" in bm else None for i in range(len(rows["qa_id"]))]
 
 
 def llava_med_block(scores: Scores) -> dict[str, Any]:
@@ -277,26 +364,33 @@ def _evaluate(
         verdicts = judge.judge_many([(rows["question"][i], rows["answer"][i], texts[i]) for i in open_idx])
         report["judge"] = summarize(verdicts, judge.version, judge.cfg.model)
         report["judge"]["requests_sent"] = judge.requests
-    # shortcut audit: the same protocol applied to a text-only baseline's answers
+    # shortcut audit: the same protocol applied to the answers of models that never see the
+    # image (text-only bag-of-words, answer prior), with the chance level beside them
     if audit:
         base_preds: list[Prediction | None] | None = None
         name = None
+        train_rows, train_desc = _training_rows(dataset, all_rows, rows)
         if baseline is not None:
             bp = load_predictions(baseline)
             base_preds = join(rows["qa_id"], bp).preds
             name = str(baseline)
-        elif "train" in set(all_rows["split"]) and all(s != "train" for s in rows["split"]):
-            from radvqa.eval.baselines import run_baseline
-
-            ids, texts_b, info = run_baseline(all_rows, "bow", eval_split=None)
-            bm = dict(zip(ids, texts_b))
-            base_preds = [Prediction(bm[q]) if q in bm else None for q in rows["qa_id"]]
-            name = f"text-only bag-of-words (trained on {info['train_rows']} train rows)"
+        elif train_rows is not None:
+            base_preds = _baseline_preds(train_rows, rows, "bow")
+            name = f"text-only bag-of-words (trained on {train_rows['_n_train']} rows of the {train_desc})"
         if base_preds is not None:
             bscores = Scorer(protocol, box_format=box_format).score(rows, base_preds)
-            report["shortcut_audit"] = shortcut_audit(rows, agg, Aggregator(rows, bscores, B=0), name or "baseline")
+            prior_agg = None
+            prior_name = None
+            if train_rows is not None:
+                pscores = Scorer(protocol, box_format=box_format).score(rows, _baseline_preds(train_rows, rows, "prior"))
+                prior_agg = Aggregator(rows, pscores, B=0)
+                prior_name = f"answer prior: the most frequent answer of each answer kind in the {train_desc}"
+            report["shortcut_audit"] = shortcut_audit(rows, agg, Aggregator(rows, bscores, B=0), name or "baseline",
+                                                      prior=prior_agg, prior_name=prior_name,
+                                                      chance=chance_levels(rows, scores))
         else:
-            report["shortcut_audit"] = {"note": "no --baseline given and no train split outside the evaluated rows"}
+            report["shortcut_audit"] = {"note": "no --baseline given and no train split outside the evaluated rows "
+                                                "(nor a parent build with one)"}
     meta = Path(str(predictions) + ".meta.json")
     if meta.is_file():  # run metadata written by `radvqa predict` / `radvqa baseline`
         try:

@@ -184,16 +184,25 @@ def markdown(rep: dict[str, Any], plots: list[str]) -> str:
         "",
     ]
     rows = []
+    # models that never see the image, beside the model's closed accuracy (shortcut audit)
+    base = (rep.get("shortcut_audit") or {}).get("overall_closed")
+    blank = ["", "", ""] if base else []
     if "closed" in o:
         c = o["closed"]
-        rows.append(["closed accuracy", _pct(c["accuracy"]), _ci(c["ci95"]), f"{c['correct']} / {c['n']}", f"unparsed {c['unparsed']}, missing {c['missing']}"])
+        bcols = [_pct(base["text_only"]), _pct(base["prior"]), _pct(base["chance"])] if base else []
+        rows.append(["closed accuracy", _pct(c["accuracy"]), _ci(c["ci95"]), *bcols, f"{c['correct']} / {c['n']}", f"unparsed {c['unparsed']}, missing {c['missing']}"])
     for k, c in (o.get("closed_by_polarity") or {}).items():
         if c:
-            rows.append([f"closed accuracy, {k} phrasing", _pct(c["accuracy"]), _ci(c["ci95"]), f"{c['correct']} / {c['n']}", ""])
+            rows.append([f"closed accuracy, {k} phrasing", _pct(c["accuracy"]), _ci(c["ci95"]), *blank, f"{c['correct']} / {c['n']}", ""])
     if "open" in o:
         c = o["open"]
-        rows.append(["open token F1", _pct(c["token_f1"]), _ci(c["ci95"]), f"n = {c['n']}", f"P {_pct(c['token_precision'])}, R {_pct(c['token_recall'])}, exact {_pct(c['exact_match'])}"])
-    md.append(_table(["metric", "%", "95% CI", "count", "notes"], rows))
+        rows.append(["open token F1", _pct(c["token_f1"]), _ci(c["ci95"]), *blank, f"n = {c['n']}", f"P {_pct(c['token_precision'])}, R {_pct(c['token_recall'])}, exact {_pct(c['exact_match'])}"])
+    bhead = ["text-only %", "prior %", "chance %"] if base else []
+    md.append(_table(["metric", "%", "95% CI", *bhead, "count", "notes"], rows))
+    if base:
+        sa = rep["shortcut_audit"]
+        md += ["", f"Text-only: {sa['baseline']}. Prior: {sa.get('prior_baseline') or '–'}. Chance: a uniform guess "
+               f"(1/2 yes/no, 1/k of k options) over the {base['chance_rows']} closed questions with a finite answer set."]
     if "llava_med" in rep:
         lm = rep["llava_med"]
         md += ["", "## LLaVA-Med v1.0 scoring", "", _table(["figure", "%", "denominator"], [
@@ -257,8 +266,11 @@ def markdown(rep: dict[str, Any], plots: list[str]) -> str:
     if sa and "by_question_type" in sa:
         md += ["", "## Shortcut audit (model − text-only baseline)", "", f"Baseline: {sa['baseline']}. Overall closed gap: "
                f"{'–' if sa['overall_closed_gap_pp'] is None else format(sa['overall_closed_gap_pp'], '+.1f')} pp.", ""]
-        md.append(_table(["question type", "metric", "n", "model %", "text-only %", "gap (pp)"], [
-            [r["question_type"], r["metric"], r["n"], _pct(r["model"]), _pct(r["text_only"]), "–" if r["gap_pp"] is None else f"{r['gap_pp']:+.1f}"]
+        extra = "overall_closed" in sa
+        md.append(_table(["question type", "metric", "n", "model %", "text-only %", *(["prior %", "chance %"] if extra else []), "gap (pp)"], [
+            [r["question_type"], r["metric"], r["n"], _pct(r["model"]), _pct(r["text_only"]),
+             *([_pct(r.get("prior")), _pct(r.get("chance"))] if extra else []),
+             "–" if r["gap_pp"] is None else f"{r['gap_pp']:+.1f}"]
             for r in sa["by_question_type"]
         ]))
     for key, groups in (rep.get("breakdowns") or {}).items():

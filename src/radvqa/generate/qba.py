@@ -58,6 +58,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     min_negatives: int = 2  # ... but at least this many "no" questions per template and study
     deid_mask: str = "xxxx"
     indication_filler_words: tuple[str, ...] = ()
+    # ask both ways (issue 14): negatives drawn so every subject asked "yes" somewhere is asked
+    # "no" elsewhere (subcategories by corpus positive rate, default negatives in a per-study
+    # order and in the weighted draw, abnormal ancestors of candidates in the negative pool)
+    ask_both_ways: bool = False
 
 
 PHRASES: dict[str, frozenset[str]] = {
@@ -110,7 +114,20 @@ class Strategy:
         all_ids = sorted(v.fname)
         self.cand_findings = [f for f in all_ids if chest(f) and v.fabnormal[f]
                               and v.fcat[f] not in dev_c and v.fcat[f] not in tech_c]
-        self.pool_findings = WeightedPool(self.cand_findings, [pri.finding_weight(f) for f in self.cand_findings])
+        self.both_ways = cfg.ask_both_ways
+        pool_ids = list(self.cand_findings)
+        pool_w = [pri.finding_weight(f) for f in self.cand_findings]
+        if self.both_ways:
+            # an abnormal ancestor of a candidate ("degenerative changes" above "degenerative
+            # spine") is asked "yes" whenever a descendant is present: it joins the negative pool,
+            # weighted by its own and its descendants' positive rates
+            cand = set(self.cand_findings)
+            for a in sorted({a for f in self.cand_findings for a in v.fancestors.get(f, ())} - cand):
+                if v.fabnormal.get(a, True) and v.fcat.get(a) not in dev_c and v.fcat.get(a) not in tech_c:
+                    pool_ids.append(a)
+                    pool_w.append(pri.finding_weight(a) + sum(pri.finding_weight(d) for d in v.fdescendants.get(a, ())
+                                                              if d in cand))
+        self.pool_findings = WeightedPool(pool_ids, pool_w)
         self.cand_devices = [f for f in all_ids if chest(f) and v.fcat[f] in dev_c]
         self.pool_devices = WeightedPool(self.cand_devices, [pri.finding_weight(f) for f in self.cand_devices])
         self.cand_regions = sorted(v.rname)
@@ -120,6 +137,13 @@ class Strategy:
         self.default_devices = [f for f in cfg.default_devices if f in v.fname]
         subs = {v.fsub[f] for f in self.cand_findings if v.fsub[f]}
         self.default_subcats = [s for s in cfg.default_subcategories if s in subs]
+        # subcategories weighted by how often one of their findings is positive: with ask_both_ways
+        # the negatives of B08-B11 are drawn from it, so "lung volumes" is asked when normal too
+        sub_w: dict[str, float] = {}
+        for f in self.cand_findings:
+            if v.fsub[f]:
+                sub_w[v.fsub[f]] = sub_w.get(v.fsub[f], 0.0) + pri.finding_weight(f)
+        self.pool_subcats = WeightedPool(sorted(sub_w), [sub_w[k] for k in sorted(sub_w)])
         self.sub_names: dict[str, str] = dict(cfg.subcategory_names)
         self.k_findings = cfg.finding_negatives
         self.k_devices = cfg.device_negatives
@@ -630,10 +654,18 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
             if f.subcategory:
                 by_neg.setdefault(f.subcategory, []).append(f)
         subs = [x for x in dict.fromkeys([*by_pos, *by_neg, *s.default_subcats]) if s.askable_subcat(x)]
-        hit = st.scopes[("subcategory", op.subject)] = (by_pos, by_neg, subs)
-    by_pos, by_neg, subs = hit
+        sampled: list[str] = []
+        if s.both_ways:
+            # negatives: what the report negates, then subcategories drawn by how often they are
+            # abnormal in the corpus (own stream: the other questions' draws stay as they were);
+            # only subcategories a question can name (display names, #13)
+            subs = [x for x in dict.fromkeys([*by_pos, *by_neg]) if s.askable_subcat(x)]
+            sampled = weighted_sample(st.ctx.stream("qba-subcats"), s.pool_subcats, len(s.pool_subcats.items),
+                                      lambda x: x in by_pos or x in by_neg or not s.askable_subcat(x))
+        hit = st.scopes[("subcategory", op.subject)] = (by_pos, by_neg, subs, sampled)
+    by_pos, by_neg, subs, sampled = hit
     chosen = s._balance([x for x in subs if x in by_pos], [x for x in subs if x not in by_pos],
-                        s.gen.cap(tpl), tpl)
+                        s.gen.cap(tpl), tpl, sampled)
     return [Item({"subcategory": s.sub_name(x)}, x, by_pos.get(x, []), by_neg.get(x, [])) for x in chosen]
 
 
@@ -764,9 +796,19 @@ class _Findings:
             mentioned = [*pos_by, *via_child, *(f.fid for f in stated_f)]
         else:
             mentioned = [f.fid for f in pos] + [f.fid for f in stated_f]
-        base = list(dict.fromkeys([*mentioned, *defaults]))
-        chosen = set(base)
-        sampled = weighted_sample(st.rng, pool, k, chosen.__contains__)
+        if s.both_ways:
+            # the default negatives in a per-study order (own stream), so each of them is asked
+            # "no" somewhere, not only the first few of the list; and they stay in the weighted
+            # draw (a study with no device is asked about a drawn device only: "support device",
+            # a default, was never asked "no")
+            defaults = list(defaults)
+            st.ctx.stream("qba-defaults").shuffle(defaults)
+            sampled = weighted_sample(st.rng, pool, k, set(mentioned).__contains__)
+            base = list(dict.fromkeys([*mentioned, *(d for d in defaults if d not in sampled)]))
+        else:
+            base = list(dict.fromkeys([*mentioned, *defaults]))
+            chosen = set(base)
+            sampled = weighted_sample(st.rng, pool, k, chosen.__contains__)
         pos_by.update(via_child)
         text = st.scopes.get("text")
         if text is None:

@@ -30,6 +30,7 @@ import msgspec
 
 from radvqa.generate.engine import STRATEGY_REGISTRY, Generator, StudyCtx, pick_index
 from radvqa.generate.facts import Fact, cap
+from radvqa.generate.rin_chest import ChestTasks
 from radvqa.generate.templates import Family, Op, Template, TemplateError
 from radvqa.model import AnswerPart, SceneGraph
 from radvqa.quality.criteria import A, A_PP, reason
@@ -45,7 +46,7 @@ OPS: dict[str, Op] = {
     "anatomy_mc": Op(F({"answer"}), F({"letter", "option"}), IMAGE),
     "pathology_open": Op(F({"pathology", "none"}), F({"pathology"}), IMAGE),
     "pathology_closed_pos": Op(F({"yes"}), F(), IMAGE),
-    "pathology_closed_pos_normal": Op(F({"yes"}), F(), IMAGE),
+    "pathology_closed_pos_normal": Op(F({"yes", "no"}), F({"pathology"}), IMAGE),
     "pathology_closed_neg": Op(F({"no_other", "no_normal"}), F({"true_pathology"}), IMAGE),
     "pathology_mc": Op(F({"answer", "none"}), F({"letter", "option"}), IMAGE),
 }
@@ -59,6 +60,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     anatomies: tuple[str, ...] = ()  # top-up pool for 4-option anatomy questions
     # modality -> anatomy -> radimagenet label folder names, or "*" for all of the anatomy
     modality_labels: dict[str, dict[str, str | list[str]]] = msgspec.field(default_factory=dict)
+    # the same tasks on chest X-ray labels (rin_chest.ChestTasks): label schemes, region groups
+    chest: dict[str, Any] = msgspec.field(default_factory=dict)
 PHRASES: dict[str, frozenset[str]] = {"option_item": F({"letter", "option"}), "no_pathology": F()}
 LETTERS = ("A", "B", "C", "D")
 MODALITY_PREFIXES = ("CT", "MR", "US")
@@ -89,6 +92,10 @@ class Strategy:
         # the normal-image closed+ is the pathology_closed_pos task with its own wording
         tn = self.t.get("pathology_closed_pos_normal")
         self.t_normal_pos = dataclasses.replace(tn, question_type="pathology_closed_pos") if tn else None
+        # ... and asked of an abnormal image too ("no": a closed- question), so it is not always "yes"
+        self.t_normal_neg = dataclasses.replace(tn, question_type="pathology_closed_neg") if tn else None
+        # the same tasks on chest X-ray labels (rin_chest.py), when rin.yaml configures them
+        self.chest = ChestTasks(self, cfg.chest) if cfg.chest else None
 
     # ---- pools (load time) ----------------------------------------------------------------------
     def _anatomy_pools(self, v: Any, cfg: Config) -> dict[Key, tuple[list[str], list[str]]]:
@@ -159,7 +166,7 @@ class Strategy:
 
     # ---- generation -----------------------------------------------------------------------------
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
-        return bool(sg.anatomy)
+        return bool(sg.anatomy) or (self.chest is not None and self.chest.applies(sg))
 
     @staticmethod
     def _anat_id(a: str) -> str:
@@ -167,6 +174,9 @@ class Strategy:
 
     def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
         sg = ctx.sg
+        if not sg.anatomy and self.chest is not None:
+            self.chest.run(ctx)
+            return
         v = self.gen.vocab
         rng = ctx.stream("rin")
         anat = self._anat_id(sg.anatomy or "")

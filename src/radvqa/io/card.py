@@ -100,6 +100,82 @@ def _esc(s: str | None) -> str:
     return (s or "").replace("|", "\\|").replace("\n", " ")
 
 
+def _tiers_section(grades: dict[str, int]) -> list[str]:
+    """CXR-QBA's release tiers (rows of grade at least the tier's, ``quality/data/tiers.yaml``)."""
+    if not grades:
+        return []
+    from radvqa.io.subset import load_tiers, tier_counts
+
+    tiers = load_tiers()
+    counts = tier_counts(grades, tiers)
+    total = sum(int(v) for v in grades.values()) or 1
+    lines = ["## Tiers", "", "Named subsets by grade (`radvqa subset DIR --tier NAME --out DIR2`):", "",
+             "| tier | grades | rows | share |", "|---|---|---:|---:|"]
+    for name, t in tiers.items():
+        lines.append(f"| {name} | {t['min_grade']} or better | {counts[name]:,} | {100.0 * counts[name] / total:.1f}% |")
+    return lines + [""]
+
+
+def _subset_section(sub: dict[str, Any] | None) -> list[str]:
+    if not sub:
+        return []
+    p = sub.get("parent", {})
+    lines = ["## Subset", "",
+             f"`{sub.get('name')}` subset (seed {sub.get('seed')}, splits {sub.get('splits')}) of the build "
+             f"`{p.get('path')}` (source {p.get('source')}, seed {p.get('seed')}, {int(p.get('qa_rows') or 0):,} rows).", ""]
+    if sub.get("closed_rows_kept_share") is not None:
+        ys = sub.get("yes_share")
+        ys_s = "-" if ys is None else f"{100.0 * ys:.1f}%"
+        lines += [f"Closed rows kept: {sub['closed_rows_kept']:,} of the parent's {sub['parent_closed_rows_in_splits']:,} "
+                  f"in these splits ({100.0 * sub['closed_rows_kept_share']:.1f}%); yes share "
+                  f"{ys_s}; question types lost: "
+                  f"{', '.join(sub.get('question_types_lost') or []) or 'none'}.", ""]
+    if sub.get("cells"):
+        lines += ["Cells: " + ", ".join(f"{k} {v:,}" for k, v in sub["cells"].items()) + ".", ""]
+    if sub.get("rows_dropped_by_reason"):
+        lines += [_table("rows left out, by reason", sub["rows_dropped_by_reason"]), ""]
+    return lines
+
+
+def _shortcut_section(out: Path, max_cells: int = 20) -> list[str]:
+    """The shortcut audit (``radvqa audit shortcuts``) when ``shortcuts.json`` is beside the card."""
+    import json
+
+    p = out / "shortcuts.json"
+    if not p.is_file():
+        return []
+    try:
+        r = json.loads(p.read_text(encoding="utf-8"))
+    except ValueError:
+        return []
+
+    def pct(x: Any) -> str:
+        return "-" if x is None else f"{100.0 * x:.1f}%"
+
+    lines = ["## Shortcut audit", "",
+             f"Can a model answer without the image? Closed rows of {r['evaluated']} ({r['evaluated_rows']:,}); the "
+             f"majority answers and the text-only bag-of-words model learned on the {r['trained_on']} "
+             f"({r['train_rows']:,} rows). Flag: more than {r['flag_above_chance_pp']:.0f} points above chance, "
+             f"beyond sampling noise (95% Wilson lower bound above chance; n >= {r['min_n']}).", "",
+             "| answer kind | n | majority (template) | majority (exact question) | bag-of-words | chance |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for k, s in r["by_kind"].items():
+        lines.append(f"| {k} | {s['n']:,} | {pct(s['majority'])} | {pct(s.get('majority_by_text'))} | {pct(s['bow'])} | {pct(s['chance'])} |")
+    lines += ["", "| question type | template | n | majority | bag-of-words | chance | flag |", "|---|---|---:|---:|---:|---:|---|"]
+    for t in r["templates"]:
+        lines.append(f"| {_esc(t['question_type'])} | {_esc(t['template_id'])} | {t['n']:,} | {pct(t['majority'])} | "
+                     f"{pct(t['bow'])} | {pct(t['chance'])} | {'**flag**' if t['flag'] else ''} |")
+    flagged = sorted((c for c in r["cells"] if c["flag"]), key=lambda c: (-c["n"], c["question"]))
+    lines += ["", f"Flagged (question type x question) cells: {r['cells_flagged']:,} of {r['cells_with_min_n']:,} "
+              f"with n >= {r['min_n']}" + (f"; the {min(max_cells, len(flagged))} largest:" if flagged else "."), ""]
+    if flagged:
+        lines += ["| question type | question | n | majority | bag-of-words | chance |", "|---|---|---:|---:|---:|---:|"]
+        for c in flagged[:max_cells]:
+            lines.append(f"| {_esc(c['question_type'])} | {_esc(c['question'])} | {c['n']:,} | {pct(c['majority'])} | "
+                         f"{pct(c['bow'])} | {pct(c['chance'])} |")
+    return lines + [""]
+
+
 def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
     c = manifest["counts"]
     src = manifest.get("source", "?")
@@ -170,6 +246,9 @@ def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
     body += [_table("split (studies)", c.get("studies_by_split", {})), ""]
     if c.get("rejects_by_stage"):
         body += [_table("rejects by stage", c["rejects_by_stage"]), ""]
+    body += _tiers_section(c.get("grades", {}))
+    body += _subset_section(manifest.get("subset"))
+    body += _shortcut_section(out)
     if plot is not None:
         body += [f"![QA rows by question type, strategy and grade]({plot.name})", ""]
     ex = _examples(out)

@@ -29,10 +29,10 @@ def register(app: typer.Typer) -> None:
                 typer.echo("usage: radvqa audit shortcuts DATASET [--json FILE]", err=True)
                 raise typer.Exit(2)
             try:
-                from radvqa.quality.shortcuts import cli_main  # type: ignore[import-not-found]
+                from radvqa.eval.shortcuts import cli_main  # eval's baselines: it lives above quality
             except ImportError:
                 typer.echo("error: `radvqa audit shortcuts` is not available in this version "
-                           "(radvqa.quality.shortcuts is missing)", err=True)
+                           "(radvqa.eval.shortcuts is missing)", err=True)
                 raise typer.Exit(2) from None
             raise typer.Exit(int(cli_main(Path(args[1]), json_out)))
         if len(args) != 1:
