@@ -34,10 +34,21 @@ def sample(tmp_path_factory) -> Path:
     return out
 
 
-def test_default_build_notes_the_strategy_that_wrote_nothing(sample: Path) -> None:
+def test_default_build_notes_the_strategy_that_wrote_nothing(sample: Path, tmp_path: Path) -> None:
+    # every strategy writes rows on the default sample (rin on chest labels since #14): no note
     m = json.loads((sample / "manifest.json").read_text())
-    assert m["counts"]["qa_by_strategy"].get("rin", 0) == 0
-    assert any(n.startswith("rin: 0 rows; it needs an image anatomy") for n in m["notes"])
+    assert all(m["counts"]["qa_by_strategy"].get(s, 0) > 0 for s in ("qba", "vindr", "rin", "diff"))
+    assert m["notes"] == []
+    # OpenI reports alone have no follow-ups: diff writes nothing, and the manifest says why
+    from radvqa.sources import sample_inputs
+
+    openi = next(str(p) for p in sample_inputs() if p.name == "openi")
+    out = tmp_path / "o"
+    r = runner.invoke(app, ["build", "openi", "--input", openi, "--out", str(out), "--quiet", "--strategies", "qba,diff"])
+    assert r.exit_code == 0, r.output
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["counts"]["qa_by_strategy"].get("diff", 0) == 0
+    assert any(n.startswith("diff: 0 rows; it needs two or more studies of one patient") for n in m["notes"])
 
 
 def test_existing_dataset_refused_unless_overwrite(sample: Path, tmp_path: Path) -> None:
@@ -71,12 +82,12 @@ def test_failed_build_leaves_nothing_and_draws_no_bar(args: list[str], tmp_path:
 def test_empty_result_says_why_and_fails_unless_allowed(tmp_path: Path) -> None:
     out = tmp_path / "e"
     args = ["build", "openi", "--input", str(Path(__file__).parent / "data" / "sources" / "openi"),
-            "--strategies", "vindr,rin", "--out", str(out), "--quiet"]
+            "--strategies", "vindr,diff", "--out", str(out), "--quiet"]
     r = runner.invoke(app, args)
     assert r.exit_code == 1, r.output
     text = " ".join(r.output.split())
     assert "no QA rows were written" in text and "vindr: 0 rows; it needs expert image labels" in text
-    assert "rin: 0 rows; it needs an image anatomy" in text and "--allow-empty" in text
+    assert "diff: 0 rows; it needs two or more studies of one patient" in text and "--allow-empty" in text
     assert not out.exists()
     r = runner.invoke(app, [*args, "--allow-empty"])
     assert r.exit_code == 0, r.output
