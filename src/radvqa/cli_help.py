@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
+# no `import click`: typer >= 0.2x vendors its own copy (typer._click) and a fresh install has no
+# click at all, so parameter types are recognised by what they have, not by their class
 
 # Positional arguments holding a built dataset, whatever the function's variable is called
 _DATASET_NAMES = {"dataset", "out", "directory", "dataset_dir"}
@@ -22,8 +23,9 @@ def _type_name(param: Any) -> str | None:
     if getattr(param, "is_flag", False) or getattr(param, "count", False):
         return None
     t = getattr(param, "type", None)
-    if isinstance(t, click.Choice):
-        return "[" + "|".join(str(c) for c in t.choices) + "]"
+    choices = getattr(t, "choices", None)
+    if choices and not isinstance(choices, str):  # a Choice type, whichever click it comes from
+        return "[" + "|".join(str(c) for c in choices) + "]"
     desc = getattr(param, "type_descriptor", None)  # typer >= 0.2x: the annotation behind the type
     if desc is not None:
         if getattr(desc, "is_choice", False):
@@ -52,13 +54,13 @@ def _arg_name(param: Any) -> str:
 def plain_placeholders() -> None:
     from typer import core
 
-    def option_type(self: Any, ctx: click.Context) -> str | None:
+    def option_type(self: Any, ctx: Any) -> str | None:
         if self.metavar is not None:
             return str(self.metavar)
         t = _type_name(self)
         return None if t is None else t + ("..." if self.nargs != 1 or getattr(self, "multiple", False) else "")
 
-    def argument_type(self: Any, ctx: click.Context) -> str | None:
+    def argument_type(self: Any, ctx: Any) -> str | None:
         return None  # the argument's name says it (DATASET, SOURCE, PATH)
 
     def display_name_raw(self: Any) -> str:
