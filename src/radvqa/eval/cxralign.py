@@ -89,7 +89,6 @@ def iter_cxr_align(path: str | Path, images: str | Path | None = None, seed: int
             letter = LETTERS[[k for k, _ in shuffled].index("original")]
             chosen = str(case.get("chosen") or "").strip()
             loc = case.get("location")
-            side = loc.strip().lower() if isinstance(loc, str) and loc.strip().lower() in ("left", "right", "bilateral") else None
             img = index.get(str(did))
             yield QA(
                 qa_id=f"{SOURCE}:{group}:{did}",

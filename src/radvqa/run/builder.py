@@ -25,7 +25,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,13 +39,11 @@ from radvqa.io.manifest import REJECTED, build_counts, merge_shard_stats, write_
 from radvqa.io.parquet import shard_files
 from radvqa.io.schema import SCHEMA_VERSION
 from radvqa.model import Reject, Study
-from radvqa.sources.base import ROW_STAGE
-from radvqa.sources.base import SourceError
 from radvqa.run.errors import BuildError
 from radvqa.run.executors import Executor, TaskFailed, make_executor
 from radvqa.run.imagepaths import PathRelativizer, image_roots_for
-from radvqa.run.reader import check_read_count, configure, make_source, plan_parts, rejects_file
-from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, SpillWriter, part_dir, plan_shards
+from radvqa.run.reader import configure, make_source, plan_parts, rejects_file, spill_part
+from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, plan_shards
 from radvqa.run.tasks import ReadStats, ReadTask, ShardStats, ShardTask
 from radvqa.run.worker import (
     GC_THRESHOLD,
@@ -308,42 +306,10 @@ READ_PARTS_PER_WORKER = 2
 def _spill_records(spill_dir: Path, opts: BuildOptions, progress: Progress,
                    records: Iterable[Study | Reject]) -> ReadStats:
     """Records handed to ``build`` by the caller: spilled here, as part 0."""
-    t0 = time.perf_counter()
-    writer = SpillWriter(part_dir(spill_dir, 0))
     # image paths become relative to the input roots here, once per study (see run/imagepaths.py)
     relativize = PathRelativizer(image_roots_for(_input_paths(opts))).study
-    n_rej = n_row_rej = 0
     progress.phase("reading sources", opts.studies if opts.source == "synthetic" else opts.limit)
-    try:
-        with open(rejects_file(spill_dir, 0), "w", encoding="utf-8") as rf:
-            for rec in records:
-                if isinstance(rec, Study):
-                    writer.add(relativize(rec))
-                elif isinstance(rec, Reject):
-                    if opts.strict:
-                        raise BuildError(f"--strict: {rec.source} {rec.ref}: {rec.reason}")
-                    rf.write(json.dumps({"source": rec.source, "ref": rec.ref, "reason": rec.reason, "stage": rec.stage or "source"}, ensure_ascii=False) + "\n")
-                    if rec.stage == ROW_STAGE:
-                        n_row_rej += 1  # a box/label/size row, not a study: not in studies_in
-                    else:
-                        n_rej += 1
-                else:
-                    raise BuildError(f"source {opts.source!r} yielded {type(rec).__name__}, expected Study or Reject")
-                progress.advance()
-        writer.close()
-    except SourceError as exc:
-        writer.abort()
-        raise BuildError(f"source {opts.source!r}: {exc}") from None
-    except OSError as exc:
-        writer.abort()
-        raise BuildError(f"cannot write the spill under {spill_dir}: {exc.strerror or exc}") from exc
-    except BaseException:
-        writer.abort()
-        raise
-    n_studies = sum(writer.counts)
-    return ReadStats(part=0, studies=n_studies, source_rejects=n_rej, row_rejects=n_row_rej,
-                     records_read=check_read_count(opts.source, records, n_studies, n_rej),
-                     seconds=round(time.perf_counter() - t0, 4), pid=os.getpid())
+    return spill_part(records, spill_dir, 0, opts.source, opts.strict, relativize, on_record=progress.advance)
 
 
 def _concat(dst: Path, parts: list[Path]) -> None:

@@ -21,7 +21,7 @@ import importlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,21 +122,26 @@ def run_read(task: ReadTask) -> ReadStats:
 
 
 def _run_read(task: ReadTask) -> ReadStats:
-    t0 = time.perf_counter()
-    spill = Path(task.spill)
     src = make_source(task.source)
     configure(src, task.studies, task.seed, task.limit, task.source)
-    writer = SpillWriter(part_dir(spill, task.part))
     relativize = PathRelativizer(task.image_roots, cwd=task.cwd).study
+    return spill_part(_records(task, src), Path(task.spill), task.part, task.source, task.strict, relativize)
+
+
+def spill_part(records: Iterable[Any], spill: Path, part: int, source: str, strict: bool,
+               relativize: Callable[[Study], Study], on_record: Callable[[], None] | None = None) -> ReadStats:
+    """Spill one part's records into ``spill/pNNNN/`` and its source rejects beside it: what every
+    read task does, and what ``build`` does with records handed to it (as part 0)."""
+    t0 = time.perf_counter()
+    writer = SpillWriter(part_dir(spill, part))
     n_rej = n_row_rej = 0
-    stream = _records(task, src)
     try:
-        with open(rejects_file(spill, task.part), "w", encoding="utf-8") as rf:
-            for rec in stream:
+        with open(rejects_file(spill, part), "w", encoding="utf-8") as rf:
+            for rec in records:
                 if isinstance(rec, Study):
                     writer.add(relativize(rec))
                 elif isinstance(rec, Reject):
-                    if task.strict:
+                    if strict:
                         raise BuildError(f"--strict: {rec.source} {rec.ref}: {rec.reason}")
                     rf.write(json.dumps({"source": rec.source, "ref": rec.ref, "reason": rec.reason,
                                          "stage": rec.stage or "source"}, ensure_ascii=False) + "\n")
@@ -145,17 +150,22 @@ def _run_read(task: ReadTask) -> ReadStats:
                     else:
                         n_rej += 1
                 else:
-                    raise BuildError(f"source {task.source!r} yielded {type(rec).__name__}, expected Study or Reject")
+                    raise BuildError(f"source {source!r} yielded {type(rec).__name__}, expected Study or Reject")
+                if on_record is not None:
+                    on_record()
         writer.close()
     except SourceError as exc:
         writer.abort()
-        raise BuildError(f"source {task.source!r}: {exc}") from None
+        raise BuildError(f"source {source!r}: {exc}") from None
     except OSError as exc:
         writer.abort()
         raise BuildError(f"cannot write the spill under {spill}: {exc.strerror or exc}") from exc
+    except BaseException:
+        writer.abort()
+        raise
     n_studies = sum(writer.counts)
-    return ReadStats(part=task.part, studies=n_studies, source_rejects=n_rej, row_rejects=n_row_rej,
-                     records_read=check_read_count(task.source, stream, n_studies, n_rej),
+    return ReadStats(part=part, studies=n_studies, source_rejects=n_rej, row_rejects=n_row_rej,
+                     records_read=check_read_count(source, records, n_studies, n_rej),
                      seconds=round(time.perf_counter() - t0, 4), pid=os.getpid())
 
 
