@@ -42,7 +42,7 @@ from radvqa.model import Reject, Study
 from radvqa.run.errors import BuildError
 from radvqa.run.executors import Executor, TaskFailed, make_executor
 from radvqa.run.imagepaths import PathRelativizer, image_roots_for
-from radvqa.run.reader import configure, make_source, plan_parts, rejects_file, spill_part
+from radvqa.run.reader import build_ontology, configure, make_source, plan_parts, rejects_file, spill_part
 from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, plan_shards
 from radvqa.run.tasks import ReadStats, ReadTask, ShardStats, ShardTask
 from radvqa.run.worker import (
@@ -255,7 +255,7 @@ def _check_source(opts: BuildOptions, progress: Progress) -> None:
     from radvqa.sources.base import SourceError
 
     src.notify = progress.message
-    it = iter(src.iter_records(inputs, ontology=_load_ontology(), limit=1))
+    it = iter(src.iter_records(inputs, ontology=build_ontology(), limit=1))
     try:
         next(it, None)
     except SourceError as exc:
@@ -265,16 +265,6 @@ def _check_source(opts: BuildOptions, progress: Progress) -> None:
         if close is not None:
             close()
 
-
-def _load_ontology() -> Any:
-    try:
-        from radvqa.ontology import load_ontology
-
-        return load_ontology()
-    except ImportError:
-        return None
-    except Exception as exc:  # noqa: BLE001 - OntologyError and friends: say so, do not trace back
-        raise BuildError(f"cannot load the ontology: {exc}") from None
 
 
 def _read_tasks(spill_dir: Path, opts: BuildOptions) -> list[ReadTask]:

@@ -51,7 +51,8 @@ def make_source(name: str) -> Any:
         raise BuildError(str(exc.args[0]) if exc.args else str(exc)) from None
 
 
-def _ontology() -> Any:
+def build_ontology() -> Any:
+    """The ontology for reading sources; a broken one is one BuildError line, not a traceback."""
     try:
         from radvqa.ontology import load_ontology
 
@@ -80,14 +81,14 @@ def plan_parts(src: Any, inputs: list[str], n_parts: int, limit: int | None, str
     if plan is None or n_parts <= 1 or strict or (limit is not None and not hasattr(src, "studies")):
         return [None]
     try:
-        specs = plan([Path(p) for p in inputs], n_parts, ontology=_ontology(), limit=limit)
+        specs = plan([Path(p) for p in inputs], n_parts, ontology=build_ontology(), limit=limit)
     except SourceError as exc:
         raise BuildError(f"source {getattr(src, 'name', '?')!r}: {exc}") from None
     return list(specs) if specs else [None]
 
 
 def _records(task: ReadTask, src: Any) -> Iterator[Study | Reject]:
-    onto = _ontology()
+    onto = build_ontology()
     if task.spec is None:
         return src.iter_records(list(task.inputs), ontology=onto, limit=task.limit)
     return src.iter_part([Path(p) for p in task.inputs], task.spec, ontology=onto)
