@@ -109,6 +109,22 @@ class Label(msgspec.Struct, kw_only=True):
     regions: list[str] = []
 
 
+class Annotation(msgspec.Struct, kw_only=True):
+    """One observation as people annotated it on the report (a RadGraph observation entity with the
+    entities that modify it and the anatomy it is located at; a Lunguage row), before the ontology
+    names it: the build's extract stage reads ``phrase`` (else ``term``) with the term matcher
+    (``radvqa.extract.annotated``)."""
+
+    ref: str  # where it is in the gold file: entity ids, row numbers
+    phrase: str  # the annotated words the term matcher reads, in text order ("left pleural effusion")
+    term: str  # the entity's own words: the fallback, and the name listed when nothing matches
+    certainty: str = "present"  # Certainty, from the gold label
+    laterality: str | None = None
+    change: str | None = None  # Observation.change values
+    severity: str | None = None  # when the gold names one (Lunguage's severity column)
+    evidence: list[Span] = []  # character spans of Study.report_text (sentence ids set by extract)
+
+
 class Study(msgspec.Struct, kw_only=True):
     """What a source adapter yields: one study as the dataset defines it."""
 
@@ -124,6 +140,9 @@ class Study(msgspec.Struct, kw_only=True):
     study_time: str | None = None  # ISO 8601, or a sortable surrogate (follow-up number)
     anatomy: str | None = None  # body region for non-chest sources (RadImageNet: "knee", ...)
     meta: dict[str, str] = {}
+    # observations annotated by people on report_text (RadGraph, Lunguage): when set (even to []),
+    # the build states these instead of what the extractor reads in the text
+    annotations: list[Annotation] | None = None
 
 
 class Reject(msgspec.Struct, kw_only=True):

@@ -40,26 +40,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from radvqa.extract.annotated import TermMapper
 from radvqa.model import Observation
+from radvqa.sources.radgraph import CERTAINTY, CHANGE, SIDES, annotations, load_json
 
 FORMATS = ("radgraph", "radgraph2", "lunguage")
-_CERTAINTY = {
-    "OBS-DP": "present", "OBS-U": "uncertain", "OBS-DA": "absent",
-    "Observation::definitely present": "present", "Observation::uncertain": "uncertain",
-    "Observation::definitely absent": "absent",
-}
-_ANAT = {"ANAT-DP", "Anatomy::definitely present"}
-_CHANGE = {
-    "CHAN-NC": "unchanged", "CHAN-CON-AP": "new", "CHAN-AP": "new", "CHAN-WOR": "worsened", "CHAN-CON-WOR": "worsened",
-    "CHAN-IMP": "improved", "CHAN-CON-IMP": "improved", "CHAN-CON-RES": "resolved", "CHAN-DISA": "resolved",
-    "CHAN-DEV-AP": "new", "CHAN-DEV-DISA": "resolved", "CHAN-DEV-PLACE": None, "CHAN-DISP": None,
-}
+# the gold label vocabularies and the entity -> phrase reading are the radgraph source's
+# (radvqa.sources.radgraph), so the scorer and `radvqa build radgraph` read a graph the same way
+_CERTAINTY = CERTAINTY
+_CHANGE = CHANGE
+_SIDES = SIDES
 # radvqa's change values distinguish size ("increased") from course ("worsened"); the gold
 # vocabularies do not, so both are compared as one class
 _CHANGE_CLASS = {"increased": "worsened", "decreased": "improved"}
 _RANK = {"absent": 0, "uncertain": 1, "present": 2}
-_SIDES = (("bilateral", "bilateral"), ("both", "bilateral"), ("bibasilar", "bilateral"), ("bibasal", "bilateral"),
-          ("left", "left"), ("right", "right"))
 
 
 class GoldError(ValueError):
@@ -77,8 +71,8 @@ def read_gold(path: str | Path, labeler: str = "labeler_1") -> Iterator[tuple[st
     """(report_id, text, entities) per report; ``labeler`` picks the annotator in the v1 test file."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text("utf-8-sig"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = load_json(p)  # plain or gzip (by content), with or without a byte-order mark
+    except (OSError, EOFError, UnicodeDecodeError, ValueError) as e:
         raise GoldError(f"{p}: not a readable JSON file ({e})") from e
     if not isinstance(data, dict):
         raise GoldError(f"{p}: expected an object {{report_id: record}}, found {type(data).__name__}")
@@ -93,94 +87,25 @@ def read_gold(path: str | Path, labeler: str = "labeler_1") -> Iterator[tuple[st
         yield str(rid), rec["text"], ents
 
 
-class TermMapper:
-    """Gold phrase -> (ontology finding, whether the phrase itself states a normal), through
-    radvqa's own rules extractor (cached). RadGraph marks normal statements as present
-    observations ("clear" located_at "lungs" is OBS-DP); the extractor reads "lungs clear" as lung
-    opacity absent, and that polarity is carried over."""
-
-    def __init__(self, extractor: Any, ontology: Any) -> None:
-        self.ex, self.onto = extractor, ontology
-        self.cache: dict[str, tuple[str, bool] | None] = {}
-
-    def __call__(self, phrase: str) -> tuple[str, bool] | None:
-        if phrase in self.cache:
-            return self.cache[phrase]
-        found = [o for o in self.ex.extract(phrase, "gold").observations if o.from_report and o.source == "report"]
-        ids = [o.finding for o in found]
-        if found and all(o.certainty == "absent" for o in found):
-            # a normal statement ("lungs clear") implies several negatives: the most general one
-            # names what the statement says
-            pick = [o for o in found if not any(g in self.onto.ancestors(o.finding) for g in ids if g != o.finding)]
-        else:
-            # the most specific of what was found: drop any finding that is an ancestor of another
-            pick = [o for o in found if not any(o.finding in self.onto.ancestors(g) for g in ids if g != o.finding)]
-        res = (pick[0].finding, pick[0].certainty == "absent") if pick else None
-        self.cache[phrase] = res
-        return res
-
-
 def gold_observations(text: str, ents: dict[str, Any], mapper: TermMapper, unmapped: Counter[str]) -> list[GoldObs]:
-    toks = text.split()
-
-    def words(e: dict[str, Any]) -> str:
-        try:
-            return " ".join(toks[int(e["start_ix"]): int(e["end_ix"]) + 1]) or str(e.get("tokens", ""))
-        except (KeyError, TypeError, ValueError):
-            return str(e.get("tokens", ""))
-
-    def rels(e: dict[str, Any]) -> list[tuple[str, str]]:
-        return [(str(r[0]), str(r[1])) for r in (e.get("relations") or []) if isinstance(r, (list, tuple)) and len(r) == 2]
-
-    def label(eid: str) -> str:
-        o = ents.get(eid)
-        return str(o.get("label")) if isinstance(o, dict) else ""
-
-    modifiers: dict[str, list[str]] = {}  # target id -> ids of the entities that modify it
-    for eid, e in ents.items():
-        for t, dst in rels(e):
-            if t == "modify":
-                modifiers.setdefault(dst, []).append(str(eid))
     best: dict[tuple[str, str | None], GoldObs] = {}
-    for eid, e in ents.items():
-        eid = str(eid)
-        cert = _CERTAINTY.get(str(e.get("label")))
-        if cert is None:
-            continue
-        out = rels(e)
-        # an observation that modifies another observation ("small" -> "effusion") is part of
-        # that observation's phrase, not an observation of its own
-        if any(t == "modify" and label(dst) in _CERTAINTY for t, dst in out):
-            continue
-        members = [eid] + [m for m in modifiers.get(eid, []) if label(m) not in _CHANGE]
-        change: str | None = None
-        for t, dst in out:
-            if t == "located_at" and label(dst) in _ANAT:
-                members += [dst] + [m for m in modifiers.get(dst, []) if label(m) in _ANAT]
-            elif label(dst) in _CHANGE:
-                change = change or _CHANGE[label(dst)]
-        for m in modifiers.get(eid, []):
-            if label(m) in _CHANGE:
-                change = change or _CHANGE[label(m)]
-        parts = sorted({(int(ents[m].get("start_ix", 0)), words(ents[m])) for m in members if isinstance(ents.get(m), dict)})
-        phrase = " ".join(w for _, w in parts).lower()
-        own = words(e).lower()
-        hit = mapper(phrase) or mapper(own)
+    for ann in annotations(text, ents):
+        hit = mapper(ann.phrase) or mapper(ann.term)
         if hit is None:
-            unmapped[own] += 1
+            unmapped[ann.term] += 1
             continue
         finding, states_normal = hit
+        cert = ann.certainty
         if states_normal and cert == "present":
             cert = "absent"
-        side = next((sd for w, sd in _SIDES if w in phrase.split()), None)
-        key = (finding, side)
+        key = (finding, ann.laterality)
         prev = best.get(key)
         if prev is None:
-            best[key] = GoldObs(finding, cert, side, change, phrase)
+            best[key] = GoldObs(finding, cert, ann.laterality, ann.change, ann.phrase)
         else:
             if _RANK[cert] > _RANK[prev.certainty]:
                 prev.certainty = cert
-            prev.change = prev.change or change
+            prev.change = prev.change or ann.change
     return list(best.values())
 
 

@@ -215,7 +215,8 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         f.grade = obs_grade(obs, v.fname, v.rname, kind, n_boxed, ctx.n_boxable_images,
                             sentences=ctx.sentences, has_report=ctx.sg.report is not None,
                             label_conflict=obs.id in ctx.label_conflicts, hedge_re=v.hedge_re,
-                            shared_sentences=ctx.shared_sentences, vague=v.vague)
+                            shared_sentences=ctx.shared_sentences, vague=v.vague,
+                            annotated=(ctx.sg.extractor or "").startswith("gold:"))
         if ctx.extract_grade is not None:
             f.grade = (max(f.grade[0], ctx.extract_grade[0]), f.grade[1] + ctx.extract_grade[1])
     # an implied negative rests on the report's silence: say so rather than cite nothing

@@ -26,6 +26,8 @@ Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not pola
 - *answer merged from several sentences: a positive row whose findings come from more than one
   report sentence -> A (``answer_merged``; each extra claim is another chance to be wrong).
 - *side inferred: a side that no evidence sentence states -> A.
+- *human-annotated observations (``annotated``: RadGraph, Lunguage sources) skip the two
+  extractor-attribution checks (hedge in sentence, shared sentence); every other criterion holds.
 - *labels: label-only finding in a study with a report -> C; without a report -> B (A with an expert
   box); a label that disagrees with the report (localize ``label_conflicts``) -> C.
 - *implied negative: a negative asserted only because the report is silent -> B (not inferable).
@@ -127,12 +129,17 @@ def obs_grade(
     hedge_re: Any = None,
     shared_sentences: frozenset[str] = frozenset(),
     vague: frozenset[str] = frozenset(),
+    annotated: bool = False,
 ) -> tuple[int, tuple[str, ...]]:
     """Grade of the facts one observation contributes (worst criterion) and the reasons.
 
     ``localization`` is what the generator attached: "box" (lesion box or own-region box),
     "fallback" (default-region boxes), "none". ``sentences`` maps sentence ids to report sentences
-    (evidence checks); ``label_conflict``: a dataset label disagrees with this report observation."""
+    (evidence checks); ``label_conflict``: a dataset label disagrees with this report observation;
+    ``annotated``: people annotated the observation on the report (RadGraph, Lunguage: scene graph
+    extractor ``gold:...``), so the two checks that guard against the extractor attaching a hedge or
+    an attribute to the wrong finding (``hedge_in_sentence``, ``shared_sentence``) do not apply: the
+    annotators gave each entity its certainty and linked its modifiers and anatomy themselves."""
     g = A_PP
     reasons: list[str] = []
 
@@ -169,7 +176,7 @@ def obs_grade(
             lower("evidence", "alternative", B)
         if len(sids) > 1:
             lower("evidence", "merged", A)
-        if stated and obs.certainty == "present":
+        if stated and obs.certainty == "present" and not annotated:
             # the extractor read the finding as certain, but its sentence hedges something: the
             # hedge may be this finding's ("interstitial changes and possibly fibrosis")
             if any(f[0] for f in flags):

@@ -68,7 +68,13 @@ class StagePipeline:
         t0 = time.process_time()
         if study.report_text is not None:
             try:
-                extraction = self.extractor.extract(study.report_text, study.id)
+                if study.annotations is not None:
+                    # people annotated this report (RadGraph, Lunguage): state their observations
+                    from radvqa.extract.annotated import extract_annotated
+
+                    extraction = extract_annotated(study, self.ontology)
+                else:
+                    extraction = self.extractor.extract(study.report_text, study.id)
             except Exception as exc:  # noqa: BLE001 - any stage failure becomes a reject line
                 rejects.append(Reject(source=src, ref=study.id, reason=f"extractor failed: {_reason(exc)}", stage="extract"))
             else:

@@ -20,6 +20,7 @@ from radvqa.registry import Registry
 SOURCES: Registry[type] = Registry("source", modules=(
     "radvqa.sources.sample", "radvqa.sources.openi", "radvqa.sources.nih", "radvqa.sources.vindr",
     "radvqa.sources.mimic", "radvqa.sources.imagenome", "radvqa.sources.reflacx", "radvqa.sources.eyegaze",
+    "radvqa.sources.radgraph", "radvqa.sources.lunguage",
     "radvqa.sources.chexpert", "radvqa.sources.padchest",
     "radvqa.sources.radimagenet", "radvqa.sources.generic", "radvqa.sources.dicom", "radvqa.sources.synthetic",
 ))
