@@ -114,12 +114,21 @@ def extract_annotated(study: Study, ontology: Any) -> Extraction:
     obs = list(best.values())
     for i, o in enumerate(obs, 1):
         o.id = f"O{i:02d}"
+        # a region and its ancestor (right_pleura, pleura) from two annotations: the narrower says it
+        o.regions = [r for r in o.regions if not any(r in _region_ancestors(ontology, q) for q in o.regions if q != r)]
         o.evidence = sorted(o.evidence, key=lambda s: (s.start, s.end))
     if unmapped:
         study.meta = dict(study.meta) | {"annotations_unmapped": "; ".join(f"{k} x{v}" for k, v in sorted(unmapped.items()))}
     study.meta = dict(study.meta) | {"annotations_stated": f"{len(obs)} observations from {len(study.annotations or [])} annotations"}
     return Extraction(report=base.report, observations=obs, indication=base.indication,
                       extractor=f"{GOLD_PREFIX}{study.source}", error=base.error)
+
+
+def _region_ancestors(ontology: Any, rid: str) -> set[str]:
+    try:
+        return set(ontology.region_ancestors(rid))
+    except (KeyError, AttributeError):
+        return set()
 
 
 def _severity(ann: Annotation, seen: Observation, cert: str) -> str | None:

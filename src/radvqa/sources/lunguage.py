@@ -27,8 +27,9 @@ Rows -> annotations: rows of the ``hist`` section (history, not this study's fin
 categories ``patient info.`` / ``oth`` (not findings) are counted in ``meta["lunguage_rows"]``, not
 stated. Certainty: ``tentative`` -> uncertain, else ``negative`` -> absent, else present. Change:
 ``improved`` / ``worsened`` / ``no change`` columns (a value in the column) -> improved / worsened /
-unchanged, else ``onset`` "new" -> new. Phrase for the term matcher: severity, location and entity
-("small left pleural pleural effusion"); the entity alone is the fallback. Side from left / right /
+unchanged, else ``onset`` "new" -> new. Phrase for the term matcher: severity, location and entity,
+the location's words the entity repeats said once ("small" + "left pleural" + "pleural effusion" ->
+"small left pleural effusion"); the entity alone is the fallback. Side from left / right /
 bilateral words of location and entity. Evidence = the row's sentence located in the report
 (exact, else ignoring case and spacing).
 
@@ -214,8 +215,12 @@ class LunguageSource(Source):
             return f"sentence {row['sent'][:60]!r} not found in the report text"
         loc = " ".join((row.get("location") or "").split())
         sev = " ".join((row.get("severity") or "").split())
+        # the location's words the entity repeats are said once ("right pleural" + "pleural
+        # effusion" -> "right pleural effusion"), so the term matcher reads one place
+        ent_words = set(ent.lower().split())
+        loc_own = " ".join(w for w in loc.split() if w.lower() not in ent_words)
         g.ann.append(Annotation(
-            ref=ref, phrase=" ".join(x for x in (sev, loc, ent) if x).lower(), term=ent.lower(),
+            ref=ref, phrase=" ".join(x for x in (sev, loc_own, ent) if x).lower(), term=ent.lower(),
             certainty=certainty(status, cert), laterality=side_of(f"{loc} {ent}"), change=change(row),
             evidence=[Span(start=where[0], end=where[1], text=report[where[0]:where[1]])]))
         return None
