@@ -219,12 +219,12 @@ def load_json(path: Path) -> Any:
 
 
 def looks_like_graphs(data: Any) -> bool:
-    """A RadGraph file: an object whose first record has text and entities (or labeler_N)."""
+    """A RadGraph file: an object of which some record has text and entities (or labeler_N); its
+    other records, whatever they are, are then read as records (and rejected when broken)."""
     if not isinstance(data, dict) or not data:
         return False
-    first = next(iter(data.values()))
-    return isinstance(first, dict) and "text" in first and (
-        "entities" in first or any(k.startswith("labeler_") for k in first))
+    return any(isinstance(r, dict) and "text" in r and ("entities" in r or any(str(k).startswith("labeler_") for k in r))
+               for r in data.values())
 
 
 def _json_candidate(f: Path) -> bool:
