@@ -308,3 +308,46 @@ def test_fuzz_eval_prediction_files(sample_dataset, data):
             assert str(e).strip()
             return
         assert isinstance(rep, dict)
+
+
+# -- gold graphs (issue 16): RadGraph JSON records and Lunguage rows ---------------------------------
+RG_LABELS = ["OBS-DP", "OBS-U", "OBS-DA", "ANAT-DP", "CHAN-WOR", "CHAN-CON-IMP", "CHAN-NC", "Observation::uncertain"]
+RG_ENTITY = st.fixed_dictionaries({
+    "tokens": st.one_of(st.sampled_from(["effusion", "left", "heart"]), JSONISH),
+    "label": st.one_of(st.sampled_from(RG_LABELS), JSONISH),
+    "start_ix": st.one_of(st.integers(-2, 8), JSONISH), "end_ix": st.one_of(st.integers(-2, 8), JSONISH),
+    "relations": st.one_of(st.lists(st.tuples(st.sampled_from(["modify", "located_at", "suggestive_of", "x"]),
+                                              st.sampled_from(["1", "2", "3", "9"])).map(list), max_size=3), JSONISH)})
+RG_RECORD = st.one_of(
+    st.fixed_dictionaries({"text": st.one_of(st.just("small left pleural effusion . heart enlarged ."), JSONISH),
+                           "entities": st.one_of(st.dictionaries(st.sampled_from(["1", "2", "3"]), st.one_of(RG_ENTITY, JSONISH),
+                                                                 max_size=3), JSONISH),
+                           "data_split": JSONISH}),
+    JSONISH)
+
+
+@FUZZ
+@given(records=st.dictionaries(st.sampled_from(["p10/p10000001/s50000001.txt", "p10/p1/s2.txt", "k", ""]), RG_RECORD,
+                               min_size=1, max_size=4),
+       anchor=st.booleans(), raw=st.one_of(st.none(), st.binary(max_size=30)))
+def test_fuzz_radgraph(records, anchor, raw):
+    if anchor:  # one well-formed record, so the file is taken for a graph file and every record is read
+        records["p10/p10000009/s50000009.txt"] = {"text": "no effusion .", "entities": {
+            "1": {"tokens": "effusion", "label": "OBS-DA", "start_ix": 1, "end_ix": 1, "relations": []}}}
+    data = json.dumps(records).encode() if raw is None else raw
+    run("radgraph", {"graphs/train.json": data})
+
+
+LU_HEADER = ["subject_id", "study_id", "sequence", "section", "sent", "ent", "cat", "dx_status", "dx_certainty",
+             "location", "severity", "improved", "worsened", "no change", "onset", "report"]
+
+
+@FUZZ
+@given(t=table(LU_HEADER, {"subject_id": ["p10000001", "p2"], "study_id": ["s50000001", "s50000002", ""],
+                           "sequence": ["1", "2", "x", "1.5"], "section": ["find", "impr", "hist", "other"],
+                           "sent": ["Small left effusion.", "No pneumothorax."], "ent": ["pleural effusion", "pneumothorax", ""],
+                           "cat": ["pf", "patient info.", "oth"], "dx_status": ["positive", "negative"],
+                           "dx_certainty": ["definitive", "tentative"], "location": ["left", "right lower lobe"],
+                           "report": ["FINDINGS: Small left effusion. No pneumothorax."]}, max_rows=8))
+def test_fuzz_lunguage(t):
+    run("lunguage", {"Lunguage.csv": t})

@@ -61,6 +61,7 @@ SKIP_CATS = frozenset({"patient info.", "oth"})
 SECTIONS = frozenset({"hist", "find", "impr"})
 CHANGE_COLUMNS = (("improved", "improved"), ("worsened", "worsened"), ("no change", "unchanged"))
 _ID = re.compile(r"^[ps](\d+)$")
+_SEQ = re.compile(r"^(\d{1,9})(?:\.0*)?$")
 
 
 def bare_id(s: str) -> str:
@@ -235,13 +236,10 @@ class LunguageSource(Source):
         seq = next(iter(g.sequences), "")
         time = None
         if seq:
-            try:
-                n = float(seq)
-            except ValueError:
-                n = -1.0
-            if n != n or n < 0 or n != int(n) or n > 9999:
+            m = _SEQ.match(seq)  # "2" or "2.0" (a float-typed export); never inf, nan, 1e400
+            if m is None or int(m.group(1)) > 9999:
                 return f"sequence {seq[:40]!r} is not a whole number 0-9999"
-            time = f"{int(n):04d}"
+            time = f"{int(m.group(1)):04d}"
         report = next(iter(g.reports))
         if not report.strip():
             return "blank report text"

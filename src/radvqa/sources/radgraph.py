@@ -100,13 +100,13 @@ def annotations(text: str, ents: dict[str, Any], ref: str = "", strict: bool = F
             a, b = int(a), int(b)
             if a != e["start_ix"] or b != e["end_ix"]:
                 raise TypeError
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: Infinity in the JSON
             if strict:
                 raise ValueError(f"entity {eid}: start_ix / end_ix are not integers") from None
             return None
         if not 0 <= a <= b < len(toks):
             if strict:
-                raise ValueError(f"entity {eid}: tokens {a}-{b} outside the text's {len(toks)} tokens")
+                raise ValueError(f"entity {eid}: tokens {str(a)[:12]}-{str(b)[:12]} outside the text's {len(toks)} tokens")
             return None
         return a, b
 
@@ -185,7 +185,7 @@ def annotations(text: str, ents: dict[str, Any], ref: str = "", strict: bool = F
             ab = bounds(m, me)
             try:
                 first = int(me.get("start_ix", 0))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 first = 0
             if ab:
                 parts.add((ab[0], words(m, me), spans[ab[0]][0], spans[ab[1]][1]))
