@@ -9,7 +9,9 @@ taken (for a normal statement, "lungs clear", the most general negative, and the
 absent: RadGraph annotates "clear" as a present observation). Certainty, side and change are the
 annotation's; severity is the annotation's, else what the matcher reads in the phrase. A phrase the
 matcher names nothing in is *unmapped*: not stated, listed in ``Study.meta["annotations_unmapped"]``
-with its count (never dropped silently). One observation per (finding, side): the strongest
+with its count (never dropped silently); when the annotation is present or uncertain it is still
+stated, as the catch-all finding ``other_lesion`` (else "is this study normal?" would answer yes
+about a report that states an abnormality). One observation per (finding, side): the strongest
 certainty (present > uncertain > absent), the first change, the evidence of all. Evidence spans get
 the id of the sentence they lie in.
 
@@ -28,6 +30,7 @@ from radvqa.model import Annotation, Extraction, Observation, Span, Study
 
 _RANK = {"absent": 0, "uncertain": 1, "present": 2}
 GOLD_PREFIX = "gold:"
+UNNAMED = "other_lesion"  # what an annotated present/uncertain finding no term names is stated as
 
 
 class TermMapper:
@@ -89,11 +92,17 @@ def extract_annotated(study: Study, ontology: Any) -> Extraction:
 
     unmapped: Counter[str] = Counter()
     best: dict[tuple[str, str | None], Observation] = {}
+    findings = getattr(ontology, "findings", {})
     for ann in study.annotations or []:
         hit = mapper.observation(ann.phrase) or mapper.observation(ann.term)
         if hit is None:
             unmapped[ann.term or ann.phrase] += 1
-            continue
+            if ann.certainty == "absent" or UNNAMED not in findings:
+                continue
+            # the annotators state something abnormal that no ontology term names: stating nothing
+            # would let "is this study normal?" answer yes; it is stated as the catch-all finding
+            # (a vague finding: its rows are graded down, entities:vague)
+            hit = (Observation(id="", finding=UNNAMED), False)
         seen, states_normal = hit
         cert = "absent" if states_normal and ann.certainty == "present" else ann.certainty
         ev = [Span(start=s.start, end=s.end, text=s.text, sentence_id=sentence_of(s.start, s.end)) for s in ann.evidence]
