@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from radvqa.cli import app
+from radvqa.io.validate import validate
 from radvqa.model import Reject, Study
 from radvqa.sources import get_source
 from radvqa.sources.base import SourceError
@@ -241,6 +242,7 @@ def test_lunguage_build_states_the_annotations_and_asks_diff_questions(tmp_path)
 def test_radgraph_build_grades_annotated_observations(tmp_path):
     m = _build(tmp_path / "o", "radgraph", "-i", str(RG), "-i", str(RG2))
     assert m["counts"]["records_read"] == 6 and m["counts"]["studies_out"] == 6
+    assert validate(tmp_path / "o").ok
     rows = pq.read_table(tmp_path / "o" / "qa").to_pylist()
     # "right basilar atelectasis or pneumonia": the annotators made both uncertain: hedged, and an
     # alternative in the sentence -> B (the statement's own doubt still lowers the grade)
