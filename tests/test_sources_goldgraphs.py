@@ -90,7 +90,7 @@ def test_radgraph_test_file_labeler_is_chosen_and_recorded(onto, monkeypatch):
 def test_radgraph_patient_in_two_splits_goes_to_the_held_out_one(onto):
     studies, _ = read("radgraph", [RG], onto)
     a, b = studies["radgraph:50000001"], studies["radgraph:50000011"]
-    assert a.split == b.split == "dev" and a.meta["split_moved_from"] == "train" and "split_moved_from" not in b.meta
+    assert a.split == b.split == "validation" and a.meta["split_moved_from"] == "train" and "split_moved_from" not in b.meta
     assert studies["radgraph:50000003"].split == "train"
 
 
@@ -198,7 +198,7 @@ def test_lunguage_joins_mimic_keeping_the_sequence_as_time(onto):
     studies, _ = read("lunguage", [LU, MIMIC], onto)
     s = studies["lunguage:50000102"]
     assert s.study_time == "0002" and s.meta["mimic_study_time"] == "2183-02-01T08:00:00"
-    assert [im.id for im in s.images] == ["d0000102-aaaa"] and s.split == "validate"
+    assert [im.id for im in s.images] == ["d0000102-aaaa"] and s.split == "validation"
 
 
 # ------------------------------------------------------------------------------------------ the build
@@ -212,6 +212,7 @@ def _build(out: Path, *args: str) -> dict:
 
 def test_lunguage_build_states_the_annotations_and_asks_diff_questions(tmp_path):
     m = _build(tmp_path / "o", "lunguage", "-i", str(LU), "-i", str(MIMIC))
+    assert validate(tmp_path / "o").ok
     c = m["counts"]
     assert c["records_read"] == 5 and c["studies_out"] == 4 and c["studies_in"] == c["studies_out"] + c["studies_rejected"]
     sgs = {g["study_id"]: g for g in pq.read_table(tmp_path / "o" / "scene_graphs").to_pylist()}

@@ -24,8 +24,9 @@ Inputs (any order; files recognised by content, never by name):
 Study = one gold report: ``radgraph:<study>`` (the MIMIC study id from the key; other keys are
 used whole), patient ``radgraph:<subject>`` (a key without a subject is its own patient).
 ``report_text`` = the gold ``text`` (the token indices refer to it). Split: MIMIC's when joined,
-else the file's ``data_split`` (train / dev / test); a patient whose reports sit in several splits
-is put in the most held-out one (test > dev > train), noted in ``meta["split_moved_from"]``, so the
+else the file's ``data_split`` (train / dev / test, written train / validation / test as the QA rows
+name them); a patient whose reports sit in several splits is put in the most held-out one
+(test > validation > train), noted in ``meta["split_moved_from"]``, so the
 build's leakage check holds.
 
 From entities to annotations (shared with ``radvqa score-extraction``, ``radvqa.eval.radgraph``):
@@ -58,6 +59,7 @@ from radvqa.model import Annotation, Reject, Span, Study
 from radvqa.sources import SOURCES
 from radvqa.sources.base import Record, Source, SourceError
 from radvqa.sources.tables import is_gzip
+from radvqa.splits import normalize_split
 
 CERTAINTY = {
     "OBS-DP": "present", "OBS-U": "uncertain", "OBS-DA": "absent",
@@ -76,7 +78,7 @@ RELATIONS = frozenset({"modify", "located_at", "suggestive_of"})
 SIDES = (("bilateral", "bilateral"), ("both", "bilateral"), ("bibasilar", "bilateral"), ("bibasal", "bilateral"),
          ("left", "left"), ("right", "right"))
 _KEY = re.compile(r"(?:^|/)p(\d+)/s(\d+)(?:\.txt)?$")
-_HELD_OUT = {"test": 2, "dev": 1, "validation": 1, "valid": 1, "val": 1}
+_HELD_OUT = {"test": 2, "validation": 1}
 
 
 def side_of(words: str) -> str | None:
@@ -334,7 +336,7 @@ def join_mimic(src: Source, studies: list[Study], by_mimic: dict[str, Study], mi
         if rec.split:
             if st.split:
                 meta[f"{src.name}_split"] = st.split
-            st.split = rec.split
+            st.split = normalize_split(rec.split)
         meta["mimic_cxr"] = "joined"
         st.meta = meta
     keyed = {id(st) for st in by_mimic.values()}
@@ -347,13 +349,13 @@ def join_mimic(src: Source, studies: list[Study], by_mimic: dict[str, Study], mi
 
 
 def held_out_splits(studies: list[Study]) -> None:
-    """Every patient's studies in one split: the most held-out one among them (test > dev > train)."""
+    """Every patient's studies in one split: the most held-out one among them (test > validation > train)."""
     best: dict[str, str] = {}
     for st in studies:
         if st.split is None:
             continue
         cur = best.get(st.patient_id)
-        if cur is None or _HELD_OUT.get(st.split.lower(), 0) > _HELD_OUT.get(cur.lower(), 0):
+        if cur is None or _HELD_OUT.get(st.split, 0) > _HELD_OUT.get(cur, 0):
             best[st.patient_id] = st.split
     for st in studies:
         want = best.get(st.patient_id)
@@ -429,8 +431,10 @@ class RadGraphSource(Source):
             meta["labeler"] = f"{self.labeler} of {len(labelers)}"
         if isinstance(body.get("data_source"), str):
             meta["data_source"] = body["data_source"]
+        # split names as the QA rows write them (dev -> validation), so the scene graphs and rows
+        # of one patient name the same split
         return Study(id=f"{self.name}:{sid}", patient_id=f"{self.name}:{pid}", source=self.name,
-                     report_text=text, split=split if split and split != "inference" else None,
+                     report_text=text, split=normalize_split(split) if split and split != "inference" else None,
                      meta=meta, annotations=ann)
 
 
