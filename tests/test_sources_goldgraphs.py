@@ -270,3 +270,19 @@ def test_annotated_observations_skip_the_extractor_attribution_checks():
     g_an, why_an = obs_grade(o, {"cardiomegaly": "cardiomegaly"}, {}, "none", 0, 0, hedge_re=hedge, annotated=True, **kw)
     assert g_ex == 2 and set(why_ex) == {"evidence:hedge_in_sentence->A", "evidence:shared_sentence->A"}
     assert g_an == 0 and why_an == ()
+
+
+def test_scene_graph_split_is_named_as_the_rows_name_it(tmp_path):
+    # MIMIC-CXR's split table says "validate"; the rows say "validation": the scene graphs must say
+    # the same, or `radvqa validate` finds the patient in two splits (found while reading the
+    # Lunguage build: it failed the leakage check for every MIMIC "validate" patient)
+    import shutil
+
+    m = tmp_path / "mimic"
+    shutil.copytree(MIMIC, m)
+    for s in ("50000101", "50000102", "50000103"):
+        (m / "files" / "p10" / "p10000010" / f"s{s}.txt").write_text("FINDINGS: Small right pleural effusion.\n")
+    _build(tmp_path / "o", "mimic-cxr", "-i", str(m))
+    assert validate(tmp_path / "o").ok
+    sgs = pq.read_table(tmp_path / "o" / "scene_graphs").to_pylist()
+    assert {g["split"] for g in sgs if g["patient_id"] == "mimic-cxr:10000010"} == {"validation"}

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import msgspec
 
 from radvqa.model import QA, Reject, SceneGraph, Study
+from radvqa.splits import normalize_split
 
 
 @dataclass
@@ -111,7 +112,11 @@ class StagePipeline:
             rejects.append(Reject(source=src, ref=study.id, reason=f"QA generation failed: {_reason(exc)}", stage="generate"))
             qas = []
         self.timings["generate"] += time.process_time() - t2
-        if sg.split is None and qas:
+        if sg.split is not None:
+            # the rows write the split normalised (MIMIC's "validate" -> "validation"); the scene
+            # graph names the same one, else `radvqa validate` finds the patient in two splits
+            sg.split = normalize_split(sg.split)
+        elif qas:
             sg.split = qas[0].split
         return StudyResult(sg, qas, rejects)
 
