@@ -112,10 +112,6 @@ def annotations(text: str, ents: dict[str, Any], ref: str = "", strict: bool = F
             return None
         return a, b
 
-    def words(eid: str, e: dict[str, Any]) -> str:
-        ab = bounds(eid, e)
-        return " ".join(toks[ab[0]: ab[1] + 1]) if ab else str(e.get("tokens", ""))
-
     def rels(eid: str, e: dict[str, Any]) -> list[tuple[str, str]]:
         out = []
         raw = e.get("relations") or []
@@ -134,37 +130,42 @@ def annotations(text: str, ents: dict[str, Any], ref: str = "", strict: bool = F
                 raise ValueError(f"entity {eid}: relation {str(r)[:60]} is not [type, target id]")
         return out
 
-    def label(eid: str) -> str:
-        o = ents.get(eid)
-        return str(o.get("label")) if isinstance(o, dict) else ""
-
-    if strict:
-        for eid, e in ents.items():
-            if not isinstance(e, dict):
-                raise ValueError(f"entity {eid} is not an object")
-            lab = e.get("label")
-            if not isinstance(lab, str) or not (lab in CERTAINTY or lab in ANATOMY or lab in CHANGE):
-                raise ValueError(f"entity {eid}: unknown label {str(lab)[:60]!r}")
-            ab = bounds(str(eid), e)
-            tok = e.get("tokens")
-            if ab and isinstance(tok, str) and " ".join(tok.split()) != " ".join(toks[ab[0]: ab[1] + 1]):
-                raise ValueError(f"entity {eid}: tokens {tok[:60]!r} differ from the text at {ab[0]}-{ab[1]}")
-            rels(str(eid), e)
-    modifiers: dict[str, list[str]] = {}  # target id -> ids of the entities that modify it
-    for eid, e in ents.items():
-        if isinstance(e, dict):
-            for t, dst in rels(str(eid), e):
-                if t == "modify":
-                    modifiers.setdefault(dst, []).append(str(eid))
-    out: list[Annotation] = []
+    # each entity read once: label, token bounds, words, relations (strict: checked here)
+    info: dict[str, tuple[str, tuple[int, int] | None, str, list[tuple[str, str]], int]] = {}
     for eid, e in ents.items():
         eid = str(eid)
         if not isinstance(e, dict):
+            if strict:
+                raise ValueError(f"entity {eid} is not an object")
             continue
-        cert = CERTAINTY.get(str(e.get("label")))
+        lab = e.get("label")
+        if strict and (not isinstance(lab, str) or not (lab in CERTAINTY or lab in ANATOMY or lab in CHANGE)):
+            raise ValueError(f"entity {eid}: unknown label {str(lab)[:60]!r}")
+        ab = bounds(eid, e)
+        w = " ".join(toks[ab[0]: ab[1] + 1]) if ab else str(e.get("tokens", ""))
+        tok = e.get("tokens")
+        if strict and ab and isinstance(tok, str) and " ".join(tok.split()) != w:
+            raise ValueError(f"entity {eid}: tokens {tok[:60]!r} differ from the text at {ab[0]}-{ab[1]}")
+        try:
+            first = ab[0] if ab else int(e.get("start_ix", 0))
+        except (TypeError, ValueError, OverflowError):
+            first = 0
+        info[eid] = (str(lab), ab, w, rels(eid, e), first)
+
+    def label(eid: str) -> str:
+        hit = info.get(eid)
+        return hit[0] if hit else ""
+
+    modifiers: dict[str, list[str]] = {}  # target id -> ids of the entities that modify it
+    for eid, (_, _, _, rs, _) in info.items():
+        for t, dst in rs:
+            if t == "modify":
+                modifiers.setdefault(dst, []).append(eid)
+    out: list[Annotation] = []
+    for eid, (lab, _, own_words, own_rels, _) in info.items():
+        cert = CERTAINTY.get(lab)
         if cert is None:
             continue
-        own_rels = rels(eid, e)
         # an observation that modifies another observation ("small" -> "effusion") is part of
         # that observation's phrase, not an observation of its own
         if any(t == "modify" and label(dst) in CERTAINTY for t, dst in own_rels):
@@ -181,18 +182,11 @@ def annotations(text: str, ents: dict[str, Any], ref: str = "", strict: bool = F
                 change = change or CHANGE[label(m)]
         parts: set[tuple[int, str, int, int]] = set()
         for m in dict.fromkeys(members):
-            me = ents.get(m)
-            if not isinstance(me, dict):
+            hit = info.get(m)
+            if hit is None:
                 continue
-            ab = bounds(m, me)
-            try:
-                first = int(me.get("start_ix", 0))
-            except (TypeError, ValueError, OverflowError):
-                first = 0
-            if ab:
-                parts.add((ab[0], words(m, me), spans[ab[0]][0], spans[ab[1]][1]))
-            else:
-                parts.add((first, words(m, me), -1, -1))
+            _, ab, w, _, first = hit
+            parts.add((ab[0], w, spans[ab[0]][0], spans[ab[1]][1]) if ab else (first, w, -1, -1))
         ordered = sorted(parts)
         phrase = " ".join(w for _, w, _, _ in ordered).lower()
         # one span per run of annotated words ("small left pleural effusion"), not one per entity
@@ -200,14 +194,12 @@ def annotations(text: str, ents: dict[str, Any], ref: str = "", strict: bool = F
         for _, _, a, b in ordered:
             if a < 0:
                 continue
-            if runs and a >= runs[-1][1] and not text[runs[-1][1]:a].strip():
-                runs[-1][1] = max(runs[-1][1], b)
-            elif runs and a < runs[-1][1]:
+            if runs and (a < runs[-1][1] or not text[runs[-1][1]:a].strip()):
                 runs[-1][1] = max(runs[-1][1], b)
             else:
                 runs.append([a, b])
         evidence = [Span(start=a, end=b, text=text[a:b]) for a, b in runs]
-        out.append(Annotation(ref=f"{ref}#{eid}" if ref else eid, phrase=phrase, term=words(eid, e).lower(),
+        out.append(Annotation(ref=f"{ref}#{eid}" if ref else eid, phrase=phrase, term=own_words.lower(),
                               certainty=cert, laterality=side_of(phrase), change=change, evidence=evidence))
     return out
 
