@@ -42,6 +42,7 @@ from typing import Any, Iterable, Iterator
 
 from radvqa.extract.annotated import TermMapper
 from radvqa.model import Observation
+from radvqa.sources.lunguage import SKIP_CATS, certainty as lunguage_certainty, change as lunguage_change
 from radvqa.sources.radgraph import CERTAINTY, CHANGE, SIDES, annotations, load_json
 
 FORMATS = ("radgraph", "radgraph2", "lunguage")
@@ -164,8 +165,7 @@ def _gold_reports(path: str | Path, fmt: str, labeler: str, mapper: TermMapper,
 # Lunguage (shared FORMATS.md section 5): one row per (entity, sentence); columns read here are the
 # ones public code reads (their order and completeness are UNVERIFIED). The single-report score
 # drops the history section; rows of the "patient info." and "oth" categories are not findings.
-_LUNGUAGE_SKIP_CATS = {"patient info.", "oth"}
-_LUNGUAGE_CHANGE = (("improved", "improved"), ("worsened", "worsened"), ("no change", "unchanged"))
+_LUNGUAGE_SKIP_CATS = SKIP_CATS
 
 
 def read_lunguage(path: str | Path, mapper: TermMapper, unmapped: Counter[str]) -> Iterator[tuple[str, str, int, list[GoldObs]]]:
@@ -201,12 +201,10 @@ def read_lunguage(path: str | Path, mapper: TermMapper, unmapped: Counter[str]) 
                 unmapped[ent] += 1
                 continue
             finding, states_normal = hit
-            status = (row.get("dx_status") or "").strip().lower()
-            tentative = (row.get("dx_certainty") or "").strip().lower() == "tentative"
-            cert = "uncertain" if tentative else ("absent" if status == "negative" or states_normal else "present")
-            change = next((v for col, v in _LUNGUAGE_CHANGE if (row.get(col) or "").strip()), None)
-            if change is None and (row.get("onset") or "").strip().lower() in ("new", "newly"):
-                change = "new"
+            cert = lunguage_certainty((row.get("dx_status") or "").strip().lower(), (row.get("dx_certainty") or "").strip().lower())
+            if cert == "present" and states_normal:
+                cert = "absent"
+            change = lunguage_change(row)
             side = next((sd for w, sd in _SIDES if w in f"{loc} {ent}".split()), None)
             key = (finding, side)
             prev = best.get(key)
