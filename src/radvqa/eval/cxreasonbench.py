@@ -76,7 +76,7 @@ OPTIONAL_STAGES = frozenset({"custom_criteria"})
 LEVEL = {"init": 0, "criteria": 1, "bodypart": 2, "measurement": 3, "final": 4}
 Z = 1.96
 
-_OPT = re.compile(r"(?<![\w(])\(([a-zA-Z])\)(?=\s)")
+_OPT = re.compile(r"(?<![\w(])\(([a-zA-Z])\)(?=\s|$)")
 _IDK = re.compile(r"(?i)\bi\s+(?:don'?t|do\s+not)\s+know\b")
 
 
@@ -161,7 +161,7 @@ def parse_options(question: str) -> list[str] | None:
 
 
 def gold_letters(answer: str) -> list[str]:
-    return sorted({m.group(1).upper() for m in _OPT.finditer(answer + " ")})
+    return sorted({m.group(1).upper() for m in _OPT.finditer(answer)})
 
 
 def _as_list(x: Any) -> list[Any]:

@@ -199,7 +199,7 @@ def cxreasonbench_table(cb: dict[str, Any]) -> str:
     for group in ("total", "perception", "measurement"):
         g = cb.get(group)
         if g:
-            rows.append([f"**{group}** ({g['tasks']} tasks)", "", "",
+            rows.append([f"**{group}** (mean of {g['tasks']} task{'s' if g['tasks'] != 1 else ''})", "", "",
                          *[f"{_pct(g[f'{k}_naive'])} / {_pct(g[f'{k}_adjusted_wilson'])}" for k in stages],
                          "–" if g["stage_score"] is None else f"{g['stage_score']:.2f}"])
     note = (f"\n\nEach cell: naive % / Wilson-adjusted % (passed/reached). {cb['definition']}. "

@@ -56,6 +56,11 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     side_skip_reasons: tuple[str, ...] = ("side:inferred",)  # ... that exclude it from side pairs
 
 
+def sides_overlap(a: str | None, b: str | None) -> bool:
+    """No side means anywhere; bilateral overlaps both sides."""
+    return a is None or b is None or a == b or "bilateral" in (a, b)
+
+
 def pair_id(study_id: str, kind: str, key: str) -> str:
     return hashlib.blake2b(f"{study_id}\x1f{kind}\x1f{key}".encode(), digest_size=8).hexdigest()
 
@@ -102,18 +107,25 @@ class Strategy:
         that overlaps f's (no side = anywhere)."""
         if g.fid != f.fid and f.fid not in v.fancestors.get(g.fid, ()):
             return False
-        return f.lat is None or g.lat in (None, "bilateral", f.lat)
+        return sides_overlap(f.lat, g.lat)
 
     def _negation_ok(self, ctx: StudyCtx, f: Fact, facts: list[Fact]) -> bool:
         if f.present:
-            return True
+            return not self._conflicted(f, facts)
         v = self.gen.vocab
         return not any(not g.absent and self._overlaps(v, f, g) for g in facts)
+
+    @staticmethod
+    def _conflicted(f: Fact, facts: list[Fact]) -> bool:
+        """The report also states this finding absent or uncertain on an overlapping side (the
+        generator grades such a positive down when it resolves conflicts; here it gives no pair)."""
+        return any(g is not f and g.fid == f.fid and not g.present and not g.implied and sides_overlap(f.lat, g.lat)
+                   for g in facts)
 
     def _side_ok(self, f: Fact, facts: list[Fact]) -> bool:
         if not f.present or f.lat not in SIDES:
             return False
-        if any(r.startswith(self.side_skip) for r in f.grade[1]):
+        if any(r.startswith(self.side_skip) for r in f.grade[1]) or self._conflicted(f, facts):
             return False
         return all(g is f or g.fid != f.fid or g.absent or g.lat == f.lat for g in facts)
 
