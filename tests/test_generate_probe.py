@@ -105,6 +105,18 @@ def test_what_gives_no_pair(onto) -> None:
     assert all(("present" in q) == (a == "no") for q, a in left_ptx.items() if "present" in q or "absent" in q)
 
 
+def test_global_negatives_bilateral_and_plural(onto) -> None:
+    sg = _sg(["No acute cardiopulmonary abnormality.", "No bilateral pleural effusion.", "Sternotomy wires."],
+             [("pneumothorax", "absent", None, 0), ("consolidation", "absent", None, 0),  # expanded from a
+              ("cardiomegaly", "absent", None, 0),                                       # global "normal": no pair
+              ("pleural_effusion", "absent", "bilateral", 1),  # asked without "bilateral"
+              ("sternotomy_wires", "present", None, 2)])       # plural: "Are ..."
+    qs = sorted(r.question for r in _gen(onto).generate(sg))
+    # (seed 0 draws the "present / absent" wording for the wires' pair, "evidence of" for the effusion's)
+    assert qs == ["Are sternotomy wires absent?", "Are sternotomy wires present?",
+                  "Is there evidence of pleural effusion?", "Is there no evidence of pleural effusion?"]
+
+
 def test_hedged_and_label_only_give_no_pair(onto) -> None:
     sg = _sg(["Left pleural effusion or atelectasis."], [("pleural_effusion", "present", "left", 0)])
     assert _gen(onto).generate(sg) == []  # an alternative ("or") grades B

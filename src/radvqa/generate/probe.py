@@ -8,11 +8,16 @@ Rules:
 - only observations with evidence (a report span, or a box) graded ``config.worst_grade`` or
   better: hedged, alternative, qualified ("no large effusion"), conflicting and label-only
   statements grade B or C and give no pair, nor do uncertain observations at all; reasons listed in
-  ``config.skip_reasons`` (vague findings) and technical findings are left out too;
+  ``config.skip_reasons`` (vague findings) and technical findings are left out too; a negative
+  only where its sentence names the finding (name or ontology synonym) or states nothing else
+  (``config.negatives_named_only``: "Heart size is normal." gives "no cardiomegaly", but the
+  negatives the extractor expands "No acute cardiopulmonary abnormality." into give no pair);
 - negation pairs: a present finding is asked without its side ("Is pleural effusion present?"
   yes / "... absent?" no); an absent one with its stated side ("Is left pleural effusion
   present?" no / "... absent?" yes), and only when no stated or uncertain observation of the same
   finding (or a finding below it, whose presence would make "absent" false) overlaps that side;
+  a "bilateral" negative ("both lungs are clear") is asked without a side; a plural name gets
+  "Are ..." (the template's "Is {finding} ..." with its verb agreeing);
 - side pairs: only a present finding whose side (left or right) is written in its sentence
   (grade reason ``side:inferred`` excludes it), and only when the study states that finding on no
   other side (so "the pleural effusion" names one thing);
@@ -25,7 +30,9 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import re
 from typing import Any
 
 import msgspec
@@ -54,6 +61,19 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     worst_grade: str = "A"  # pairs only from observations graded this or better
     skip_reasons: tuple[str, ...] = ("entities:vague",)  # grade reasons (prefixes) that exclude an observation
     side_skip_reasons: tuple[str, ...] = ("side:inferred",)  # ... that exclude it from side pairs
+    # a negative only where its sentence names the finding (name or ontology synonym) or states
+    # nothing else: "Heart size is normal." -> no cardiomegaly, but not the dozen negatives a
+    # "No acute cardiopulmonary abnormality." is expanded into
+    negatives_named_only: bool = True
+
+
+def _agree(question: str) -> str:
+    """Number agreement of a question opening on its finding: "Is {finding} ..." -> "Are {finding}
+    ...", "Is the {finding} ..." -> "Are the {finding} ..."."""
+    for a in ("Is {finding}", "Is the {finding}"):
+        if question.startswith(a):
+            return "Are" + question[2:]
+    return question
 
 
 def sides_overlap(a: str | None, b: str | None) -> bool:
@@ -78,6 +98,12 @@ class Strategy:
         self.worst = GRADE_INDEX[cfg.worst_grade]
         self.skip = tuple(cfg.skip_reasons)
         self.side_skip = tuple(cfg.side_skip_reasons)
+        self.named_only = cfg.negatives_named_only
+        self._terms: dict[str, Any] = {}
+        # "Is {finding} present?" of a plural name ("low lung volumes") reads "Are ...": the same
+        # template with its verb agreeing, built once
+        self.plural = {op: dataclasses.replace(t, questions=tuple(_agree(q) for q in t.questions))
+                       for op, t in self.t.items()}
         tp, ta = self.t.get("negation_present"), self.t.get("negation_absent")
         if (tp is None) != (ta is None):
             raise TemplateError(f"{fam.path}: negation pairs need both a negation_present and a negation_absent template")
@@ -107,7 +133,8 @@ class Strategy:
         that overlaps f's (no side = anywhere)."""
         if g.fid != f.fid and f.fid not in v.fancestors.get(g.fid, ()):
             return False
-        return sides_overlap(f.lat, g.lat)
+        side = f.lat if f.lat in SIDES else None  # a "bilateral" negative denies both sides
+        return sides_overlap(side, g.lat)
 
     def _negation_ok(self, ctx: StudyCtx, f: Fact, facts: list[Fact]) -> bool:
         if f.present:
@@ -122,6 +149,26 @@ class Strategy:
         return any(g is not f and g.fid == f.fid and not g.present and not g.implied and sides_overlap(f.lat, g.lat)
                    for g in facts)
 
+    def _terms_of(self, fid: str) -> Any:
+        rx = self._terms.get(fid)
+        if rx is None:
+            v = self.gen.vocab
+            f = getattr(v.onto, "findings", {}).get(fid)
+            terms = {v.finding_name(fid).lower(), fid.replace("_", " ").lower()}
+            terms.update(str(t).lower() for t in (getattr(f, "synonyms", None) or ()))
+            rx = self._terms[fid] = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True) if t) + r")\b")
+        return rx
+
+    def _stated(self, ctx: StudyCtx, f: Fact, per_sentence: dict[str, int]) -> bool:
+        """A negative whose sentence names the finding, or says nothing else."""
+        if not self.named_only or not f.absent:
+            return True
+        sids = [ev.sentence_id for ev in f.obs.evidence if ev.sentence_id]
+        texts = [ctx.sentences.get(sid, "") for sid in sids] or [ev.text for ev in f.obs.evidence]
+        if any(self._terms_of(f.fid).search(t.lower()) for t in texts):
+            return True
+        return bool(sids) and all(per_sentence.get(sid, 0) == 1 for sid in sids)
+
     def _side_ok(self, f: Fact, facts: list[Fact]) -> bool:
         if not f.present or f.lat not in SIDES:
             return False
@@ -132,14 +179,20 @@ class Strategy:
     # -- rows --------------------------------------------------------------------------------------
     def run(self, ctx: StudyCtx, prior: SceneGraph | None) -> None:
         facts = [ctx.facts[o.id] for o in ctx.sg.observations if o.id in ctx.facts]
-        usable = [f for f in facts if self._usable(f)]
+        per_sentence: dict[str, int] = {}
+        for o in ctx.sg.observations:
+            for sid in {ev.sentence_id for ev in o.evidence if ev.sentence_id}:
+                per_sentence[sid] = per_sentence.get(sid, 0) + 1
+        usable = [f for f in facts if self._usable(f) and self._stated(ctx, f, per_sentence)]
         rng = ctx.stream("probe")
         tp, ta, ts = self.t.get("negation_present"), self.t.get("negation_absent"), self.t.get("side")
         if tp is not None and ta is not None:
             seen: set[str] = set()
             items = []
             for f in usable:
-                name = f.name if f.present or not f.lat else f"{f.lat} {f.name}"
+                # a negative keeps a stated left/right ("no left pneumothorax"); "bilateral" on a
+                # negative comes from "both lungs are clear" and means none on either side
+                name = f"{f.lat} {f.name}" if f.absent and f.lat in SIDES else f.name
                 if name not in seen and self._negation_ok(ctx, f, facts):
                     seen.add(name)
                     items.append((f, name))
@@ -148,9 +201,10 @@ class Strategy:
                 pid = pair_id(ctx.sg.study_id, "negation", name)
                 present = "yes" if f.present else "no"
                 absent = "no" if f.present else "yes"
+                many = self.gen.lexicon.forms(name, name)[1] == "are"
                 self._pair(ctx, f, pid, "negation", [
-                    (tp, widx, {"finding": name}, present, "positive"),
-                    (ta, widx, {"finding": name}, absent, "negative"),
+                    (self.plural["negation_present"] if many else tp, widx, {"finding": name}, present, "positive"),
+                    (self.plural["negation_absent"] if many else ta, widx, {"finding": name}, absent, "negative"),
                 ])
         if ts is not None:
             seen = set()
@@ -163,9 +217,10 @@ class Strategy:
                 widx = pick_index(rng, ts)
                 pid = pair_id(ctx.sg.study_id, "side", f.name)
                 other = "right" if f.lat == "left" else "left"
+                tpl = self.plural["side"] if self.gen.lexicon.forms(f.name, f.name)[1] == "are" else ts
                 self._pair(ctx, f, pid, "side", [
-                    (ts, widx, {"finding": f.name, "side": f.lat}, "yes", "positive"),
-                    (ts, widx, {"finding": f.name, "side": other}, "no", "negative"),
+                    (tpl, widx, {"finding": f.name, "side": f.lat}, "yes", "positive"),
+                    (tpl, widx, {"finding": f.name, "side": other}, "no", "negative"),
                 ])
 
     def _pair(self, ctx: StudyCtx, f: Fact, pid: str, kind: str,
