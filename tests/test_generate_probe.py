@@ -106,11 +106,13 @@ def test_what_gives_no_pair(onto) -> None:
 
 
 def test_global_negatives_bilateral_and_plural(onto) -> None:
-    sg = _sg(["No acute cardiopulmonary abnormality.", "No bilateral pleural effusion.", "Sternotomy wires."],
+    sg = _sg(["No acute cardiopulmonary abnormality.", "No bilateral pleural effusion.", "Sternotomy wires.",
+              "There are no acute bony findings."],
              [("pneumothorax", "absent", None, 0), ("consolidation", "absent", None, 0),  # expanded from a
               ("cardiomegaly", "absent", None, 0),                                       # global "normal": no pair
               ("pleural_effusion", "absent", "bilateral", 1),  # asked without "bilateral"
-              ("sternotomy_wires", "present", None, 2)])       # plural: "Are ..."
+              ("sternotomy_wires", "present", None, 2),        # plural: "Are ..."
+              ("fracture", "absent", None, 3)])                # unnamed, narrowed by "acute": no pair
     qs = sorted(r.question for r in _gen(onto).generate(sg))
     # (seed 0 draws the "present / absent" wording for the wires' pair, "evidence of" for the effusion's)
     assert qs == ["Are sternotomy wires absent?", "Are sternotomy wires present?",

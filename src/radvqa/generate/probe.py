@@ -65,6 +65,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # nothing else: "Heart size is normal." -> no cardiomegaly, but not the dozen negatives a
     # "No acute cardiopulmonary abnormality." is expanded into
     negatives_named_only: bool = True
+    # ... and where the sentence does not name it, no word narrowing the negative ("There are no
+    # acute bony findings." says nothing about an old fracture)
+    unnamed_negative_blockers: tuple[str, ...] = ()
 
 
 def _agree(question: str) -> str:
@@ -99,6 +102,8 @@ class Strategy:
         self.skip = tuple(cfg.skip_reasons)
         self.side_skip = tuple(cfg.side_skip_reasons)
         self.named_only = cfg.negatives_named_only
+        words = [w.lower() for w in cfg.unnamed_negative_blockers if w.strip()]
+        self.blockers = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b") if words else None
         self._terms: dict[str, Any] = {}
         # "Is {finding} present?" of a plural name ("low lung volumes") reads "Are ...": the same
         # template with its verb agreeing, built once
@@ -167,6 +172,8 @@ class Strategy:
         texts = [ctx.sentences.get(sid, "") for sid in sids] or [ev.text for ev in f.obs.evidence]
         if any(self._terms_of(f.fid).search(t.lower()) for t in texts):
             return True
+        if self.blockers is not None and any(self.blockers.search(t.lower()) for t in texts):
+            return False
         return bool(sids) and all(per_sentence.get(sid, 0) == 1 for sid in sids)
 
     def _side_ok(self, f: Fact, facts: list[Fact]) -> bool:
