@@ -136,6 +136,22 @@ def test_import_from_zip_is_the_same(tmp_path: Path) -> None:
     assert _rows(tmp_path / "z") == _rows(tmp_path / "d")
 
 
+def test_bad_cases_are_rejected_with_reasons(tmp_path: Path) -> None:
+    import shutil
+
+    base = tmp_path / "CXReasonBench"
+    shutil.copytree(FIX, base)
+    qa = base / "qa" / "cardiomegaly" / "path1"
+    (qa / "init" / "basic" / "d9.json").write_text('{"question": "Q? (a) Yes (b) No", "answer": "(a) Yes", "img_path": ["x.jpg"]}')
+    (qa / "stage3" / "basic" / "d2.json").write_text("{not json")
+    (qa / "stage1" / "ctr" / "d4.json").write_text('{"question": ["a? (a) x (b) y", "b? (a) x (b) y"], "answer": ["(a) x"], "img_path": []}')
+    m = import_cxreasonbench(base, tmp_path / "d")
+    rej = {r["ref"]: r["reason"] for r in map(json.loads, (tmp_path / "d" / "rejected.jsonl").read_text().splitlines())}
+    assert rej["cardiomegaly/d9"] == "path-1 questions of a case not in dx_by_dicoms.json"
+    assert rej["cardiomegaly/d2"].startswith("path1/stage3: ") and rej["cardiomegaly/d4"] == "path1/stage1: 2 questions but 1 answers"
+    assert m["counts"]["qa"] == 58 - 12 and m["counts"]["rejected"] == 3 + 3
+
+
 def test_import_errors(tmp_path: Path) -> None:
     from radvqa.eval.importers import ImportError_
 

@@ -310,6 +310,9 @@ def iter_cxreasonbench(path: str | Path, images: str | Path | None = None) -> It
                     modality="CR",
                 )
                 done.append((q, a))
+    # path-1 cases with questions but not in the case list: listed rather than lost
+    for task, dicom in sorted({(k[0], k[-1][:-5]) for k in tree.files if len(k) == 5 and k[1] == "path1"} - listed):
+        yield Reject(source=SOURCE, ref=f"{task}/{dicom}", reason="path-1 questions of a case not in dx_by_dicoms.json")
     # guidance and review paths: model-adaptive, listed rather than lost
     for pth, why in (("path2", "guidance path (asked only after the model's own 'I don't know' in path 1)"),
                      ("re-path1", "review path (a case chosen at run time from the model's own failures)")):
