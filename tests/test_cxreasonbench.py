@@ -102,6 +102,9 @@ def test_import_fixture(tmp_path: Path) -> None:
     # cardiomegaly 5 cases x 6 turns, inspiration 4 x 7; d6 (no stage3) and d3's path2 / re-path1 rejected
     assert (c["qa"], c["rejected"]) == (58, 3)
     assert (c["closed"], c["open"]) == (50, 8)
+    assert m["cxreasonbench"] == {"cases": 9, "turns_by_scoring": {"choice": 50, "any_of": 4, "judge": 4},
+                                  "cases_by_task": {"cardiomegaly": 5, "inspiration": 4}}
+    assert json.loads((tmp_path / "d" / "manifest.json").read_text())["cxreasonbench"]["cases"] == 9
     rej = [json.loads(x) for x in (tmp_path / "d" / "rejected.jsonl").read_text().splitlines()]
     assert [r["ref"] for r in rej] == ["cardiomegaly/d6", "cardiomegaly/d3/path2", "cardiomegaly/d3/re-path1"]
     assert rej[0]["reason"] == "no path1/stage3 question file" and "model-adaptive" in rej[1]["reason"]
@@ -274,3 +277,23 @@ def test_eval_without_judge_counts_open_turns_as_failed(tmp_path: Path) -> None:
     ins = cb["tasks"]["inspiration"]
     assert (ins["stages"]["bodypart"]["correct"], ins["stages"]["bodypart"]["trials"]) == (0, 2)
     assert ins["stages"]["final"] is None and ins["stage_score"] == pytest.approx(2 / 3)
+
+
+def test_cli_import_and_eval(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from radvqa.cli import app
+
+    r = CliRunner().invoke(app, ["import", "cxreasonbench", str(FIX), "--out", str(tmp_path / "d")])
+    assert r.exit_code == 0, r.output
+    assert "9 cases, 58 turns (50 one-option, 4 any-of-several, 4 for the judge), 3 rejected" in r.output
+    pf = tmp_path / "p.jsonl"
+    _predictions(tmp_path / "d", pf)
+    r = CliRunner().invoke(app, ["eval", str(tmp_path / "d"), "-p", str(pf), "-o", str(tmp_path / "r"), "--no-plots", "--no-audit"])
+    assert r.exit_code == 0, r.output
+    # without a judge e1's judged body part is not passed: binary = (2/4 + 0/3) / 2 (naive); stage score (2.5 + 2/3) / 2
+    metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
+    assert metrics["cxreasonbench_stage_score"] == pytest.approx((2.5 + 2 / 3) / 2)
+    assert metrics["cxreasonbench_binary_adjusted_wilson"] == pytest.approx((0.325018 + 0.0) / 2, abs=1e-6)
+    r = CliRunner().invoke(app, ["import", "cxreasonbench", str(tmp_path / "nothing"), "--out", str(tmp_path / "x")])
+    assert r.exit_code == 1 and "not found" in r.output

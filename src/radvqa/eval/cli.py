@@ -179,8 +179,10 @@ def register(app: typer.Typer) -> None:
             m = run(path, out, images=images)
         except ImportError_ as e:
             _fail(str(e))
-        c = m["counts"]
-        typer.echo(f"cxreasonbench: {c['qa']} turns ({c['closed']} closed, {c['open']} judged), "
+        c, x = m["counts"], m["cxreasonbench"]
+        by = x["turns_by_scoring"]
+        typer.echo(f"cxreasonbench: {x['cases']} cases, {c['qa']} turns ({by.get('choice', 0)} one-option, "
+                   f"{by.get('any_of', 0)} any-of-several, {by.get('judge', 0)} for the judge), "
                    f"{c['rejected']} rejected (guidance/review paths and unusable cases; see rejected.jsonl) -> {out}")
 
     @imp.command("medical-diff-vqa")

@@ -326,7 +326,24 @@ def iter_cxreasonbench(path: str | Path, images: str | Path | None = None) -> It
 def import_cxreasonbench(path: str | Path, out: str | Path, *, images: str | Path | None = None) -> dict[str, Any]:
     from radvqa.eval.importers import write_dataset
 
-    m = write_dataset(out, iter_cxreasonbench(path, images), SOURCE, [str(path)], {"images": str(images) if images else None})
+    summary: dict[str, Any] = {"cases": 0, "turns_by_scoring": {}, "cases_by_task": {}}
+    cases: set[str] = set()
+
+    def counted() -> Iterator[QA | Reject]:
+        for r in iter_cxreasonbench(path, images):
+            if isinstance(r, QA):
+                mode = next((p[8:] for p in r.provenance if p.startswith("scoring=")), "?")
+                summary["turns_by_scoring"][mode] = summary["turns_by_scoring"].get(mode, 0) + 1
+                if r.study_id not in cases:
+                    cases.add(r.study_id)
+                    task = r.study_id.split(":")[1]
+                    summary["cases_by_task"][task] = summary["cases_by_task"].get(task, 0) + 1
+            yield r
+
+    m = write_dataset(out, counted(), SOURCE, [str(path)], {"images": str(images) if images else None})
+    summary["cases"] = len(cases)
+    m["cxreasonbench"] = summary
+    (Path(out) / "manifest.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n", "utf-8")
     return m
 
 
