@@ -54,7 +54,8 @@ class Aggregator:
 
     def add(self, finding: str, certainty: str, span: Span, v: AttrValues | None, implicit: bool = False,
             qualifier: str | None = None) -> None:
-        lat = regions = None
+        lat = None
+        regions: tuple[str, ...] = ()
         if v is not None:
             lat = v.laterality
             regions = tuple(v.regions)
@@ -64,12 +65,18 @@ class Aggregator:
                     lat = sides.pop()
                 elif len(sides) > 1:
                     lat = "bilateral"
-            if lat is not None and self._lateralised is not None and finding not in self._lateralised:
-                lat = None
-        key = (finding, lat, regions or ())
+        self.add_located(finding, certainty, span, v, lat, regions, implicit, qualifier)
+
+    def add_located(self, finding: str, certainty: str, span: Span, v: AttrValues | None, lat: str | None,
+                    regions: tuple[str, ...], implicit: bool = False, qualifier: str | None = None) -> None:
+        """``add`` with the mention's laterality (stated, else from its regions' sides) and
+        regions already worked out (the rules extractor caches them with the sentence)."""
+        if lat is not None and self._lateralised is not None and finding not in self._lateralised:
+            lat = None
+        key = (finding, lat, regions)
         o = self._by_key.get(key)
         if o is None:
-            o = self._by_key[key] = _Obs(finding, certainty, lat, regions or (), len(self._by_key), implicit)
+            o = self._by_key[key] = _Obs(finding, certainty, lat, regions, len(self._by_key), implicit)
         else:
             if implicit and not o.implicit and o.certainty != certainty:
                 return  # an implied negative never overrides an explicit statement
