@@ -157,13 +157,17 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
         if a.kind == "size" and _DISTANCE_AFTER.match(lower, a.end):
             continue
         best = -1
-        best_d = 1 << 30
+        # only a distance within MAX_GAP can win; a candidate whose gap alone is no shorter than
+        # the best distance so far is not looked at (its distance only adds penalties to the gap)
+        best_d = MAX_GAP + 1
         i = bisect_left(ends, a.start - MAX_GAP)
         while i < n and starts[i] <= a.end + MAX_GAP:
             ms, me = starts[i], ends[i]
             if a.start >= ms and a.end <= me:  # inside the mention ("left lower lobe atelectasis" pattern)
                 d = 0
             elif a.end <= ms:  # attribute before the mention
+                if ms - a.end >= best_d:
+                    break  # the later mentions are further away still
                 gap = lower[a.end:ms]
                 if a.kind == "size" and " of " in gap:
                     d = 1 << 30  # "1.9 cm interruption of the catheter": it measures the interruption
@@ -172,7 +176,7 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                     # the next mention makes the location the subject's, not the predicate's
                     d = len(gap) + _penalty(gap) + (20 if _VERB.search(gap) else 0)
             elif a.start >= me:  # after
-                if negated_mod:
+                if negated_mod or a.start - me + 4 >= best_d:
                     i += 1
                     continue
                 gap = lower[me:a.start]
@@ -182,7 +186,7 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
             if d < best_d:
                 best, best_d = i, d
             i += 1
-        if best < 0 or best_d > MAX_GAP:
+        if best < 0:
             continue
         v = vals[best]
         if a.kind == "region":

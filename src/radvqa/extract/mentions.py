@@ -94,11 +94,12 @@ class MentionMatcher:
         if self.pattern_re is not None:
             for m in self.pattern_re.finditer(lower, start, end):
                 pid, ids, cert = self.pattern_specs[self._group_index[m.lastgroup]]  # type: ignore[index]
-                out.append(Mention(m.start(), m.end(), ids, cert, pid))
-                taken.append((m.start(), m.end()))
+                a, b = m.span()
+                out.append(Mention(a, b, ids, cert, pid))
+                taken.append((a, b))
         lex = self.lexicon
         for m in self.term_re.finditer(lower, start, end):
-            a, b = m.start(), m.end()
+            a, b = m.span()
             if taken and any(a < tb and ta < b for ta, tb in taken):
                 continue
             g = m.group()

@@ -135,7 +135,7 @@ class RulesExtractor:
         limit = self.max_sentence_chars
         sentences: list[Sentence] = []
         agg = Aggregator(self.region_side, self.lateralised)
-        add = agg.add_located
+        add = agg.add_keys
         ind_texts: list[str] = []
         ind_findings: list[str] = []
         ind_spans: list[Span] = []
@@ -187,7 +187,7 @@ class RulesExtractor:
                 # for the previous sentence's finding is located where that finding is
                 loc = prev_loc if anaphoric else None
                 prev_loc = None
-                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, lat, regions in items:
+                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys in items:
                     span = Span(start=a + i0, end=a + i1, text=text[a + i0:a + i1], sentence_id=sid)
                     if indication:
                         for f in findings:
@@ -198,12 +198,11 @@ class RulesExtractor:
                     if wants_loc and loc is not None:
                         v = replace(v, laterality=loc[0], regions=list(loc[1])) if v is not None \
                             else AttrValues(laterality=loc[0], regions=list(loc[1]))
-                        lat, regions = self._location(v)
+                        keys = self._keys(findings, v)
                         own_loc = loc
                     if own_loc is not None:
                         prev_loc = own_loc
-                    for f in findings:
-                        add(f, cert, span, v, lat, regions, implicit, qualifier)
+                    add(keys, cert, span, v, implicit, qualifier)
         ind = None
         if ind_texts:
             ind = Indication(text=" ".join(ind_texts), evaluate=ind_findings, evidence=ind_spans)
@@ -214,7 +213,7 @@ class RulesExtractor:
         """(body-part heading, items, anaphoric?) of one lower-cased sentence, from the sentence
         cache: a pure function of its text and of the section kind. Each item is (start, end,
         findings, certainty, implicit, attributes, qualifier, own location, wants the previous
-        sentence's location, laterality and regions for the aggregator)."""
+        sentence's location, the findings' observation keys for the aggregator)."""
         key = (indication, seg)
         entry = self._cache.get(key)
         if entry is None:
@@ -223,15 +222,15 @@ class RulesExtractor:
             for a, b, findings, cert, implicit, v, qualifier in items:
                 own_loc = None
                 wants_loc = False
-                lat = regions = None
+                keys = ()
                 if not indication:
-                    lat, regions = self._location(v)
+                    keys = self._keys(findings, v)
                     if cert != "absent":
                         if v is not None and (v.laterality or v.regions):
                             own_loc = (v.laterality, tuple(v.regions))
                         else:
                             wants_loc = any(f in self.lateralised for f in findings)
-                out.append((a, b, findings, cert, implicit, v, qualifier, own_loc, wants_loc, lat, regions))
+                out.append((a, b, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys))
             anaphoric = not indication and self.anaphora.match(seg) is not None
             entry = (part, tuple(out), anaphoric)
             if self.cache_size > 0:
@@ -240,10 +239,11 @@ class RulesExtractor:
                 self._cache[key] = entry
         return entry
 
-    def _location(self, v: AttrValues | None) -> tuple[str | None, tuple[str, ...]]:
-        """Laterality (stated, else from the regions' sides) and regions of a mention."""
+    def _keys(self, findings: tuple[str, ...], v: AttrValues | None) -> tuple:
+        """The observation key (finding, laterality, regions) of each finding of a mention: the
+        laterality stated, else from the regions' sides, and none for findings without a side."""
         if v is None:
-            return None, ()
+            return tuple((f, None, ()) for f in findings)
         lat = v.laterality
         regions = tuple(v.regions)
         if lat is None and regions:
@@ -252,7 +252,7 @@ class RulesExtractor:
                 lat = sides.pop()
             elif len(sides) > 1:
                 lat = "bilateral"
-        return lat, regions
+        return tuple((f, lat if lat is not None and f in self.lateralised else None, regions) for f in findings)
 
     def _analyse(self, seg: str, indication: bool) -> tuple[tuple[str, bool] | None, tuple[tuple, ...]]:
         """(body-part heading, items) of one sentence: the heading is (part, whole sentence?)
