@@ -65,7 +65,7 @@ class AttributeMatcher:
                 for w in words:
                     add(w, kind, value)
         for kind, groups in (extra or {}).items():
-            if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings"):
+            if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -237,12 +237,29 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                     continue
                 v.laterality = sign.laterality
                 v.regions.extend(sign.regions)
+        elif g0 > 0 and i - g0 <= MAX_GROUP and not (vals[g0 - 1].laterality or vals[g0 - 1].regions) \
+                and (share is None or share[g0 - 1]) and starts[g0] - ends[g0 - 1] <= 2 * MAX_GAP \
+                and _EXPLAINS.search(lower, max(ends[g0 - 1], starts[g0] - 64), starts[g0]):
+            # the location closing the explanation is the sign's too ("nodules consistent with
+            # prior granulomatous disease bilaterally": the nodules are bilateral)
+            after = [a for k in range(g0, i) for a in own_loc[k] if a.start >= ends[i - 1]]
+            sign = vals[g0 - 1]
+            for a in after:
+                if a.kind == "region":
+                    if a.value not in sign.regions:
+                        sign.regions.append(a.value)
+                elif sign.laterality is None or sign.laterality == a.value:
+                    sign.laterality = a.value
+                else:
+                    sign.laterality = "bilateral"
         if 1 < i - g0 <= MAX_GROUP:  # group g0 .. i-1
             lo, hi = starts[g0], ends[i - 1]
-            # outside the group, or opening / closing it inside a lexicon term ("bibasilar
-            # atelectasis or scarring": "bibasilar" is part of the first term)
+            # outside the group, or opening it inside a lexicon term ("bibasilar atelectasis or
+            # scarring": "bibasilar" is part of the first term); a location word that ends the
+            # last term is that finding's own ("hyperinflated lungs with flattened diaphragms":
+            # the diaphragms are two, the lungs get no side from them)
             outside = [(k, a) for k in range(g0, i) for a in own_loc[k]
-                       if a.start <= lo or a.end >= hi]
+                       if a.start <= lo or a.start >= hi]
             for k in range(g0, i):
                 if share is not None and not share[k]:
                     continue

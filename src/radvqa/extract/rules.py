@@ -104,6 +104,10 @@ class RulesExtractor:
                 raise ValueError(f"attributes.yaml bilateral_regions: unknown region id {rid!r}")
             side[rid] = "bilateral"  # "in the lung bases": both sides
         self.attributes = AttributeMatcher(ontology.region_terms(), side, mods, attr_data)
+        per_side = attr_data.get("per_side")
+        self.per_side = re.compile(per_side) if per_side else None
+        # severity word -> value, for the per-side statements
+        self.severity_words = {p: v for p, kinds in self.attributes.table.items() for k, v in kinds if k == "severity"}
         self.region_side = side
         # findings that can have a side; the others get no laterality at aggregation
         sided = set(attr_data.get("sided_findings") or [])
@@ -307,6 +311,12 @@ class RulesExtractor:
                 out.append((m.start, m.end, m.findings, cert, False, None, None))
             return tuple(out)
         attrs = self.attributes.find(seg, 0, n)
+        per_side: dict[int, tuple[str, str, str, str]] = {}
+        if attrs and self.per_side is not None and ("left" in seg or "right" in seg):
+            per_side = self._per_side(seg, mentions)
+            if per_side:  # the per-side words describe their finding only
+                spans = [(a, b) for a, b, _ in per_side.values()]
+                attrs = [t for t in attrs if not any(a <= t.start and t.end <= b for a, b in spans)]
         vals = None
         if attrs:
             props = self._props
@@ -366,8 +376,30 @@ class RulesExtractor:
                 # "lungs are grossly clear": a hedge on the lungs (the first finding the pattern
                 # names), not a statement about each finding a clear lung implies
                 findings = findings[:1]
+            if i in per_side and cert != "absent":
+                # "bilateral pleural effusions, left small, right moderate": one finding per side,
+                # each with the severity stated for it
+                base = v if v is not None else AttrValues()
+                for side, sev in per_side[i][2]:
+                    sv = replace(base, laterality=side, severity=sev, regions=list(base.regions), spans=list(base.spans))
+                    out.append((m.start, m.end, findings, cert, m.certainty is not None, sv, quals[i]))
+                continue
             out.append((m.start, m.end, findings, cert, m.certainty is not None, v, quals[i]))
         return tuple(out)
+
+    def _per_side(self, seg: str, mentions: list) -> dict[int, tuple[int, int, tuple[tuple[str, str], ...]]]:
+        """Mentions followed by a per-side statement (``per_side`` in attributes.yaml: two
+        different sides, each with a severity word): index -> (start, end, ((side, severity), ...))."""
+        out = {}
+        for i, mm in enumerate(mentions):
+            m = self.per_side.match(seg, mm.end)  # type: ignore[union-attr]
+            if m is None or m.group("s1") == m.group("s2"):
+                continue
+            w1 = self.severity_words.get(m.group("w1"))
+            w2 = self.severity_words.get(m.group("w2"))
+            if w1 is not None and w2 is not None:
+                out[i] = (m.start(), m.end(), ((m.group("s1"), w1), (m.group("s2"), w2)))
+        return out
 
     def _qualifier(self, seg: str, a: int, b: int) -> str | None:
         if self.qualifier_re is None or a >= b:
