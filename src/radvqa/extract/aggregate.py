@@ -96,11 +96,17 @@ class Aggregator:
             o.mentions.append((span, certainty, v, True, qualifier))
 
     def _merge_regionless(self) -> list[_Obs]:
-        obs = sorted(self._by_key.values(), key=lambda x: x.order)
+        # insertion order is creation order (``order`` counts the keys, none is removed)
+        obs = list(self._by_key.values())
         with_regions: dict[tuple[str, str | None], list[_Obs]] = {}
         for o in obs:
             if o.regions:
-                with_regions.setdefault((o.finding, o.laterality), []).append(o)
+                k = (o.finding, o.laterality)
+                same = with_regions.get(k)
+                if same is None:
+                    with_regions[k] = [o]
+                else:
+                    same.append(o)
         if not with_regions:
             return obs
         out = []

@@ -144,14 +144,19 @@ class RulesExtractor:
         ind_findings: list[str] = []
         ind_spans: list[Span] = []
         sec_cache = self._sec_cache
+        sigma = "\u03a3" in text
         prev_loc: tuple[str | None, tuple[str, ...]] | None = None  # location of the last sentence's finding
         for sec in sections:
             start, end = sec.start, sec.end
             role = section_role(sec.name)
             indication = role == "indication"
             # what the sentence splitter reads (sentence_spans) and what the rules read: equal
-            # keys, equal sentences and analyses (about half of OpenI sections repeat one seen before)
-            key = (role, text[start:end], text[end:end + 3], start == 0, lower[start:end])
+            # keys, equal sentences and analyses (about half of OpenI sections repeat one seen
+            # before). The lower-cased text follows from the text and the 3 characters after it
+            # (a section starts after a colon or at 0, so no XXXX run reaches into it), except
+            # for a capital sigma, whose lower case depends on its neighbours
+            key = (role, text[start:end], text[end:end + 3], start == 0) if not sigma \
+                else (role, text[start:end], text[end:end + 3], start == 0, lower[start:end])
             hit = sec_cache.get(key)
             if hit is None:
                 spans = sentence_spans(text, start, end)

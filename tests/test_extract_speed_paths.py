@@ -1,5 +1,5 @@
-"""The start-of-match lookahead in front of the gap patterns (radvqa.extract._prefix): it must only
-say what every match starts with, never change what matches."""
+"""Speed paths of the rules extractor change no output: the start-of-match lookahead in front of the
+gap patterns (radvqa.extract._prefix) and the section / sentence caches."""
 
 from __future__ import annotations
 
@@ -45,3 +45,29 @@ def test_lookahead_changes_no_match_of_the_rule_patterns():
         assert [(m.span(), m.lastgroup) for m in fast.finditer(low)] == want, t
         hits += len(want)
     assert hits >= 10  # the sample does exercise the patterns
+
+
+def test_section_and_sentence_caches_change_no_output():
+    # the same section text in different neighbourhoods: what follows it (an abbreviation reads
+    # the next characters), a report start, a letter whose lower case has two characters, a
+    # capital sigma, redacted runs at a section end, case differences
+    from radvqa.extract import get_extractor
+    from radvqa.model import to_json
+
+    reports = [
+        "FINDINGS: Small left effusion seen in pt.\nIMPRESSION: Effusion.",
+        "FINDINGS: Small left effusion seen in pt.\nimpression: no effusion.",
+        "Small left effusion seen in pt.\nIMPRESSION: Effusion.",
+        "INDICATION: \u0130stanbul.\nFINDINGS: Small left effusion seen in pt.\nIMPRESSION: Effusion.",
+        "INDICATION: \u03a3 fever.\nFINDINGS: Small left effusion seen in pt.\nIMPRESSION: Effusion.",
+        "FINDINGS: Opacity in the left base XXXX\nIMPRESSION: XXXXX atelectasis.",
+        "FINDINGS: Opacity in the left base XXXXXX\nIMPRESSION: XXXXX atelectasis.",
+        "FINDINGS: SMALL LEFT EFFUSION SEEN IN PT.\nIMPRESSION: Effusion.",
+        "1. Small left effusion.\n2. No pneumothorax.",
+        "FINDINGS: 1. Small left effusion.\n2. No pneumothorax.",
+    ]
+    cached = get_extractor("rules")
+    plain = get_extractor("rules", cache_size=0)
+    for _ in range(2):  # the second round reads every section and sentence from the caches
+        for i, text in enumerate(reports):
+            assert to_json(cached.extract(text, str(i))) == to_json(plain.extract(text, str(i))), text
