@@ -106,6 +106,9 @@ class Source:
     description: str = ""
     # Where ``note`` sends its lines (the build's progress messages); unset: kept in ``notes``.
     notify: Any = None
+    # True where the adapter calls ``count_read`` for every record it reads: its count starts at 0
+    # (an input with no records reads 0, not "not counted") and the build checks it
+    counts_reads: bool = False
 
     def note(self, text: str) -> None:
         """A line for the user about how the inputs were read (which layout a table was taken for)."""
@@ -127,6 +130,8 @@ class Source:
                 raise SourceError(f"{self.name}: input not found: {p}")
         onto = ontology if ontology is not None else _default_ontology()
         self.counts = counts = ReadCounts()
+        if self.counts_reads:
+            counts.read = 0
         return RecordStream(self._guarded(paths, onto, limit, counts), counts)
 
     def _guarded(self, paths: list[Path], onto: Any, limit: int | None, counts: ReadCounts) -> Iterator[Record]:

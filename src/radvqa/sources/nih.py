@@ -88,6 +88,7 @@ def _aliases() -> dict[str, str]:
 @SOURCES.register("nih-cxr14")
 class NIHSource(Source):
     name = "nih-cxr14"
+    counts_reads = True
     description = "NIH ChestX-ray14: Data_Entry_2017*.csv(.gz) + BBox_List_2017.csv (+ images, images.csv)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
