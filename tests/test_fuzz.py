@@ -77,8 +77,9 @@ def table(header: list[str], valid: dict[str, list[str]] | None = None, max_rows
 def check(source: str, inputs: list[Path]) -> None:
     from radvqa.ontology import load_ontology
 
+    src = get_source(source)
     try:
-        stream = get_source(source).iter_records(inputs, ontology=load_ontology())
+        stream = src.iter_records(inputs, ontology=load_ontology())
         recs = list(stream)
     except SourceError as e:
         assert str(e).strip(), "an error says why"
@@ -91,8 +92,10 @@ def check(source: str, inputs: list[Path]) -> None:
         if isinstance(r, Reject):
             assert r.reason and r.ref
     c = stream.counts
-    # every adapter fuzzed here counts the records it reads, where it reads them
-    assert c.read is not None and c.read == c.studies + c.rejects, c.as_dict()
+    # an adapter that declares it counts the records it reads (all but reflacx / eye-gaze) must
+    # have counted, and none may vanish between the read and the yield
+    assert c.read is not None or not src.counts_reads, (source, c.as_dict())
+    assert c.read is None or c.read == c.studies + c.rejects, c.as_dict()
 
 
 def run(source: str, files: dict[str, bytes], inputs: list[str] | None = None) -> None:
