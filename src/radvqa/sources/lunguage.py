@@ -109,6 +109,7 @@ class _Group:
 class LunguageSource(Source):
     name = "lunguage"
     description = "Lunguage structured reports (Lunguage.csv; + MIMIC-CXR inputs to join with)"
+    counts_reads = True  # each study's group of rows (bad rows are row rejects, not records)
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
         tables, mimic_inputs = self._split_inputs(inputs)

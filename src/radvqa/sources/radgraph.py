@@ -360,6 +360,7 @@ def held_out_splits(studies: list[Study]) -> None:
 class RadGraphSource(Source):
     name = "radgraph"
     description = "RadGraph / RadGraph2 gold entity graphs (+ MIMIC-CXR inputs to join with)"
+    counts_reads = True  # each report record of a graph file
 
     def __init__(self, labeler: str | None = None) -> None:
         self.labeler = labeler or os.environ.get("RADVQA_RADGRAPH_LABELER") or "labeler_1"
