@@ -3,8 +3,11 @@ grounding with 1-3 boxes, some missing / unparsable / boxes in <box> tags), scor
 core by the same code path as ``radvqa eval`` (load + join + parse + score + aggregate +
 bootstrap CIs; report files not written). Target (issue 7): 1,000,000 in under 30 s; peak
 RSS is printed (memory must stay bounded: compact per-question columns, see eval/README.md).
+``--partitions N`` scores by N hash partitions (eval/stream.py; 0: one per 250,000 rows),
+``--workers W`` in W processes; without --partitions evaluate() decides (in memory up to
+1,000,000 rows). The fixture is built by a child process (not counted in the RSS figures).
 
-    .venv/bin/python benchmarks/eval_scale.py [--n 1000000] [--workdir /tmp/radvqa-eval-scale]
+    .venv/bin/python benchmarks/eval_scale.py [--n 1000000] [--partitions 0] [--workers 1]
 """
 
 from __future__ import annotations
@@ -106,10 +109,21 @@ def main() -> None:
     ap.add_argument("--workdir", default=os.environ.get("TMPDIR", "/tmp") + "/radvqa-eval-scale")
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--unique", type=float, default=0.5, help="share of predictions made distinct strings")
+    ap.add_argument("--partitions", type=int, default=None, help="score by N hash partitions (0: ~250,000 rows each)")
+    ap.add_argument("--workers", type=int, default=1, help="processes scoring partitions")
+    ap.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     wd = Path(a.workdir)
     wd.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
+    if a.build_only:
+        build(wd, a.n, unique=a.unique)
+        return
+    import subprocess
+    import sys
+
+    # built apart: the fixture's own memory is not the scorer's
+    subprocess.run([sys.executable, __file__, "--build-only", "--n", str(a.n), "--workdir", str(wd), "--unique", str(a.unique)], check=True)
     ds, preds = build(wd, a.n, unique=a.unique)
     print(f"fixture: {ds} ({time.perf_counter() - t:.1f} s to build or reuse)")
     from radvqa.eval.evaluate import evaluate
@@ -118,7 +132,7 @@ def main() -> None:
     pa.set_io_thread_count(1)
     t0 = time.perf_counter()
     c0 = time.process_time()
-    rep = evaluate(ds, preds, bootstrap=a.bootstrap, audit=False)
+    rep = evaluate(ds, preds, bootstrap=a.bootstrap, audit=False, partitions=a.partitions, workers=a.workers)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
     o = rep["overall"]
@@ -131,9 +145,11 @@ def main() -> None:
           f"target < 30 s for 1,000,000; wall exceeds CPU only when other processes share the core)")
     import resource
 
-    # peak resident memory of this process (fixture building included when it was built now)
-    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB "
-          f"({resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / o['n']:.0f} bytes a question)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"peak RSS: {peak / 1024:.0f} MB ({peak * 1024 / o['n']:.0f} bytes a question)")
+    if a.workers > 1 and "scoring_process_peak_rss_mb" in rep["timings_s"]:
+        w = rep["timings_s"]["scoring_process_peak_rss_mb"]
+        print(f"  worker processes: {w} MB peak each, {a.workers} at once: parent + workers <= {peak / 1024 + a.workers * w:.0f} MB")
     print(f"load average now: {os.getloadavg()[0]:.1f}")
 
 

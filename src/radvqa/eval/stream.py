@@ -130,9 +130,12 @@ class _ListCodes:
         table: list[Any] = [None] * len(self.pool)
         for v, k in self.pool.items():
             table[k] = v
-        off = np.concatenate([np.zeros(1, dtype=np.int64)] + self.offsets)
+        # the smallest types that hold them: this column is kept for every row of the dataset
+        off_t = np.int32 if self.total < 2**31 else np.int64
+        off = np.concatenate([np.zeros(1, dtype=off_t)] + [o.astype(off_t) for o in self.offsets])
+        self.offsets = []
         codes = np.concatenate(self.codes) if self.codes else np.zeros(0, dtype=np.int32)
-        return CodeListColumn(off, codes, table)
+        return CodeListColumn(off, codes.astype(np.int16) if len(table) < 2**15 else codes, table)
 
 
 @dataclass
@@ -518,6 +521,9 @@ def score_part(job: Job, p: int) -> dict[str, Any]:
         if job.audit_train is not None:
             prior = _baseline_preds(_audit_rows(job.audit_train, rows), rows, "prior")
             out["prior"] = _score_cols(Scorer(job.protocol, box_format=job.box_format).score(rows, prior))
+    import resource
+
+    out["peak_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # of the process that scored it
     return out
 
 
@@ -843,7 +849,8 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
     job.want_judge = judge is not None
     t_load = time.perf_counter()
 
-    floats = ("correct", "exact", "tok_p", "tok_r", "tok_f1", "iou", "script_score")
+    # 8 bytes a row each, for every evaluated row: script_score only where it is reported
+    floats = ("correct", "exact", "tok_p", "tok_r", "tok_f1", "iou") + (("script_score",) if protocol == "llava-med" else ())
     pos_of_row = np.cumsum(mask) - 1
     cols = Columns.empty(n_sub, floats)
     audit_cols: dict[str, Columns] = {}
@@ -857,6 +864,7 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
     caption: list[Any] = []
     judged: list[Any] = []
     done = 0
+    worker_rss = 0
     for r in _map(score_part, job, list(range(n_parts)), workers):
         extra_n += r["extra"][0]
         extra_ids = heapq.nsmallest(50, extra_ids + r["extra"][1])
@@ -893,6 +901,7 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
             for k, c in audit_cols.items():
                 c.put(pos, r[k])
         done += r["n"]
+        worker_rss = max(worker_rss, r["peak_rss_kb"])
         if progress is not None:
             progress(done, n_sub)
     del pos_of_row
@@ -973,7 +982,7 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
     for pattern in ("qa-*.arrows", "pred-*.msgpack", "base-*.msgpack"):
         for f in tmp.glob(pattern):
             f.unlink()
-    report["timings_s"].update(partitions=n_parts, workers=workers)
+    report["timings_s"].update(partitions=n_parts, workers=workers, scoring_process_peak_rss_mb=round(worker_rss / 1024))
     report["_per_question"] = PerQuestion(tmpd, n_parts)
     return report
 
