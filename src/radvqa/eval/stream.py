@@ -43,7 +43,7 @@ from radvqa.eval.dataset import (EVAL_COLUMNS, REQUIRED, CatColumn, DatasetError
                                  rows_from_batches)
 from radvqa.eval.predictions import Prediction, PredictionError, PredictionStore, RecordsHead, iter_records, native_id
 
-PART_ROWS = 250_000  # rows a partition aims at: ~0.8 KB each while scored -> ~200 MB a partition
+PART_ROWS = 125_000  # rows a partition aims at: ~1.6 KB each while scored -> ~200 MB a partition
 STREAM_ABOVE = 1_000_000  # evaluate() streams datasets with more rows than this (unless told)
 KINDS = ("yes_no", "choice", "count", "short", "open", "closed")
 STATUS = ("parsed", "unparsed", "missing")
@@ -652,30 +652,28 @@ class CompactAggregator(Aggregator):
         c: np.ndarray = self.extra.get("circular", np.zeros((0, 5), dtype=np.int64))
         if not len(c):
             return None
+        # groups = equal key hashes; a group is rotated when it holds more than one option order
+        c = c[np.lexsort((c[:, 0], c[:, 4], c[:, 3], c[:, 2], c[:, 1]))]
         pos = c[:, 0]
-        order = np.lexsort((pos, c[:, 2], c[:, 1]))
-        c, pos = c[order], pos[order]
-        new = np.ones(len(c), dtype=bool)
-        new[1:] = (c[1:, 1] != c[:-1, 1]) | (c[1:, 2] != c[:-1, 2])
-        gid = np.cumsum(new) - 1
-        starts = np.flatnonzero(new)
-        ends = np.append(starts[1:], len(c))
-        first = pos[starts]
+        new_g = np.ones(len(c), dtype=bool)
+        new_g[1:] = (c[1:, 1] != c[:-1, 1]) | (c[1:, 2] != c[:-1, 2])
+        new_s = new_g.copy()
+        new_s[1:] |= (c[1:, 3] != c[:-1, 3]) | (c[1:, 4] != c[:-1, 4])
+        gid = np.cumsum(new_g) - 1
+        starts = np.flatnonzero(new_g)
+        orders = np.bincount(gid, weights=new_s)
+        size = np.bincount(gid)
+        first = np.minimum.reduceat(pos, starts)
+        all_right = np.minimum.reduceat((self.correct[pos] == 1.0).astype(np.int8), starts)
         single = self.block(np.sort(pos), with_ci=False).get("closed", {})
         out: dict[str, Any] = {"questions": int(len(c)), "single_pass_accuracy": single.get("accuracy")}
-        rotated: list[tuple[int, int, int]] = []  # (first row, start, end) of groups with >1 option order
-        for a, b, f0 in zip(starts.tolist(), ends.tolist(), first.tolist()):
-            sig = c[a:b, 3:5]
-            if b - a > 1 and len({(int(x), int(y)) for x, y in sig.tolist()}) > 1:
-                rotated.append((f0, a, b))
-        del gid
-        if rotated:
-            rotated.sort()
-            vals = np.array([float(all(self.correct[int(i)] == 1.0 for i in pos[a:b])) for _, a, b in rotated])
-            blk = mean_ci(vals, self.B, self.seed)
+        rot = np.flatnonzero(orders > 1)
+        rot = rot[np.argsort(first[rot], kind="stable")]  # in order of first occurrence, as the dict of groups
+        if rot.size:
+            blk = mean_ci(all_right[rot].astype(float), self.B, self.seed)
             out.update({
-                "groups_with_rotations": len(rotated),
-                "rotations_per_group": dict(Counter(b - a for _, a, b in rotated)),
+                "groups_with_rotations": int(rot.size),
+                "rotations_per_group": dict(Counter(size[rot].tolist())),
                 "circular_accuracy": blk["mean"],
                 "ci95": blk["ci95"],
             })
