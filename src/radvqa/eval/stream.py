@@ -51,6 +51,12 @@ GROUP_COLUMNS = ("split", "strategy", "question_type", "modality", "polarity")
 _LEN = struct.Struct("<I")
 
 
+def _mem(what: str) -> None:
+    if os.environ.get("RADVQA_EVAL_MEMLOG"):
+        st = dict(ln.split(":", 1) for ln in open("/proc/self/status") if ln.startswith(("VmRSS", "VmHWM")))
+        print(f"[mem] {what}: rss {st['VmRSS'].strip()}, peak {st['VmHWM'].strip()}", flush=True)
+
+
 def part_of(key: str, n: int) -> int:
     return zlib.crc32(key.rsplit(":", 1)[-1].encode("utf-8", "surrogatepass")) % n
 
@@ -84,12 +90,13 @@ class CodeListColumn:
     def groups(self) -> dict[str, np.ndarray]:
         """value -> rows holding it (each row once, in order); None and "" left out."""
         n = len(self.offsets) - 1
-        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.offsets))
+        rows = np.repeat(np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), np.diff(self.offsets))
         out: dict[str, np.ndarray] = {}
         if not rows.size:
             return out
-        order = np.lexsort((rows, self.codes))
+        order = np.argsort(self.codes, kind="stable")  # rows ascend within a value: they are in row order
         c, r = self.codes[order], rows[order]
+        del order, rows
         keep = np.ones(len(c), dtype=bool)
         keep[1:] = (c[1:] != c[:-1]) | (r[1:] != r[:-1])
         c, r = c[keep], r[keep]
@@ -277,6 +284,25 @@ def _read_qa(tmp: Path, p: int, columns: list[str] | None = None) -> Any:
     with pa.ipc.open_stream(str(path)) as r:
         t = r.read_all()
     return t.select(columns) if columns is not None else t
+
+
+def _spill(dataset: Any, predictions: Any, baseline: Any, id_field: str | None, text_field: str | None, n_parts: int,
+           tmp: Path, apart: bool) -> tuple[Spilled, PredSpill, PredSpill | None]:
+    """Both spills; ``apart``: at once, each in a child process, so the reading's transient
+    memory (Arrow buffers, the allocator's leftovers: ~0.5 GB at 10M rows) is never the parent's.
+    Errors are raised in the in-memory path's order (the dataset's first)."""
+    if not apart:
+        sp = spill_qa(dataset, n_parts, tmp)
+        ps = spill_predictions(predictions, id_field, text_field, n_parts, tmp, "pred")
+        bs = spill_predictions(baseline, None, None, n_parts, tmp, "base") if baseline is not None else None
+        return sp, ps, bs
+    import multiprocessing as mp
+
+    with ProcessPoolExecutor(max_workers=3 if baseline is not None else 2, mp_context=mp.get_context("forkserver")) as ex:
+        f_qa = ex.submit(spill_qa, dataset, n_parts, tmp)
+        f_p = ex.submit(spill_predictions, predictions, id_field, text_field, n_parts, tmp, "pred")
+        f_b = ex.submit(spill_predictions, baseline, None, None, n_parts, tmp, "base") if baseline is not None else None
+        return f_qa.result(), f_p.result(), (f_b.result() if f_b is not None else None)
 
 
 # -- pass 2: match ---------------------------------------------------------------------------
@@ -741,12 +767,14 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
     from radvqa.eval.evaluate import EvalError
 
     t0 = time.perf_counter()
-    n_parts = partitions or partitions_for(dataset_rows(dataset))
+    n_rows = dataset_rows(dataset)
+    n_parts = partitions or partitions_for(n_rows)
     tmpd = tempfile.TemporaryDirectory(prefix="radvqa-eval-", dir=os.environ.get("RADVQA_TMP"))
     tmp = Path(tmpd.name)
-    sp = spill_qa(dataset, n_parts, tmp)
-    ps = spill_predictions(predictions, id_field, text_field, n_parts, tmp, "pred")
-    bs = spill_predictions(baseline, None, None, n_parts, tmp, "base") if (audit and baseline is not None) else None
+    base_file = baseline if (audit and baseline is not None) else None
+    sp, ps, bs = _spill(dataset, predictions, base_file, id_field, text_field, n_parts, tmp,
+                        apart=workers > 1 or n_rows > STREAM_ABOVE)
+    _mem("spilled")
     job = Job(tmp=str(tmp), dataset=str(dataset), present=sp.present, protocol=protocol, box_format=box_format)
     n = sp.n
     flags = {k: np.zeros(n, dtype=bool) for k in ("pred_direct", "pred_native", "base_direct", "base_native")}
@@ -770,6 +798,7 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
         for s, fr in r["first_by_split"].items():
             if s not in first_by_split or fr < first_by_split[s]:
                 first_by_split[s] = fr
+    _mem("matched")
     if qa_dup is not None:
         raise DatasetError(f"{dataset}/qa: qa_id {qa_dup[1]!r} occurs more than once")
     if pred_dup is not None:
@@ -849,11 +878,12 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
 
     # 8 bytes a row each, for every evaluated row: script_score only where it is reported
     floats = ("correct", "exact", "tok_p", "tok_r", "tok_f1", "iou") + (("script_score",) if protocol == "llava-med" else ())
-    pos_of_row = np.cumsum(mask) - 1
+    pos_of_row = (np.cumsum(mask, dtype=np.int64) - 1).astype(np.int32 if n < 2**31 else np.int64)
     cols = Columns.empty(n_sub, floats)
     audit_cols: dict[str, Columns] = {}
     chance = None
-    grounding = (np.zeros(n_sub, dtype=bool), np.zeros(n_sub, dtype=np.int32), np.full(n_sub, -1, dtype=np.int32))
+    # box counts in 2 bytes (a question with more than 32,767 boxes is clipped there)
+    grounding = (np.zeros(n_sub, dtype=bool), np.zeros(n_sub, dtype=np.int16), np.full(n_sub, -1, dtype=np.int16))
     extra: dict[str, Any] = {"reasons": {}, "yes_no": {}, "box_errors": {}, "circular": []}
     tags: dict[str, Any] | None = None
     missing_n = extra_n = 0
@@ -870,7 +900,9 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
             continue
         pos = pos_of_row[r["rows"]]
         cols.put(pos, r)
-        grounding[0][pos], grounding[1][pos], grounding[2][pos] = r["grounding"], r["gold_boxes"], r["pred_boxes"]
+        grounding[0][pos] = r["grounding"]
+        grounding[1][pos] = np.minimum(r["gold_boxes"], 32767)
+        grounding[2][pos] = np.minimum(r["pred_boxes"], 32767)
         for k in ("reasons", "box_errors"):
             for key, (cnt, first) in r[k].items():
                 hit = extra[k].get(key)
@@ -903,6 +935,7 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
         if progress is not None:
             progress(done, n_sub)
     del pos_of_row
+    _mem("scored")
     extra["circular"] = np.concatenate(extra["circular"]) if extra["circular"] else np.zeros((0, 5), dtype=np.int64)
     t_score = time.perf_counter()
 
@@ -911,6 +944,7 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
     report = _report_head(dataset, predictions, protocol, n_sub, rule, n, ps, matched, missing_n, missing_ids, extra_n, extra_ids,
                           bootstrap, seed, job.native)
     report["overall"] = agg.overall()
+    _mem("overall")
     report["parse_failures"] = agg.parse_failures()
     if protocol == "llava-med":
         from radvqa.eval.evaluate import llava_med_figures
@@ -927,7 +961,9 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
     grd = agg.grounding()
     if grd:
         report["grounding"] = grd
+    _mem("circular, grounding")
     report["breakdowns"] = agg.breakdowns()
+    _mem("breakdowns")
     if protocol == "radvqa":
         from radvqa.eval.evaluate import tag_block
 
