@@ -404,9 +404,13 @@ def _floats(col: Any) -> np.ndarray:
     return col.numpy() if hasattr(col, "numpy") else np.array([np.nan if v is None else v for v in col], dtype=float)
 
 
+_KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+_STATUS_CODE = {k: i for i, k in enumerate(STATUS)}
+
+
 def _score_cols(sc: Any) -> dict[str, np.ndarray]:
-    kind = np.array([KINDS.index(k) for k in sc.kind], dtype=np.int8)
-    status = np.array([STATUS.index(s) for s in sc.status], dtype=np.int8)
+    kind = np.fromiter(map(_KIND_CODE.__getitem__, sc.kind), dtype=np.int8, count=len(sc.kind))
+    status = np.fromiter(map(_STATUS_CODE.__getitem__, sc.status), dtype=np.int8, count=len(sc.status))
     cols = {c: _floats(getattr(sc, c)) for c in ("correct", "exact", "tok_p", "tok_r", "tok_f1", "iou", "script_score")}
     cols["kind"] = kind
     cols["status"] = status
@@ -447,6 +451,20 @@ def _aligned(job: Job, p: int, prefix: str, keys: list[str]) -> tuple[Any, list[
 
 
 def score_part(job: Job, p: int) -> dict[str, Any]:
+    import gc
+
+    # a partition's rows are millions of small objects that form no cycles: as evaluate() does,
+    # the cyclic collector is paused while they are scored (in a pool worker too)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _score_part(job, p)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _score_part(job: Job, p: int) -> dict[str, Any]:
     import pyarrow as pa
 
     from radvqa.eval.dataset import ImageSizes
