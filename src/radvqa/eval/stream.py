@@ -536,6 +536,13 @@ def _score_part(job: Job, p: int) -> dict[str, Any]:
     open_idx = [i for i, k in enumerate(sc.kind) if k == "open"]
     if job.want_caption:
         out["caption"] = [(int(rows_g[i]), rows["answer"][i], texts[i], rows["question_type"][i], rows["strategy"][i]) for i in open_idx]
+    # rows of the benchmark-specific blocks (probe pairs, CXReasonBench): few, kept whole
+    from radvqa.eval.cxreasonbench import SOURCE as CXR_SOURCE
+    from radvqa.eval.pairs import STRATEGY as PROBE
+
+    out["bench"] = [(int(rows_g[i]), qa_ids[i], st, so, rows["study_id"][i], rows["question"][i], rows["answer"][i], texts[i],
+                     sc.correct[i], sc.value[i])
+                    for i, (st, so) in enumerate(zip(rows["strategy"], rows["source"])) if st == PROBE or so == CXR_SOURCE]
     if job.want_judge:
         out["judge"] = [(int(rows_g[i]), rows["question"][i], rows["answer"][i], texts[i]) for i, k in enumerate(sc.kind) if k in ("open", "short")]
     # per-question lines, written to a file in row order for report.write_report to merge
@@ -909,6 +916,7 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
     extra_ids: list[tuple[int, str]] = []
     caption: list[Any] = []
     judged: list[Any] = []
+    bench: list[Any] = []
     done = 0
     worker_rss = 0
     for r in _map(score_part, job, list(range(n_parts)), workers):
@@ -940,6 +948,7 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
         missing_ids = heapq.nsmallest(50, missing_ids + r["missing"][1])
         caption.extend(r.get("caption", []))
         judged.extend(r.get("judge", []))
+        bench.extend(r["bench"])
         if "chance" in r:
             if chance is None:
                 chance = np.full(n_sub, np.nan)
@@ -994,6 +1003,22 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
             caption.sort()
             cap_rows = {"answer": [c[1] for c in caption], "question_type": [c[3] for c in caption]}
             report["captioning"] = caption_block(cap_rows, [c[2] for c in caption], ["open"] * len(caption))
+    if bench:
+        from types import SimpleNamespace
+
+        from radvqa.eval.cxreasonbench import cxreasonbench_block
+        from radvqa.eval.pairs import pairs_block
+        from radvqa.eval.scoring import FloatColumn
+
+        bench.sort()
+        b_rows = {k: [b[j] for b in bench] for j, k in enumerate(("_row", "qa_id", "strategy", "source", "study_id", "question", "answer"))}
+        b_scores = SimpleNamespace(correct=FloatColumn(b[8] for b in bench), value=[b[9] for b in bench])
+        pb = pairs_block(dataset, b_rows, b_scores)
+        if pb:
+            report["probe_pairs"] = pb
+        cb = cxreasonbench_block(dataset, b_rows, [b[7] for b in bench], b_scores, judge)
+        if cb:
+            report["cxreasonbench"] = cb
     if judge is not None:
         from radvqa.eval.judge import summarize
 
