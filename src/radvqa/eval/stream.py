@@ -58,7 +58,9 @@ def _mem(what: str) -> None:
 
 
 def part_of(key: str, n: int) -> int:
-    return zlib.crc32(key.rsplit(":", 1)[-1].encode("utf-8", "surrogatepass")) % n
+    if ":" in key:
+        key = key[key.rfind(":") + 1:]
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % n
 
 
 def partitions_for(rows: int) -> int:

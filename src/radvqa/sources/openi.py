@@ -43,6 +43,7 @@ from radvqa.sources import SOURCES
 _SECTION_ORDER = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
 
 
+MIN_PART_REPORTS = 1000
 _LAYOUTS = [Layout("splits", "report split table (report_id, split)", ("report_id", "split"))]
 
 
@@ -70,7 +71,10 @@ class OpenISource(Source):
             total = sum(_count_xml(p) for p in xml_inputs)
         except (SourceError, OSError, tarfile.TarError, EOFError, ValueError):
             return None  # read whole: the reader reports what is wrong, in order
-        k = min(n_parts, total)
+        # each part reads the ids of the reports before it (duplicates) and a process start: below
+        # ~1,000 reports a part, splitting costs more than the parse it spreads (3,955 reports in
+        # 32 parts read in 4.4 s on 16 cores, in one part in 1.0 s)
+        k = min(n_parts, total // MIN_PART_REPORTS)
         if k <= 1:
             return None
         return [{"lo": total * i // k, "hi": total * (i + 1) // k if i < k - 1 else None} for i in range(k)]
