@@ -325,11 +325,14 @@ def _openi_inputs(tmp: Path) -> list[str]:
     return [str(tmp / "xml"), str(tmp / "reports.tgz")]
 
 
-def test_openi_read_in_parts_identical(tmp_path: Path) -> None:
+def test_openi_read_in_parts_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """OpenI reports (a folder, then an archive holding the same reports) split into ranges of
     reports read by the workers: the same files and rejects as one reader, every duplicate report
     id (the archive's copies, read by other parts than the first copies) rejected as one reader
     rejects it."""
+    from radvqa.sources import openi
+
+    monkeypatch.setattr(openi, "MIN_PART_REPORTS", 10)  # the parts are planned in this process
     inputs = _openi_inputs(tmp_path)
     one = build(opts(tmp_path / "o1", source="openi", inputs=inputs, workers=1), records=None)
     two = build(opts(tmp_path / "o2", source="openi", inputs=inputs, workers=2), records=None)
