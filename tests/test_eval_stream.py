@@ -75,3 +75,17 @@ def test_stream_errors_name_the_input(small: tuple[Path, Path], tmp_path: Path) 
         (twice / "qa" / f"part-{k}.parquet").write_bytes(shard.read_bytes())
     with pytest.raises(DatasetError, match="qa_id 'q01' occurs more than once"):
         evaluate(twice, pf, partitions=4)
+
+
+def test_cli_partitions(small: tuple[Path, Path], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from radvqa.cli import app
+
+    root, pf = small
+    outs = {}
+    for name, extra in (("mem", []), ("parts", ["--partitions", "3"])):
+        r = CliRunner().invoke(app, ["eval", str(root), "-p", str(pf), "-o", str(tmp_path / name), "--no-plots", "--bootstrap", "0", *extra])
+        assert r.exit_code == 0, r.output
+        outs[name] = [(tmp_path / name / f).read_bytes() for f in ("report.json", "per_question.jsonl", "metrics.json")]
+    assert outs["parts"] == outs["mem"]
