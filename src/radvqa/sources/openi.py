@@ -57,6 +57,7 @@ def _is_tar(p: Path) -> bool:
 @SOURCES.register("openi")
 class OpenISource(Source):
     name = "openi"
+    counts_reads = True
     description = "OpenI / IU X-ray report XMLs (folder or NLMCXR_reports.tgz), optional image folder"
 
     # the part iter_part reads: (first record, end or None); None: every record
