@@ -149,13 +149,14 @@ def test_reflacx_threshold_is_configurable(onto, monkeypatch):
     assert labs["P102R222222"] == 1 and readers == ["P102R111111", "P102R222222"]
     labs, readers = effusion(ReflacxSource(below_threshold="uncertain"))
     assert labs["P102R222222"] == -1 and readers == ["P102R111111", "P102R222222"]
+    # the environment no longer changes a build (the option is a typed build flag, in the fingerprint)
     monkeypatch.setenv("RADVQA_REFLACX_PRESENT_FROM", "5")
-    labs, _ = effusion(ReflacxSource())
-    assert labs["P102R111111"] == 1 and effusion(ReflacxSource())[0] == labs
-    studies, _ = split(ReflacxSource().iter_records([RX / "main_data"], ontology=onto))
+    assert effusion(ReflacxSource())[0] == {"P102R111111": 1, "P102R222222": 0, "P102R333333": 0}
+    studies, _ = split(ReflacxSource(present_from=5).iter_records([RX / "main_data"], ontology=onto))
     assert {lab.value for lab in studies[0].labels if lab.name == "Atelectasis"} == {0, 1}  # only the certainty-5 reading
-    with pytest.raises(SourceError):
-        ReflacxSource(present_from=7)
+    for bad in ({"present_from": 7}, {"present_from": 0}, {"below_threshold": "maybe"}):
+        with pytest.raises(SourceError, match="bad option"):
+            ReflacxSource(**bad)
 
 
 def test_reflacx_readers_fused_in_localize(onto):
@@ -293,3 +294,29 @@ def test_reflacx_inputs_root_or_single_file(onto):
     one, rej = split(get_source("reflacx").iter_records([RX / "main_data" / "metadata_phase_3.csv"], ontology=onto))
     assert [s.id for s in root] == ["reflacx:50000001", "reflacx:50000002", "reflacx:50000003"]
     assert [s.id for s in one] == ["reflacx:50000002", "reflacx:50000003"] and len(rej) == 6
+
+
+def test_reflacx_threshold_build_flag_and_resume(tmp_path):
+    # the threshold is a typed build option: in the manifest, in the resume fingerprint, applied
+    # by the read tasks (workers included), refused for other sources and out of range
+    args = ["reflacx", "-i", str(RX / "main_data"), "--strategies", "vindr"]
+    out = tmp_path / "p5"
+    m = _build(out, *args, "--reflacx-present-from", "5", "--reflacx-below-threshold", "uncertain", "--workers", "2")
+    assert m["options"]["source_options"] == {"present_from": 5, "below_threshold": "uncertain"}
+    sg = pq.read_table(out / "scene_graphs").to_pylist()
+    a = next(r for r in sg if r["study_id"] == "reflacx:50000001")
+    meta = {kv["key"]: kv["value"] for kv in a["meta"]}
+    assert meta["reflacx_present_from"] == "5" and meta["reflacx_below_threshold"] == "uncertain"
+    default = _build(tmp_path / "p3", *args)
+    assert "source_options" not in default["options"]
+    # --resume with another threshold is refused (fingerprint), with the same one it continues
+    r = CliRunner().invoke(app, ["build", "--out", str(out), "--quiet", "--resume", *args, "--reflacx-present-from", "4",
+                                 "--reflacx-below-threshold", "uncertain"])
+    assert r.exit_code == 1 and "source_options" in r.output
+    r = CliRunner().invoke(app, ["build", "--out", str(out), "--quiet", "--resume", *args, "--reflacx-present-from", "5",
+                                 "--reflacx-below-threshold", "uncertain"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["build", "--out", str(tmp_path / "x"), "--quiet", "sample", "--reflacx-present-from", "4"])
+    assert r.exit_code != 0 and "reflacx source only" in r.output
+    r = CliRunner().invoke(app, ["build", "--out", str(tmp_path / "y"), "--quiet", *args, "--reflacx-present-from", "6"])
+    assert r.exit_code != 0 and not (tmp_path / "y" / "manifest.json").exists()
