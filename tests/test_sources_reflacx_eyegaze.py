@@ -320,3 +320,60 @@ def test_reflacx_threshold_build_flag_and_resume(tmp_path):
     assert r.exit_code != 0 and "reflacx source only" in r.output
     r = CliRunner().invoke(app, ["build", "--out", str(tmp_path / "y"), "--quiet", *args, "--reflacx-present-from", "6"])
     assert r.exit_code != 0 and not (tmp_path / "y" / "manifest.json").exists()
+
+
+def _set_cell(path: Path, rid: str, column: str, value: str) -> None:
+    lines = path.read_bytes().decode().split("\r\n")
+    head = lines[0].split(",")
+    for i, ln in enumerate(lines):
+        if ln.startswith(rid + ","):
+            cells = ln.split(",")
+            cells[head.index(column)] = value
+            lines[i] = ",".join(cells)
+    path.write_bytes("\r\n".join(lines).encode())
+
+
+def test_reflacx_reader_marks_what_another_dictation_negates(tmp_path):
+    # Study 50000001, edited: readers 2 and 3 mark a pleural effusion (certainty 4, an ellipse
+    # each); reader 1, whose dictation is the report, marks none and dictates "No pleural
+    # effusion". Rule (localize/graph.py): neither side wins -- the finding is uncertain, both
+    # sides are named in the provenance, rows about it are graded down (C), the marks are kept.
+    main = tmp_path / "main_data"
+    shutil.copytree(RX / "main_data", main)
+    meta = main / "metadata_phase_1.csv"
+    _set_cell(meta, "P102R111111", "Pleural effusion", "0")
+    _set_cell(meta, "P102R222222", "Pleural effusion", "4")
+    _set_cell(meta, "P102R333333", "Pleural effusion", "4")
+    e1 = main / "P102R111111" / "anomaly_location_ellipses.csv"
+    e1.write_bytes(b"\r\n".join(e1.read_bytes().split(b"\r\n")[:2]) + b"\r\n")  # its effusion ellipse gone
+    e2 = main / "P102R222222" / "anomaly_location_ellipses.csv"
+    e2.write_bytes(e2.read_bytes().replace(b"180,300,260,380,2,", b"180,300,260,380,4,"))
+    e3 = main / "P102R333333" / "anomaly_location_ellipses.csv"
+    row = e3.read_bytes().split(b"\r\n")[1].split(b",")
+    head = e3.read_bytes().split(b"\r\n")[0].split(b",")
+    eff = [b"False"] * (len(head) - 5)
+    eff[head.index(b"Pleural effusion") - 5] = b"True"
+    e3.write_bytes(e3.read_bytes() + b",".join([b"185,305,262,385,4", *eff]) + b"\r\n")
+    assert row[4] == b"5"
+    (main / "P102R111111" / "transcription.txt").write_text("Left basilar atelectasis. No pleural effusion.")
+    out = tmp_path / "o"
+    _build(out, "reflacx", "-i", str(main), "--strategies", "vindr,qba")
+    sg = next(r for r in pq.read_table(out / "scene_graphs").to_pylist() if r["study_id"] == "reflacx:50000001")
+    m = {kv["key"]: kv["value"] for kv in sg["meta"]}
+    assert m["report_reader"] == "P102R111111"
+    eff_obs = [o for o in sg["observations"] if o["finding"] == "pleural_effusion"]
+    assert [(o["source"], o["certainty"]) for o in eff_obs] == [("report", "uncertain")]
+    oid = eff_obs[0]["id"]
+    note = f"{oid}=pleural_effusion:present:readers=P102R222222+P102R333333:dictation=P102R111111"
+    assert note in m["label_conflicts"].split("; ")
+    assert m["reader_conflicts"] == f"{oid}=pleural_effusion: present by P102R222222+P102R333333, absent in the dictation of P102R111111"
+    assert {b["reader"] for b in eff_obs[0]["boxes"] if b["source"] == "expert"} == {"P102R222222", "P102R333333"}
+    # atelectasis: all three mark it and the dictation states it -> present, no conflict
+    ate = [o for o in sg["observations"] if o["finding"] == "atelectasis"]
+    assert [o["certainty"] for o in ate] == ["present"] and "atelectasis" not in m.get("reader_conflicts", "")
+    rows = [r for r in pq.read_table(out / "qa").to_pylist() if r["study_id"] == "reflacx:50000001"]
+    about = [r for r in rows if any(p.startswith("label_conflict:pleural_effusion:present:readers=") for p in r["provenance"])]
+    assert about and all(r["grade"] in ("C", "D") for r in about)
+    # the answers hedge: neither "no pleural effusion" (the dictation) nor a plain "pleural effusion is seen"
+    assert all("pleural effusion may be present" in r["answer"].lower() and "no pleural effusion" not in r["answer"].lower()
+               for r in about)
