@@ -377,3 +377,17 @@ def test_reflacx_reader_marks_what_another_dictation_negates(tmp_path):
     # the answers hedge: neither "no pleural effusion" (the dictation) nor a plain "pleural effusion is seen"
     assert all("pleural effusion may be present" in r["answer"].lower() and "no pleural effusion" not in r["answer"].lower()
                for r in about)
+
+
+def test_records_read_equal_studies_plus_rejects(onto):
+    # REFLACX: a study group or a metadata row that names no study is one record; a reading
+    # rejected inside an emitted study is a row of it. Eye Gaze: a study group or a master row
+    # that joins none. Both: read = studies + study rejects, and nothing vanishes.
+    for name, inputs in (("reflacx", [RX / "main_data", RX / "mimic"]), ("eye-gaze", [EG / "egd-cxr", EG / "mimic"])):
+        stream = get_source(name).iter_records(inputs, ontology=onto)
+        recs = list(stream)
+        c = stream.counts
+        studies = [r for r in recs if isinstance(r, Study)]
+        study_rejects = [r for r in recs if isinstance(r, Reject) and r.stage == "source"]
+        assert c.read == c.studies + c.rejects == len(studies) + len(study_rejects), (name, c.as_dict())
+        assert c.row_rejects == len(recs) - len(studies) - len(study_rejects) > 0
