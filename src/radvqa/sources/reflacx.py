@@ -16,7 +16,9 @@ Per reading:
 - labels (scheme ``reflacx``; phase 1 and phases 2-3 have different columns, checked against the
   scheme's ``phase1`` / ``phase23`` groups): the metadata's certainty 0-5 per label (0 = not
   selected -> value 0; >= ``present_from`` (default 3, the authors' rule) -> 1; 1 to
-  ``present_from`` - 1 -> ``below_threshold``, default 0/absent, or -1/uncertain), True/False for
+  ``present_from`` - 1 -> ``below_threshold``, default 0/absent, or -1/uncertain; both are
+  ``ReflacxOptions``, set by ``radvqa build reflacx --reflacx-present-from N
+  --reflacx-below-threshold absent|uncertain`` and part of the resume fingerprint), True/False for
   the presence-only columns (Support devices, Quality issue), ``Other`` free text kept in
   ``meta["reflacx_other"]``; an empty cell (the release writes NaN as "") gives no Label. Readers
   are fused by the localize rules (majority per image).
@@ -29,19 +31,26 @@ Per reading:
   would count it as a mark): it is listed in ``meta["ellipses_below_threshold"]`` instead.
 - ``chest_bounding_box.csv``: a region Box ``label="chest"`` per reading.
 - ``transcription.txt``: the dictated report. The study's ``report_text`` is the transcription of
-  its first reading (by id) that has one; the others are kept in ``meta["transcription:<id>"]``.
+  its first reading (by id) that has one (``meta["report_reader"]``); the others are kept in
+  ``meta["transcription:<id>"]`` (not extracted). Where two or more readers label a finding against
+  that dictation, localize makes it uncertain with both sides in the provenance (graph.py).
   Readings with ``eye_tracking_data_discarded`` True have no transcription (or gaze) by design.
 Rejects (one line each, the reading named): a reading folder, ellipse file or chest-box file that
 is missing; a transcription missing where eye tracking was kept; an ellipse file whose label
-columns are unknown or belong to the other phase's vocabulary; bad cells. A study whose readings are
-all rejected yields no Study (its readings' Rejects stand for it). Unused files: fixations.csv,
+columns are unknown or belong to the other phase's vocabulary; bad cells. Records read (counted):
+a study group, or a metadata row that names no study (its reject is the study-level one). A
+reading rejected inside an emitted study, and a bad ellipse row, is a row reject (``source-row``);
+a study whose readings are all rejected yields no Study: its first reading's reject is the
+study's, the others are rows, so read = studies + study rejects. Unused files: fixations.csv,
 timestamps_transcription.csv, gaze_data/ (gaze is not used by radvqa).
 
 All CSVs are written with CRLF line ends and without quoting in the numeric files (FORMATS.md);
 the metadata is read with the csv module (the Other column is free text), the per-reading files with
-a plain split (numbers and True/False only), which is what keeps a reading at tens of microseconds.
-Memory: the metadata is grouped per study as compact tuples (a few hundred bytes a reading); the
-per-reading files are read only when their study is emitted.
+a plain split (numbers and True/False only), opened relative to their folder's descriptor.
+Memory, flat in the number of readings: the metadata rows (and the MIMIC metadata rows, for the
+join) go through an external sort by (subject, study, reading id) (``external_sort.py``: runs of
+``RUN_READINGS`` spilled to temporary files, merged), and each study is emitted when its records
+have all come by; the per-reading files are read only then.
 """
 
 from __future__ import annotations
