@@ -391,3 +391,14 @@ def test_records_read_equal_studies_plus_rejects(onto):
         study_rejects = [r for r in recs if isinstance(r, Reject) and r.stage == "source"]
         assert c.read == c.studies + c.rejects == len(studies) + len(study_rejects), (name, c.as_dict())
         assert c.row_rejects == len(recs) - len(studies) - len(study_rejects) > 0
+
+
+def test_reflacx_unreadable_transcription_names_its_file(onto, tmp_path):
+    main = tmp_path / "main_data"
+    shutil.copytree(RX / "main_data", main)
+    (main / "P300R000003" / "transcription.txt").write_bytes(b"\xff\xfeclear lungs")
+    studies, rejects = split(get_source("reflacx").iter_records([main], ontology=onto))
+    assert "reflacx:50000003" not in [s.id for s in studies]
+    r = next(r for r in rejects if "P300R000003" in r.reason)
+    assert r.stage == "source" and r.reason.startswith("reading P300R000003: not UTF-8 text")
+    assert r.ref == str(main / "P300R000003" / "transcription.txt")

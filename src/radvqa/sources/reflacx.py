@@ -772,17 +772,10 @@ def _read_text(path: str, dir_fd: int | None = None) -> str | Reject | None:
     try:
         return data.decode("utf-8-sig") if data[:3] == b"\xef\xbb\xbf" else data.decode("utf-8")
     except UnicodeDecodeError as e:
-        return Reject(source="reflacx", ref=path if dir_fd is None else _fd_path(dir_fd, path), reason=f"not UTF-8 text ({e.reason} at byte {e.start})")
+        return Reject(source="reflacx", ref=path, reason=f"not UTF-8 text ({e.reason} at byte {e.start})")
 
 
 _CHUNK = 1 << 16
-
-
-def _fd_path(dir_fd: int, rel: str) -> str:
-    try:
-        return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), rel)
-    except OSError:
-        return rel
 
 
 def _as_row(rej: Reject) -> Reject:
@@ -791,7 +784,9 @@ def _as_row(rej: Reject) -> Reject:
 
 
 def _reading_reject(rej: Reject, r: _Reading) -> Reject:
-    return msgspec.structs.replace(rej, reason=f"reading {r.rid}: {rej.reason}")
+    """A file's reject (its ref relative to the metadata folder's descriptor) as the reading's."""
+    return msgspec.structs.replace(rej, ref=r.folder + os.sep + os.path.basename(rej.ref),
+                                   reason=f"reading {r.rid}: {rej.reason}")
 
 
 __all__ = ["ReflacxOptions", "ReflacxSource", "certainty_words", "reflacx_config"]
