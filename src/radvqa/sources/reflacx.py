@@ -190,8 +190,7 @@ class ReflacxSource(Source):
                               "3": frozenset(groups["phase23"])}
         self._presence = frozenset(groups.get("presence") or ())
         self._ellipse_headers: dict[tuple[str, str], tuple[tuple[int, list[str]], ...] | str] = {}
-        self._ellipse_names: dict[str, list[str]] = {}
-        self._contiguous: dict[str, bool] = {}
+        self._ellipse_layouts: dict[tuple[str, str], tuple[Any, ...] | str] = {}
         self._chest_cols: dict[str, list[int] | None] = {}
         # per metadata file: (phase, label columns, folder of its readings, path, that folder's fd)
         self._files: list[tuple[str, Any, str, str, int | None]] = []
@@ -274,11 +273,20 @@ class ReflacxSource(Source):
         ci, cimg, csub, cdic, csx, csy, cdisc, csplit = (c["id"], c["image"], c["subject"], c["dicom"], c["sx"], c["sy"],
                                                          c["discarded"], c["split"])
         add = sorter.add
-        for item in self.table_rows(rows, len(header), m):
-            if isinstance(item, Reject):
-                yield item
-                continue
-            ref, ln, row = item
+        ncols, mstr = len(header), str(m)
+        for ln, row, err in rows:
+            if row is None or len(row) != ncols or not row[ci]:
+                # as Source.table_rows, checked only off the common path: an unreadable line, a
+                # blank one (skipped), a wrong number of cells
+                if row is None:
+                    yield self.reject(f"{mstr}:{ln}", err or "unreadable line")
+                    continue
+                if not any(x.strip() for x in row):
+                    continue
+                if len(row) != ncols:
+                    yield self.reject(f"{mstr}:{ln}", f"{len(row)} cells, header has {ncols}")
+                    continue
+            ref = f"{mstr}:{ln}"
             rid = row[ci].strip()
             image = row[cimg].strip().replace("\\", "/")
             parts = image.split("/")
@@ -628,26 +636,33 @@ class ReflacxSource(Source):
         self._ellipse_headers[key] = out
         return out
 
-    def _ellipses(self, r: _Reading, text: str, im: Image, scale: tuple[float, float] | None) -> Any:
-        lines = text.splitlines()
-        path = f"{r.folder}{os.sep}{ELLIPSE_FILE}"
-        if not lines:
-            return self.reject(path, f"reading {r.rid}: empty {ELLIPSE_FILE} (no header)")
-        cols = self._ellipse_header(r, lines[0])
+    def _ellipse_layout(self, r: _Reading, head_line: str) -> tuple[Any, ...] | str:
+        """(xmin, ymin, xmax, ymax, certainty positions, label columns, column names, first label
+        column, whether the label columns are one slice to the end) of an ellipse-file header, or
+        why it cannot be used; cached per (phase, header line) by the caller."""
+        cols = self._ellipse_header(r, head_line)
         if isinstance(cols, str):
-            return self.reject(path, f"reading {r.rid}: {cols}")
-        (ix1, _), (iy1, _), (ix2, _), (iy2, _), (ic, _) = cols[:5]
+            return cols
         labcols = cols[5:]
-        names = self._ellipse_names.get(lines[0])
-        if names is None:
-            names = self._ellipse_names[lines[0]] = [h.strip() for h in lines[0].split(",")]
-        ncols = len(names)
+        names = [h.strip() for h in head_line.split(",")]
         # the released layout: geometry and certainty first, then every label column: a row's
         # labels are then one slice, read with C-level counts instead of a loop over the columns
-        first = labcols[0][0] if labcols else ncols
-        contiguous = self._contiguous.get(lines[0])
-        if contiguous is None:
-            contiguous = self._contiguous[lines[0]] = [i for i, _ in labcols] == list(range(first, ncols))
+        first = labcols[0][0] if labcols else len(names)
+        contiguous = [i for i, _ in labcols] == list(range(first, len(names)))
+        return (*(c[0] for c in cols[:5]), labcols, names, first, contiguous)
+
+    def _ellipses(self, r: _Reading, text: str, im: Image, scale: tuple[float, float] | None) -> Any:
+        lines = text.splitlines()
+        path = r.folder + os.sep + ELLIPSE_FILE
+        if not lines:
+            return self.reject(path, f"reading {r.rid}: empty {ELLIPSE_FILE} (no header)")
+        layout = self._ellipse_layouts.get((r.phase, lines[0]))
+        if layout is None:
+            layout = self._ellipse_layouts[(r.phase, lines[0])] = self._ellipse_layout(r, lines[0])
+        if isinstance(layout, str):
+            return self.reject(path, f"reading {r.rid}: {layout}")
+        ix1, iy1, ix2, iy2, ic, labcols, names, first, contiguous = layout
+        ncols = len(names)
         w, h = r.sx, r.sy
         rid = r.rid
         boxes: list[Box] = []
@@ -725,9 +740,9 @@ class ReflacxSource(Source):
                 # lesion box (answers would count it as a mark); kept here so nothing is lost
                 low.append(f"{rid} {'/'.join(chosen)} certainty {cert} at [{bx1:g}, {by1:g}, {bx2:g}, {by2:g}]")
                 continue
-            for fid in fids:
+            for k, fid in enumerate(fids):
                 boxes.append(Box(image_id=r.dicom, x1=bx1, y1=by1, x2=bx2, y2=by2, source="expert", reader=rid,
-                                 label=fid, ellipse=list(ellipse), reader_certainty=cert))
+                                 label=fid, ellipse=ellipse if k == 0 else list(ellipse), reader_certainty=cert))
         return boxes, notes, rejects, low
 
 
