@@ -66,6 +66,7 @@ _BOX = {"dicom": ("dicom_id",), "name": ("bbox_name",), "x1": ("x1",), "x2": ("x
 @SOURCES.register("eye-gaze")
 class EyeGazeSource(Source):
     name = "eye-gaze"
+    counts_reads = True  # a study group, or a table row that names/joins no study
     description = "Eye Gaze Data for CXR (egd-cxr): master_sheet.csv, bounding_boxes.csv, fixations.csv, transcript.json (+ MIMIC-CXR images)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:

@@ -151,6 +151,7 @@ class _Reading:
 @SOURCES.register("reflacx")
 class ReflacxSource(Source):
     name = "reflacx"
+    counts_reads = True  # a study group, or a table row that names/joins no study
     description = "REFLACX: main_data/metadata_phase_<p>.csv + reading folders (ellipses, chest box, transcription); + MIMIC-CXR files/ tree or metadata"
     options_type = ReflacxOptions
 
