@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from radvqa.model import CERTAINTIES, AnswerPart, Box, Observation
-from radvqa.quality.criteria import IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, negated_only, obs_grade
+from radvqa.quality.criteria import (IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, negated_only, obs_grade,
+                                     relative_place)
 
 if TYPE_CHECKING:
     from radvqa.generate.engine import StudyCtx
@@ -175,6 +176,12 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.severity = sev
     f.phrase = phrase
     explicit = [r for r in obs.regions]
+    if explicit and c != "absent" and obs.source == "report" and obs.evidence and relative_place(
+            [ctx.sentences.get(ev.sentence_id) or ev.text for ev in obs.evidence]):
+        # "tip 5 cm above the carina", "leads overlying the heart": the region named is where the
+        # finding is not; its default regions stand in (hand audit: "The tracheostomy tube is in
+        # the carina")
+        explicit = []
     f.explicit_regions = explicit
     regions = explicit or list(dflt_regions)
     f.regions = regions
@@ -212,10 +219,14 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         f.grade = IMPLIED_NEGATIVE
     else:
         n_boxed = len({b.image_id for b in boxes}) if boxes else 0
+        places = 0
+        if informative and not f.absent:
+            anc = v.rancestors
+            places = sum(1 for r in explicit if not any(r in anc.get(o, ()) for o in explicit if o != r))
         f.grade = obs_grade(obs, v.fname, v.rname, kind, n_boxed, ctx.n_boxable_images,
                             sentences=ctx.sentences, has_report=ctx.sg.report is not None,
                             label_conflict=obs.id in ctx.label_conflicts, hedge_re=v.hedge_re,
-                            shared_sentences=ctx.shared_sentences, vague=v.vague)
+                            shared_sentences=ctx.shared_sentences, vague=v.vague, places=places)
         if ctx.extract_grade is not None:
             f.grade = (max(f.grade[0], ctx.extract_grade[0]), f.grade[1] + ctx.extract_grade[1])
     # an implied negative rests on the report's silence: say so rather than cite nothing

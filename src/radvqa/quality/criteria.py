@@ -26,6 +26,10 @@ Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not pola
 - *answer merged from several sentences: a positive row whose findings come from more than one
   report sentence -> A (``answer_merged``; each extra claim is another chance to be wrong).
 - *side inferred: a side that no evidence sentence states -> A.
+- *location: a stated finding whose answer names several places that do not contain one another
+  -> A (the extractor's region attachment is the commonest content error of the hand audit; a
+  sentence placing the finding relative to a structure, "above the carina", gets no location said
+  at all: ``relative_place``, used by the generator).
 - *labels: label-only finding in a study with a report -> C; without a report -> B (A with an expert
   box); a label that disagrees with the report (localize ``label_conflicts``) -> C.
 - *implied negative: a negative asserted only because the report is silent -> B (not inferable).
@@ -56,7 +60,32 @@ def reason(criterion: str, value: str, grade: int) -> str:
 _NEG_CUE = re.compile(r"\b(?:no|not|without|negative for|free of)\b")
 _QUALIFIED_NEG = re.compile(r"\bno (?:definite|definitive|typical|overt|convincing|significant|gross|frank|"
                             r"large|obvious|discrete|appreciable|substantial|visible)\b|\bwithout (?:definite|"
-                            r"typical|overt|convincing|significant|gross|frank|obvious)\b")
+                            r"typical|overt|convincing|significant|gross|frank|obvious)\b|"
+                            # "heart is not significantly enlarged" says less than "no cardiomegaly"
+                            r"\bnot (?:significantly|definitely|clearly|markedly|substantially|grossly)\b")
+# a place named relative to a structure, not inside it: "tip 5 cm above the carina", "leads
+# overlying the heart", "density projecting over the ribs", "at the level of the clavicle"; the
+# extractor attaches that structure as the finding's region ("in the carina"), so the generator
+# says no location of its own for a finding stated in such a sentence (``relative_place``)
+_RELATIVE_PLACE = re.compile(r"\b(?:above|below|beneath|overlying|overlies|overlie|projecting|projects|"
+                             r"projected|superimposed|level of|adjacent|near|anterior to|posterior to|"
+                             r"lateral to|medial to|superior to|inferior to|overlap|overlapping)\b")
+_RELATIVE_CACHE: dict[str, bool] = {}
+
+
+def relative_place(texts: list[str]) -> bool:
+    """Some sentence places something relative to a structure ("above the carina") rather than
+    in it (cached per sentence text: report sentences repeat across a corpus)."""
+    cache = _RELATIVE_CACHE
+    for t in texts:
+        hit = cache.get(t)
+        if hit is None:
+            if len(cache) > 200_000:
+                cache.clear()
+            hit = cache[t] = _RELATIVE_PLACE.search(t.lower()) is not None
+        if hit:
+            return True
+    return False
 _ALT_CUE = re.compile(r"\b(?:or|versus|vs)\b")
 _CLAUSE = re.compile(r"[,;:]|\bbut\b|\bhowever\b")
 _SIDE_CUE = {"left": re.compile(r"\bleft\b"), "right": re.compile(r"\bright\b"),
@@ -127,12 +156,15 @@ def obs_grade(
     hedge_re: Any = None,
     shared_sentences: frozenset[str] = frozenset(),
     vague: frozenset[str] = frozenset(),
+    places: int = 0,
 ) -> tuple[int, tuple[str, ...]]:
     """Grade of the facts one observation contributes (worst criterion) and the reasons.
 
     ``localization`` is what the generator attached: "box" (lesion box or own-region box),
     "fallback" (default-region boxes), "none". ``sentences`` maps sentence ids to report sentences
-    (evidence checks); ``label_conflict``: a dataset label disagrees with this report observation."""
+    (evidence checks); ``label_conflict``: a dataset label disagrees with this report observation;
+    ``places``: how many distinct places (regions not containing one another) the answer names
+    for a stated finding (0: no location of its own is said)."""
     g = A_PP
     reasons: list[str] = []
 
@@ -178,6 +210,11 @@ def obs_grade(
             # the wrong one ("mediastinal clips, left base scarring" -> "left surgical clips")
             if shared_sentences.intersection(sids):
                 lower("evidence", "shared_sentence", A)
+        if stated and places > 1:
+            # the location said is the extractor's attachment of regions named in the sentence:
+            # several places that do not contain one another often belong to different things
+            # ("cardiomegaly ... in the cardiac silhouette and the lungs"); hand audit
+            lower("location", "several_places", A)
         side = obs.laterality
         if stated and side in _SIDE_CUE and texts and not any(_SIDE_CUE[side].search(t.lower()) for t in texts):
             lower("side", "inferred", A)
