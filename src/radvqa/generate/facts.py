@@ -512,16 +512,28 @@ def fold_ancestors(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
         return facts
     dropped: set[int] = set()
     for p in facts:
-        if p.absent or p.severity or p.informative or _has_own_details(p):
+        if p.absent:
             continue
+        plain = not (p.severity or p.informative or _has_own_details(p))
         for c in facts:
             if (c is p or id(c) in dropped or c.absent or p.fid not in anc.get(c.fid, ())
-                    or _RANK[c.certainty] < _RANK[p.certainty] or (p.lat and p.lat != c.lat)):
+                    or _RANK[c.certainty] < _RANK[p.certainty] or not _sides_overlap(p.lat, c.lat)):
+                continue
+            # an ancestor with a severity, size or place of its own is folded too when nothing
+            # places it elsewhere (its places lie within the descendant's) or it comes from the
+            # same sentence: "minimal left basilar opacity, likely atelectasis" is one thing, not
+            # "There is minimal left lung opacity. There is left atelectasis." (hand audit)
+            if not plain and not (set(p.regions) <= set(c.regions) or _share_sentence(p, c)):
                 continue
             c.prov.extend(x for x in p.prov if x not in c.prov)
             dropped.add(id(p))
             break
     return [f for f in facts if id(f) not in dropped] if dropped else facts
+
+
+def _share_sentence(a: Fact, b: Fact) -> bool:
+    sa = {ev.sentence_id for ev in a.obs.evidence if ev.sentence_id}
+    return bool(sa) and any(ev.sentence_id in sa for ev in b.obs.evidence)
 
 
 def _has_own_details(f: Fact) -> bool:
