@@ -173,3 +173,26 @@ def test_wilson_interval_and_score_of_the_marked_sample():
             rows = [r for r in csv.DictReader(fh) if r["verdict"]]
         assert res["all"]["rows"] == len(rows) and sum(g["rows"] for g in res["by_grade"].values()) == len(rows)
         assert "| grade A++ |" in mod.table(res)
+
+
+def test_removed_and_resolved_are_change_claims(gen, onto):
+    from radvqa.extract import get_extractor
+
+    ex = get_extractor("rules", ontology=onto)
+    # seed-16 audit, A++: "The right internal jugular catheter has been removed." -> "There is a
+    # right internal jugular line."; "Prior chest surgery." -> "There is surgical material."
+    got = ex.extract("FINDINGS: The right internal jugular catheter has been removed. Prior chest surgery.")
+    assert [(o.finding, o.certainty) for o in got.observations] == [("jugular_line", "absent")]
+    got = ex.extract("FINDINGS: There has been clearing of left base airspace opacities.")
+    assert [(o.finding, o.certainty) for o in got.observations] == [("lung_opacity", "absent")]
+    # whatever the extractor reads, a present finding in a removal sentence is not a top-grade claim
+    s = ["The right internal jugular catheter has been removed."]
+    sg = _sg([Observation(id="O01", finding="jugular_line", laterality="right", evidence=_ev("S01", "catheter"))], s)
+    rows = [r for r in gen.generate(sg) if r.polarity == "positive"]
+    assert rows and all("evidence:resolution_in_sentence->A" in r.grade_reasons for r in rows)
+    # "almost completely resolved" read as absent: a partial change, graded down
+    s2 = ["COPD with almost completely resolved right apical pleural air collection."]
+    sg2 = _sg([Observation(id="O01", finding="pneumothorax", certainty="absent", laterality="right",
+                           evidence=_ev("S01", "pleural air collection"))], s2)
+    rows2 = [r for r in gen.generate(sg2) if "pneumothorax" in r.findings]
+    assert rows2 and all(r.grade == "B" and "evidence:partial_resolution->B" in r.grade_reasons for r in rows2)

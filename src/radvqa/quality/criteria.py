@@ -25,6 +25,9 @@ Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not pola
   states another finding (attributes may belong to the other one) -> A.
 - *answer merged from several sentences: a positive row whose findings come from more than one
   report sentence -> A (``answer_merged``; each extra claim is another chance to be wrong).
+- *change: a stated finding whose sentence says something was removed or resolved ("catheter has
+  been removed", "clearing of") -> A; a negative from a partial resolution ("almost completely
+  resolved", "residual") -> B.
 - *side inferred: a side that no evidence sentence states -> A.
 - *location: a stated finding whose answer names several places that do not contain one another
   -> A (the extractor's region attachment is the commonest content error of the hand audit; a
@@ -71,6 +74,26 @@ _RELATIVE_PLACE = re.compile(r"\b(?:above|below|beneath|overlying|overlies|overl
                              r"projected|superimposed|level of|adjacent|near|anterior to|posterior to|"
                              r"lateral to|medial to|superior to|inferior to|overlap|overlapping)\b")
 _RELATIVE_CACHE: dict[str, bool] = {}
+# change words that say a finding was there before: "catheter has been removed", "clearing of the
+# opacities", "almost completely resolved"; the extractor's reading of such a sentence (present,
+# or absent) is a change claim, not a plain statement (hand audit: "has been removed" -> a line is
+# seen; "almost completely resolved pleural air" -> no pneumothorax)
+_RESOLUTION = re.compile(r"\b(?:removed|removal|resolv\w*|resolution|clear(?:ed|ing)|no longer|withdrawn|"
+                         r"explanted|extubated)\b")
+_PARTIAL = re.compile(r"\b(?:almost|nearly|near|partial\w*|incomplete\w*|residual|mostly|largely|"
+                      r"decreas\w*|improv\w*|smaller)\b")
+_CHANGE_CACHE: dict[str, tuple[bool, bool]] = {}
+
+
+def _change_flags(text: str) -> tuple[bool, bool]:
+    """(a resolution word, a partial-change word) in the sentence, cached per sentence text."""
+    hit = _CHANGE_CACHE.get(text)
+    if hit is None:
+        if len(_CHANGE_CACHE) > 200_000:
+            _CHANGE_CACHE.clear()
+        low = text.lower()
+        hit = _CHANGE_CACHE[text] = (_RESOLUTION.search(low) is not None, _PARTIAL.search(low) is not None)
+    return hit
 
 
 def relative_place(texts: list[str]) -> bool:
@@ -201,6 +224,14 @@ def obs_grade(
             lower("evidence", "alternative", B)
         if len(sids) > 1:
             lower("evidence", "merged", A)
+        changes = [_change_flags(t) for t in texts]
+        if any(c[0] for c in changes):
+            # "resolved" read as absent is right unless the change is partial ("almost completely
+            # resolved", "residual"); read as present (the extractor missed the change) it is wrong
+            if obs.certainty == "absent" and any(c[0] and c[1] for c in changes):
+                lower("evidence", "partial_resolution", B)
+            elif obs.certainty != "absent":
+                lower("evidence", "resolution_in_sentence", A)
         if stated and obs.certainty == "present":
             # the extractor read the finding as certain, but its sentence hedges something: the
             # hedge may be this finding's ("interstitial changes and possibly fibrosis")
