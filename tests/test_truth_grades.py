@@ -196,3 +196,18 @@ def test_removed_and_resolved_are_change_claims(gen, onto):
                            evidence=_ev("S01", "pleural air collection"))], s2)
     rows2 = [r for r in gen.generate(sg2) if "pneumothorax" in r.findings]
     assert rows2 and all(r.grade == "B" and "evidence:partial_resolution->B" in r.grade_reasons for r in rows2)
+
+
+def test_a_sentence_calling_something_normal_is_not_a_top_grade_positive(gen, onto):
+    from radvqa.extract import get_extractor
+
+    # seed-17 audit, A++: "Lungs are clear airspace disease." (clear of) -> "There is lung opacity."
+    s = ["Lungs are clear airspace disease."]
+    sg = _sg([Observation(id="O01", finding="lung_opacity", evidence=_ev("S01", "airspace disease"))], s)
+    rows = [r for r in gen.generate(sg) if r.polarity == "positive" and "lung_opacity" in r.findings]
+    assert rows and all("evidence:normal_in_sentence->A" in r.grade_reasons and r.grade != "A++" for r in rows)
+    # "without significant interval change of mild subsegmental atelectasis" negates a change
+    got = get_extractor("rules", ontology=onto).extract(
+        "FINDINGS: There is redemonstration without significant interval change of mild subsegmental "
+        "atelectasis of the left base.")
+    assert [(o.finding, o.certainty, o.qualifier) for o in got.observations] == [("linear_atelectasis", "present", None)]

@@ -25,6 +25,8 @@ Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not pola
   states another finding (attributes may belong to the other one) -> A.
 - *answer merged from several sentences: a positive row whose findings come from more than one
   report sentence -> A (``answer_merged``; each extra claim is another chance to be wrong).
+- *normal in sentence: a stated finding whose sentence also calls something clear or normal
+  ("Lungs are clear airspace disease.", "hyperexpanded but clear") -> A.
 - *change: a stated finding whose sentence says something was removed or resolved ("catheter has
   been removed", "clearing of") -> A; a negative from a partial resolution ("almost completely
   resolved", "residual") -> B.
@@ -80,19 +82,25 @@ _RELATIVE_CACHE: dict[str, bool] = {}
 # seen; "almost completely resolved pleural air" -> no pneumothorax)
 _RESOLUTION = re.compile(r"\b(?:removed|removal|resolv\w*|resolution|clear(?:ed|ing)|no longer|withdrawn|"
                          r"explanted|extubated)\b")
+# a stated finding in a sentence that also calls something normal or clear ("Lungs are clear
+# airspace disease." read as airspace disease; "hyperexpanded but clear"): the sentence speaks both
+# ways and the extractor's reading of which part is normal is not vouched for (hand audit)
+_NORMAL_WORD = re.compile(r"\b(?:clear|normal|unremarkable|negative|within normal limits)\b")
 _PARTIAL = re.compile(r"\b(?:almost|nearly|near|partial\w*|incomplete\w*|residual|mostly|largely|"
                       r"decreas\w*|improv\w*|smaller)\b")
-_CHANGE_CACHE: dict[str, tuple[bool, bool]] = {}
+_CHANGE_CACHE: dict[str, tuple[bool, bool, bool]] = {}
 
 
-def _change_flags(text: str) -> tuple[bool, bool]:
-    """(a resolution word, a partial-change word) in the sentence, cached per sentence text."""
+def _change_flags(text: str) -> tuple[bool, bool, bool]:
+    """(a resolution word, a partial-change word, a normal word) in the sentence, cached per
+    sentence text."""
     hit = _CHANGE_CACHE.get(text)
     if hit is None:
         if len(_CHANGE_CACHE) > 200_000:
             _CHANGE_CACHE.clear()
         low = text.lower()
-        hit = _CHANGE_CACHE[text] = (_RESOLUTION.search(low) is not None, _PARTIAL.search(low) is not None)
+        hit = _CHANGE_CACHE[text] = (_RESOLUTION.search(low) is not None, _PARTIAL.search(low) is not None,
+                                     _NORMAL_WORD.search(low) is not None)
     return hit
 
 
@@ -232,6 +240,8 @@ def obs_grade(
                 lower("evidence", "partial_resolution", B)
             elif obs.certainty != "absent":
                 lower("evidence", "resolution_in_sentence", A)
+        if stated and any(c[2] for c in changes):
+            lower("evidence", "normal_in_sentence", A)
         if stated and obs.certainty == "present":
             # the extractor read the finding as certain, but its sentence hedges something: the
             # hedge may be this finding's ("interstitial changes and possibly fibrosis")
