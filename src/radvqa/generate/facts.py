@@ -223,10 +223,26 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         if informative and not f.absent:
             anc = v.rancestors
             places = sum(1 for r in explicit if not any(r in anc.get(o, ()) for o in explicit if o != r))
-        f.grade = obs_grade(obs, v.fname, v.rname, kind, n_boxed, ctx.n_boxable_images,
-                            sentences=ctx.sentences, has_report=ctx.sg.report is not None,
-                            label_conflict=obs.id in ctx.label_conflicts, hedge_re=v.hedge_re,
-                            shared_sentences=ctx.shared_sentences, vague=v.vague, places=places)
+        # obs_grade reads only these (the sentence texts, not their ids; whether a sentence is
+        # shared with another finding): equal keys give equal grades
+        sids = tuple(ev.sentence_id for ev in obs.evidence)
+        sents = ctx.sentences
+        gkey = (obs.finding, c, obs.qualifier, obs.severity, obs.source, obs.laterality, tuple(obs.regions),
+                tuple(sents.get(sid) if sid else None for sid in sids) if sents else sids,
+                tuple(ev.text for ev in obs.evidence),
+                bool(ctx.shared_sentences) and not ctx.shared_sentences.isdisjoint(sids),
+                kind, n_boxed, ctx.n_boxable_images, ctx.sg.report is not None, obs.id in ctx.label_conflicts,
+                places, tuple(b.source for b in obs.boxes) if obs.boxes else ())
+        cache = gen.grade_cache
+        hit = cache.get(gkey)
+        if hit is None:
+            if len(cache) > 200_000:
+                cache.clear()
+            hit = cache[gkey] = obs_grade(
+                obs, v.fname, v.rname, kind, n_boxed, ctx.n_boxable_images, sentences=sents,
+                has_report=ctx.sg.report is not None, label_conflict=obs.id in ctx.label_conflicts,
+                hedge_re=v.hedge_re, shared_sentences=ctx.shared_sentences, vague=v.vague, places=places)
+        f.grade = hit
         if ctx.extract_grade is not None:
             f.grade = (max(f.grade[0], ctx.extract_grade[0]), f.grade[1] + ctx.extract_grade[1])
     # an implied negative rests on the report's silence: say so rather than cite nothing
