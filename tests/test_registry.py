@@ -29,13 +29,14 @@ def test_decorator_lookup_and_errors():
 def test_every_extension_point_uses_it():
     from radvqa.eval.parsers import PARSE_STEPS
     from radvqa.extract import EXTRACTORS
-    from radvqa.generate.engine import STRATEGIES, STRATEGY_REGISTRY
+    from radvqa.generate.engine import KNOWN_STRATEGIES, STRATEGIES, STRATEGY_REGISTRY
     from radvqa.models.registry import ADAPTERS
     from radvqa.sources import SOURCES
 
     assert SOURCES.names()[:3] == ("sample", "openi", "nih-cxr14") and "synthetic" in SOURCES
     assert EXTRACTORS.names() == ("rules", "llm")
-    assert STRATEGY_REGISTRY.names() == STRATEGIES == ("qba", "vindr", "rin", "diff")
+    assert STRATEGIES == ("qba", "vindr", "rin", "diff")  # the default set
+    assert STRATEGY_REGISTRY.names() == KNOWN_STRATEGIES == STRATEGIES + ("probe",)  # + those asked for by name
     assert ADAPTERS.names() == ("openai", "hf")
     assert {"refusal", "leading_yes_no"} <= set(PARSE_STEPS.names())
     for reg in (SOURCES, EXTRACTORS, STRATEGY_REGISTRY, ADAPTERS):

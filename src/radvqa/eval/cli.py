@@ -1,4 +1,4 @@
-"""Commands of the eval area: ``radvqa eval``, ``radvqa import vqa-rad|slake``,
+"""Commands of the eval area: ``radvqa eval``, ``radvqa import vqa-rad|slake|cxr-align|cxreasonbench|medical-diff-vqa``,
 ``radvqa baseline text-only|prior|random``."""
 
 from __future__ import annotations
@@ -164,6 +164,26 @@ def register(app: typer.Typer) -> None:
             _fail(str(e))
         c = m["counts"]
         typer.echo(f"cxr-align: {c['qa']} questions, {c['rejected']} rejected -> {out}")
+
+    @imp.command("cxreasonbench")
+    def import_cxreasonbench(
+        path: Path = typer.Argument(..., metavar="PATH", help="The CXReasonBench folder (dx_by_dicoms.json and qa/ or qa.zip), qa.zip, or the qa/ folder."),
+        out: Path = typer.Option(..., "--out", "-o", help="Output dataset directory."),
+        images: Optional[Path] = typer.Option(None, "--images", help="MIMIC-CXR-JPG files/ root: image paths resolved under it."),
+    ) -> None:
+        """CXReasonBench: path-1 staged questions (init, criteria, body part, measurement, final) with earlier turns as context; `radvqa eval` scores them stage-conditionally."""
+        from radvqa.eval.cxreasonbench import import_cxreasonbench as run
+        from radvqa.eval.importers import ImportError_
+
+        try:
+            m = run(path, out, images=images)
+        except ImportError_ as e:
+            _fail(str(e))
+        c, x = m["counts"], m["cxreasonbench"]
+        by = x["turns_by_scoring"]
+        typer.echo(f"cxreasonbench: {x['cases']} cases, {c['qa']} turns ({by.get('choice', 0)} one-option, "
+                   f"{by.get('any_of', 0)} any-of-several, {by.get('judge', 0)} for the judge), "
+                   f"{c['rejected']} rejected (guidance/review paths and unusable cases; see rejected.jsonl) -> {out}")
 
     @imp.command("medical-diff-vqa")
     def import_medical_diff_vqa(

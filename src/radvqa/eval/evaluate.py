@@ -357,6 +357,16 @@ def _evaluate(
             from radvqa.eval.caption import caption_block
 
             report["captioning"] = caption_block(rows, texts, scores.kind)
+    # benchmark-specific blocks: probe pair consistency, CXReasonBench's staged scoring
+    from radvqa.eval.cxreasonbench import cxreasonbench_block
+    from radvqa.eval.pairs import pairs_block
+
+    pb = pairs_block(dataset, rows, scores)
+    if pb:
+        report["probe_pairs"] = pb
+    cb = cxreasonbench_block(dataset, rows, texts, scores, judge)
+    if cb:
+        report["cxreasonbench"] = cb
     if judge is not None:
         from radvqa.eval.judge import summarize
 

@@ -53,6 +53,14 @@ def headline(rep: dict[str, Any]) -> dict[str, Any]:
             h[f"iou_ge_0.5_{key}"] = b.get("iou_ge_0.5")
     if "multiple_choice" in rep:
         h["mc_circular_accuracy"] = rep["multiple_choice"].get("circular_accuracy")
+    if "probe_pairs" in rep:
+        pp = rep["probe_pairs"]
+        h.update({"probe_pairs": pp["pairs"], "probe_consistent_pairs": pp["consistent_pairs"],
+                  "probe_pair_consistency": pp["rate"]})
+    if "cxreasonbench" in rep and rep["cxreasonbench"].get("total"):
+        t = rep["cxreasonbench"]["total"]
+        h.update({"cxreasonbench_binary_adjusted_wilson": t["binary_adjusted_wilson"],
+                  "cxreasonbench_stage_score": t["stage_score"]})
     if "judge" in rep:
         h["judge_score_over_judged"] = rep["judge"]["score_over_judged"]
         h["judge_unjudged"] = rep["judge"]["unjudged"]
@@ -169,6 +177,37 @@ def caption_table(cap: dict[str, Any]) -> str:
         ["questions", "n", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr"], rows)
 
 
+def probe_table(pp: dict[str, Any]) -> str:
+    def row(name: str, b: dict[str, Any]) -> list[Any]:
+        return [name, b["pairs"], b["consistent_pairs"], _pct(b["rate"]), _ci(b["ci95_wilson"]), _pct(b["question_accuracy"])]
+
+    rows = [row("all pairs", pp)] + [row(k, b) for k, b in pp["by_kind"].items()]
+    return (_table(["pairs", "n", "both right", "consistency %", "95% CI (Wilson)", "question accuracy %"], rows)
+            + f"\n\nA pair counts only when both questions are answered right. Incomplete pairs (one row not evaluated): "
+            f"{pp['incomplete_pairs']}.")
+
+
+def cxreasonbench_table(cb: dict[str, Any]) -> str:
+    stages = ("criteria", "bodypart", "measurement", "final", "binary", "consistency")
+    rows = []
+    for name, t in cb["tasks"].items():
+        st = t.get("stages") or {}
+        cells = [(f"{_pct(b['naive'])} / {_pct(b['adjusted_wilson'])} ({b['correct']}/{b['trials']})" if b else "–")
+                 for b in (st.get(k) for k in stages)]
+        rows.append([name, t["cases"], t["idk_init"], *cells,
+                     "–" if t.get("stage_score") is None else f"{t['stage_score']:.2f}"])
+    for group in ("total", "perception", "measurement"):
+        g = cb.get(group)
+        if g:
+            rows.append([f"**{group}** (mean of {g['tasks']} task{'s' if g['tasks'] != 1 else ''})", "", "",
+                         *[f"{_pct(g[f'{k}_naive'])} / {_pct(g[f'{k}_adjusted_wilson'])}" for k in stages],
+                         "–" if g["stage_score"] is None else f"{g['stage_score']:.2f}"])
+    note = (f"\n\nEach cell: naive % / Wilson-adjusted % (passed/reached). {cb['definition']}. "
+            f"{cb['cases']} cases, {cb['turns']} turns, {cb['open_turns']} judged turns "
+            f"({cb['open_turns_unjudged']} without a verdict{': ' + cb['open_note'] if cb['open_note'] else ''}).")
+    return _table(["task", "cases", "IDK at init", *stages, "stage score (0-4)"], rows) + note
+
+
 def markdown(rep: dict[str, Any], plots: list[str]) -> str:
     p = rep["predictions"]
     o = rep["overall"]
@@ -257,6 +296,10 @@ def markdown(rep: dict[str, Any], plots: list[str]) -> str:
             md += ["", f"VinDr-style F1: {vf['definition']}."]
     if "captioning" in rep:
         md += ["", "## Captioning metrics (open answers)", "", caption_table(rep["captioning"])]
+    if "probe_pairs" in rep:
+        md += ["", "## Probe pairs (negation / side)", "", probe_table(rep["probe_pairs"])]
+    if "cxreasonbench" in rep:
+        md += ["", "## CXReasonBench (stage-conditional)", "", cxreasonbench_table(rep["cxreasonbench"])]
     if "judge" in rep:
         j = rep["judge"]
         md += ["", "## Judge", "", f"model `{j['model']}`, prompt v{j['prompt_version']}, temperature 0: {j['judged']} judged, "

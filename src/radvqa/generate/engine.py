@@ -32,7 +32,10 @@ from radvqa.splits import assign_split, normalize_split
 # GenerateOptions take it from here); each module radvqa.generate.<name> registers its Strategy
 # class with @STRATEGY_REGISTRY.register(name) and is imported on first use
 STRATEGIES = ("qba", "vindr", "rin", "diff")
-STRATEGY_REGISTRY: Registry[type] = Registry("strategy", modules=[f"radvqa.generate.{n}" for n in STRATEGIES])
+# asked for by name only (--strategies qba,probe), never part of the default set
+OPTIONAL_STRATEGIES = ("probe",)
+KNOWN_STRATEGIES = STRATEGIES + OPTIONAL_STRATEGIES
+STRATEGY_REGISTRY: Registry[type] = Registry("strategy", modules=[f"radvqa.generate.{n}" for n in KNOWN_STRATEGIES])
 _replace = msgspec.structs.replace
 
 # placeholders the shared sentence pieces (templates/common.yaml) may use

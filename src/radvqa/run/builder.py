@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 
 from radvqa import __version__
-from radvqa.generate.engine import STRATEGIES, GenerateOptions
+from radvqa.generate.engine import KNOWN_STRATEGIES, GenerateOptions
 from radvqa.io.atomic import atomic_path
 from radvqa.io.manifest import REJECTED, build_counts, merge_shard_stats, write_manifest
 from radvqa.io.parquet import shard_files
@@ -50,7 +50,7 @@ from radvqa.run.worker import (
     clear_shard, marker_path, rejects_path, shard_is_complete, state_dir, write_text_atomic,
 )
 
-ALL_STRATEGIES = STRATEGIES  # the one list lives in radvqa.generate
+ALL_STRATEGIES = KNOWN_STRATEGIES  # the one list lives in radvqa.generate (default set + optional ones)
 
 __all__ = ["ALL_STRATEGIES", "BuildError", "BuildOptions", "Progress", "build", "resume_state"]
 

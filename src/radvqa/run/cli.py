@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
         inputs: Optional[list[Path]] = typer.Option(None, "--input", "-i", help="input file or folder (repeatable)"),
         out: Path = typer.Option(Path("radvqa-out"), "--out", "-o", help="output folder"),
         strategies: Optional[str] = typer.Option(None, "--strategies",
-                                                 help="comma-separated QA strategies (default: all of them)"),
+                                                 help="comma-separated QA strategies: qba, vindr, rin, diff (the default set) and probe (negation / side question pairs, only when named)"),
         seed: int = typer.Option(0, "--seed", help="random seed (same seed + input -> same rows)"),
         workers: int = typer.Option(1, "--workers", "-w", min=1, help="worker processes (or Ray CPUs)"),
         executor: str = typer.Option("local", "--executor", help="local (this process, or a process pool with --workers > 1), process or ray (ray joins RAY_ADDRESS, else starts one; see docs/scale-out.md)"),
