@@ -211,3 +211,15 @@ def test_a_sentence_calling_something_normal_is_not_a_top_grade_positive(gen, on
         "FINDINGS: There is redemonstration without significant interval change of mild subsegmental "
         "atelectasis of the left base.")
     assert [(o.finding, o.certainty, o.qualifier) for o in got.observations] == [("linear_atelectasis", "present", None)]
+
+
+def test_a_descriptor_from_a_negated_phrase_is_not_said(gen):
+    # seed-18 audit: "Cardiomegaly without superimposed acute disease noted." -> "Moderate
+    # cardiomegaly is seen. It is described as acute."
+    s = ["Cardiomegaly without superimposed acute disease noted."]
+    sg = _sg([Observation(id="O01", finding="cardiomegaly", temporal="acute", evidence=_ev("S01", "Cardiomegaly"))], s)
+    rows = [r for r in gen.generate(sg) if "cardiomegaly" in r.findings and r.polarity == "positive"]
+    assert rows and all("acute" not in r.answer for r in rows)
+    s2 = ["Acute cardiomegaly."]
+    sg2 = _sg([Observation(id="O01", finding="cardiomegaly", temporal="acute", evidence=_ev("S01", "cardiomegaly"))], s2)
+    assert any("acute" in r.answer for r in gen.generate(sg2))

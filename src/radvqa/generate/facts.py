@@ -281,6 +281,11 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
             dv["size"] = f"{obs.size_mm:g}"
             details.append(_detail(ctx, ph["detail_size"], dv, f))
         desc = [d for d in (obs.temporal, obs.texture, obs.spread) if d] if f.present else []
+        if desc and obs.source == "report" and obs.evidence:
+            # a descriptor the evidence uses only inside a negated phrase belongs to what is
+            # negated: "cardiomegaly without superimposed acute disease" is not acute (hand audit)
+            sents = [ctx.sentences[ev.sentence_id] for ev in obs.evidence if ev.sentence_id in ctx.sentences]
+            desc = [d for d in desc if not negated_only((d,), sents)]
         if desc:
             dv["description"] = join_list(desc)
             details.append(_detail(ctx, ph["detail_description"], dv, f))
