@@ -113,9 +113,9 @@ def test_qualifier_is_in_the_rules_data_and_uncertain(ex):
 
 
 # ---- accuracy floor on the development gold (tuned on it; the held-out test gold is not used here)
-# The targets except side accuracy, whose floor is below the 0.95 target: 0.921 is what the
-# rules reach on the 140-report dev set (README); the floor guards against regressions.
-FLOOR = {"recall": 0.95, "positive_precision": 0.93, "certainty_accuracy": 0.95, "side_accuracy": 0.90}
+# The targets (side accuracy 0.969 on the 140-report dev set since per-side statements and
+# sides in another clause are read; README).
+FLOOR = {"recall": 0.95, "positive_precision": 0.93, "certainty_accuracy": 0.95, "side_accuracy": 0.95}
 
 
 def test_accuracy_floor_on_the_development_gold(onto, ex):

@@ -86,6 +86,27 @@ def test_label_cli_writes_scheme_columns(tmp_path):
     assert "Pleural Effusion" in next(csv.reader((tmp_path / "c.csv").open()))
 
 
+def test_label_cli_hedges_uncertain_or_commit(tmp_path):
+    # "X or Y" and "likely X" are -1 by default and 1 with --hedges commit (the MeSH convention)
+    src = tmp_path / "reports.csv"
+    with src.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "text"])
+        w.writerow(["a", "FINDINGS: Scarring or atelectasis in the right base. No pneumothorax."])
+        w.writerow(["b", "IMPRESSION: Likely small left pleural effusion."])
+    got = {}
+    for mode in ("uncertain", "commit"):
+        out = tmp_path / f"{mode}.csv"
+        res = CliRunner().invoke(app, ["label", str(src), "--scheme", "nih14", "--out", str(out), "--hedges", mode])
+        assert res.exit_code == 0, res.output
+        got[mode] = {r["id"]: r for r in csv.DictReader(out.open())}
+    assert got["uncertain"]["a"]["Atelectasis"] == "-1" and got["commit"]["a"]["Atelectasis"] == "1"
+    assert got["uncertain"]["b"]["Effusion"] == "-1" and got["commit"]["b"]["Effusion"] == "1"
+    assert got["uncertain"]["a"]["Pneumothorax"] == got["commit"]["a"]["Pneumothorax"] == "0"
+    res = CliRunner().invoke(app, ["label", str(src), "--scheme", "nih14", "--out", str(tmp_path / "x.csv"), "--hedges", "maybe"])
+    assert res.exit_code != 0 and "hedges" in res.output
+
+
 def test_extract_cli_csv_input_with_rejects(tmp_path):
     src = tmp_path / "reports.csv"
     with src.open("w", newline="") as fh:

@@ -62,7 +62,8 @@ def trie_regex(phrases: Iterable[str], *, word_bounded: bool = True) -> re.Patte
         return re.compile(_build(clean))
     edged = [p for p in clean if (p[0].isalnum() or p[0] == "_") and (p[-1].isalnum() or p[-1] == "_")]
     punct = [p for p in clean if not any(ch.isalnum() or ch == "_" for ch in p)]
-    other = [p for p in clean if p not in set(edged) and p not in set(punct)]
+    done = set(edged) | set(punct)  # built once: inside the comprehension it was rebuilt per phrase
+    other = [p for p in clean if p not in done]
     parts = []
     if edged:
         parts.append(rf"\b(?:{_build(edged)})\b")

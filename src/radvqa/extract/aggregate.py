@@ -54,7 +54,8 @@ class Aggregator:
 
     def add(self, finding: str, certainty: str, span: Span, v: AttrValues | None, implicit: bool = False,
             qualifier: str | None = None) -> None:
-        lat = regions = None
+        lat = None
+        regions: tuple[str, ...] = ()
         if v is not None:
             lat = v.laterality
             regions = tuple(v.regions)
@@ -64,28 +65,48 @@ class Aggregator:
                     lat = sides.pop()
                 elif len(sides) > 1:
                     lat = "bilateral"
-            if lat is not None and self._lateralised is not None and finding not in self._lateralised:
-                lat = None
-        key = (finding, lat, regions or ())
-        o = self._by_key.get(key)
-        if o is None:
-            o = self._by_key[key] = _Obs(finding, certainty, lat, regions or (), len(self._by_key), implicit)
-        else:
-            if implicit and not o.implicit and o.certainty != certainty:
-                return  # an implied negative never overrides an explicit statement
-            if o.implicit and not implicit:
-                o.implicit = False
-                o.certainty = certainty  # the explicit statement replaces the implied one
-            elif _RANK[certainty] > _RANK[o.certainty]:
-                o.certainty = certainty
-        o.mentions.append((span, certainty, v, True, qualifier))
+        self.add_located(finding, certainty, span, v, lat, regions, implicit, qualifier)
+
+    def add_located(self, finding: str, certainty: str, span: Span, v: AttrValues | None, lat: str | None,
+                    regions: tuple[str, ...], implicit: bool = False, qualifier: str | None = None) -> None:
+        """``add`` with the mention's laterality (stated, else from its regions' sides) and
+        regions already worked out."""
+        if lat is not None and self._lateralised is not None and finding not in self._lateralised:
+            lat = None
+        self.add_keys(((finding, lat, regions),), certainty, span, v, implicit, qualifier)
+
+    def add_keys(self, keys: tuple[tuple[str, str | None, tuple[str, ...]], ...], certainty: str, span: Span,
+                 v: AttrValues | None, implicit: bool = False, qualifier: str | None = None) -> None:
+        """One mention of several findings, each given as its observation key (finding,
+        laterality, regions), the laterality already dropped for findings without a side (the
+        rules extractor caches the keys with the sentence)."""
+        by_key = self._by_key
+        for key in keys:
+            o = by_key.get(key)
+            if o is None:
+                o = by_key[key] = _Obs(key[0], certainty, key[1], key[2], len(by_key), implicit)
+            else:
+                if implicit and not o.implicit and o.certainty != certainty:
+                    continue  # an implied negative never overrides an explicit statement
+                if o.implicit and not implicit:
+                    o.implicit = False
+                    o.certainty = certainty  # the explicit statement replaces the implied one
+                elif _RANK[certainty] > _RANK[o.certainty]:
+                    o.certainty = certainty
+            o.mentions.append((span, certainty, v, True, qualifier))
 
     def _merge_regionless(self) -> list[_Obs]:
-        obs = sorted(self._by_key.values(), key=lambda x: x.order)
+        # insertion order is creation order (``order`` counts the keys, none is removed)
+        obs = list(self._by_key.values())
         with_regions: dict[tuple[str, str | None], list[_Obs]] = {}
         for o in obs:
             if o.regions:
-                with_regions.setdefault((o.finding, o.laterality), []).append(o)
+                k = (o.finding, o.laterality)
+                same = with_regions.get(k)
+                if same is None:
+                    with_regions[k] = [o]
+                else:
+                    same.append(o)
         if not with_regions:
             return obs
         out = []

@@ -65,7 +65,7 @@ class AttributeMatcher:
                 for w in words:
                     add(w, kind, value)
         for kind, groups in (extra or {}).items():
-            if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings"):
+            if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -157,13 +157,17 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
         if a.kind == "size" and _DISTANCE_AFTER.match(lower, a.end):
             continue
         best = -1
-        best_d = 1 << 30
+        # only a distance within MAX_GAP can win; a candidate whose gap alone is no shorter than
+        # the best distance so far is not looked at (its distance only adds penalties to the gap)
+        best_d = MAX_GAP + 1
         i = bisect_left(ends, a.start - MAX_GAP)
         while i < n and starts[i] <= a.end + MAX_GAP:
             ms, me = starts[i], ends[i]
             if a.start >= ms and a.end <= me:  # inside the mention ("left lower lobe atelectasis" pattern)
                 d = 0
             elif a.end <= ms:  # attribute before the mention
+                if ms - a.end >= best_d:
+                    break  # the later mentions are further away still
                 gap = lower[a.end:ms]
                 if a.kind == "size" and " of " in gap:
                     d = 1 << 30  # "1.9 cm interruption of the catheter": it measures the interruption
@@ -172,7 +176,7 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                     # the next mention makes the location the subject's, not the predicate's
                     d = len(gap) + _penalty(gap) + (20 if _VERB.search(gap) else 0)
             elif a.start >= me:  # after
-                if negated_mod:
+                if negated_mod or a.start - me + 4 >= best_d:
                     i += 1
                     continue
                 gap = lower[me:a.start]
@@ -182,7 +186,7 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
             if d < best_d:
                 best, best_d = i, d
             i += 1
-        if best < 0 or best_d > MAX_GAP:
+        if best < 0:
             continue
         v = vals[best]
         if a.kind == "region":
@@ -233,12 +237,29 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                     continue
                 v.laterality = sign.laterality
                 v.regions.extend(sign.regions)
+        elif g0 > 0 and i - g0 <= MAX_GROUP and not (vals[g0 - 1].laterality or vals[g0 - 1].regions) \
+                and (share is None or share[g0 - 1]) and starts[g0] - ends[g0 - 1] <= 2 * MAX_GAP \
+                and _EXPLAINS.search(lower, max(ends[g0 - 1], starts[g0] - 64), starts[g0]):
+            # the location closing the explanation is the sign's too ("nodules consistent with
+            # prior granulomatous disease bilaterally": the nodules are bilateral)
+            after = [a for k in range(g0, i) for a in own_loc[k] if a.start >= ends[i - 1]]
+            sign = vals[g0 - 1]
+            for a in after:
+                if a.kind == "region":
+                    if a.value not in sign.regions:
+                        sign.regions.append(a.value)
+                elif sign.laterality is None or sign.laterality == a.value:
+                    sign.laterality = a.value
+                else:
+                    sign.laterality = "bilateral"
         if 1 < i - g0 <= MAX_GROUP:  # group g0 .. i-1
             lo, hi = starts[g0], ends[i - 1]
-            # outside the group, or opening / closing it inside a lexicon term ("bibasilar
-            # atelectasis or scarring": "bibasilar" is part of the first term)
+            # outside the group, or opening it inside a lexicon term ("bibasilar atelectasis or
+            # scarring": "bibasilar" is part of the first term); a location word that ends the
+            # last term is that finding's own ("hyperinflated lungs with flattened diaphragms":
+            # the diaphragms are two, the lungs get no side from them)
             outside = [(k, a) for k in range(g0, i) for a in own_loc[k]
-                       if a.start <= lo or a.end >= hi]
+                       if a.start <= lo or a.start >= hi]
             for k in range(g0, i):
                 if share is not None and not share[k]:
                     continue

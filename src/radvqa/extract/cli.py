@@ -8,20 +8,31 @@ from typing import Optional
 import typer
 
 
+# --hedges value -> RulesExtractor(hedges=...): "uncertain" keeps alternatives ("X or Y") and
+# "likely"/"probable"/"borderline" uncertain (-1); "commit" counts them present (1), as label sets
+# indexed from MeSH do (the OpenI NIH-14 gold). extract/README.md gives the NIH-14 F1 both ways.
+HEDGES = {"uncertain": "keep", "commit": "commit"}
+
+
 def _extractor(name: str, llm_url: Optional[str], llm_model: Optional[str], llm_api_key: Optional[str],
-               concurrency: int, cache_dir: Optional[Path]):  # type: ignore[no-untyped-def]
+               concurrency: int, cache_dir: Optional[Path], hedges: str = "uncertain"):  # type: ignore[no-untyped-def]
     from radvqa.extract import get_extractor
     from radvqa.ontology import load_ontology
 
+    if hedges not in HEDGES:
+        raise typer.BadParameter(f"{hedges!r}: uncertain or commit", param_hint="--hedges")
     onto = load_ontology()
     if name == "llm":
+        if hedges != "uncertain":
+            raise typer.BadParameter("--hedges commit is a rule of the rules extractor (--extractor rules)",
+                                     param_hint="--hedges")
         if not llm_url or not llm_model:
             raise typer.BadParameter("--extractor llm needs --llm-url and --llm-model")
         return onto, get_extractor("llm", ontology=onto, url=llm_url, model=llm_model, api_key=llm_api_key,
                                    concurrency=concurrency, cache_dir=cache_dir)
     if name != "rules":
         raise typer.BadParameter(f"unknown extractor {name!r} (rules or llm)")
-    return onto, get_extractor("rules", ontology=onto)
+    return onto, get_extractor("rules", ontology=onto, hedges=HEDGES[hedges])
 
 
 def _run(input_path: Path, ex, limit: Optional[int], what: str):  # type: ignore[no-untyped-def]
@@ -133,6 +144,9 @@ def register(app: typer.Typer) -> None:
         concurrency: int = typer.Option(8, "--concurrency"),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir"),
         limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N reports."),
+        hedges: str = typer.Option("uncertain", "--hedges",
+                                   help="uncertain (default): 'X or Y' and 'likely X' give -1; commit: they give 1, "
+                                        "as MeSH-indexed label sets (OpenI NIH-14 gold) count them."),
     ) -> None:
         """Report labels: column id, then one column per label of the scheme: 1 positive, 0 negative,
         -1 uncertain, empty not mentioned. Unusable reports go to OUT.rejected.jsonl."""
@@ -141,7 +155,7 @@ def register(app: typer.Typer) -> None:
         from radvqa.extract.labels import Labeler
         from radvqa.model import Reject
 
-        onto, ex = _extractor(extractor, llm_url, llm_model, llm_api_key, concurrency, cache_dir)
+        onto, ex = _extractor(extractor, llm_url, llm_model, llm_api_key, concurrency, cache_dir, hedges)
         try:
             labeler = Labeler(onto, scheme)
         except KeyError as e:

@@ -33,7 +33,9 @@ _KEYS: tuple[tuple[str, str | None, int], ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+# not frozen: a frozen dataclass's __init__ costs 4x (object.__setattr__ per field), and
+# these are built for every match of every sentence; nothing mutates them
+@dataclass(slots=True)
 class Cue:
     start: int
     end: int

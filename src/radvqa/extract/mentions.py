@@ -16,10 +16,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from radvqa.extract._prefix import lookahead
 from radvqa.extract._trie import trie_regex
 
 
-@dataclass(frozen=True, slots=True)
+# not frozen: a frozen dataclass's __init__ costs 4x (object.__setattr__ per field), and
+# these are built for every match of every sentence; nothing mutates them
+@dataclass(slots=True)
 class Mention:
     start: int
     end: int
@@ -78,7 +81,10 @@ class MentionMatcher:
             raise ValueError("extraction patterns do not match the ontology:\n  " + "\n  ".join(problems))
         self._group_index = {f"p{i}": k for k, i in enumerate(
             i for i, spec in enumerate(patterns.get("patterns", []) or []))}
-        self.pattern_re = re.compile(r"(?<!\w)(?:" + "|".join(parts) + r")(?!\w)") if parts else None
+        # the lookahead (what every pattern's match starts with) lets most positions fail after a
+        # character or two instead of trying every pattern there: 3x faster on OpenI sentences
+        ahead = lookahead([spec["regex"] for spec in patterns.get("patterns", []) or []])
+        self.pattern_re = re.compile(r"(?<!\w)" + ahead + "(?:" + "|".join(parts) + r")(?!\w)") if parts else None
 
     def find(self, lower: str, start: int, end: int) -> list[Mention]:
         """Mentions in ``lower[start:end]`` (lower-cased report text), in text order. Pattern
@@ -88,11 +94,12 @@ class MentionMatcher:
         if self.pattern_re is not None:
             for m in self.pattern_re.finditer(lower, start, end):
                 pid, ids, cert = self.pattern_specs[self._group_index[m.lastgroup]]  # type: ignore[index]
-                out.append(Mention(m.start(), m.end(), ids, cert, pid))
-                taken.append((m.start(), m.end()))
+                a, b = m.span()
+                out.append(Mention(a, b, ids, cert, pid))
+                taken.append((a, b))
         lex = self.lexicon
         for m in self.term_re.finditer(lower, start, end):
-            a, b = m.start(), m.end()
+            a, b = m.span()
             if taken and any(a < tb and ta < b for ta, tb in taken):
                 continue
             g = m.group()

@@ -16,7 +16,7 @@ from radvqa.extract.attributes import AttributeMatcher, AttrValues, attach
 from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, ContextRules
 from radvqa.extract.mentions import MentionMatcher
 from radvqa.extract.sections import body_part_heading, section_role, split_sections
-from radvqa.extract.sentences import split_sentences
+from radvqa.extract.sentences import sentence_spans
 from radvqa.extract.text import MAX_CHARS, check_text, lower_same_length
 from radvqa.model import Extraction, Indication, Report, Sentence, Span
 from radvqa.extract import EXTRACTORS
@@ -51,7 +51,10 @@ class RulesExtractor:
         self.max_sentence_chars = max_sentence_chars
         # (is indication, lower-cased sentence) -> analysed mentions; see _analyse
         self.cache_size = cache_size
-        self._cache: dict[tuple[bool, str], tuple[tuple, ...]] = {}
+        self._cache: dict[tuple[bool, str], tuple] = {}
+        # (role, section text, the 3 characters after it, starts the report?, lower-cased text)
+        # -> its sentences' offsets and analyses; see _extract
+        self._sec_cache: dict[tuple, tuple] = {}
         mods = getattr(ontology, "modifiers", None)
         onto_cues = dict(getattr(mods, "certainty", {}) or {}) if mods is not None else {}
         ctx_data = load_data("context")
@@ -101,6 +104,10 @@ class RulesExtractor:
                 raise ValueError(f"attributes.yaml bilateral_regions: unknown region id {rid!r}")
             side[rid] = "bilateral"  # "in the lung bases": both sides
         self.attributes = AttributeMatcher(ontology.region_terms(), side, mods, attr_data)
+        per_side = attr_data.get("per_side")
+        self.per_side = re.compile(per_side) if per_side else None
+        # severity word -> value, for the per-side statements
+        self.severity_words = {p: v for p, kinds in self.attributes.table.items() for k, v in kinds if k == "severity"}
         self.region_side = side
         # findings that can have a side; the others get no laterality at aggregation
         sided = set(attr_data.get("sided_findings") or [])
@@ -132,72 +139,129 @@ class RulesExtractor:
         limit = self.max_sentence_chars
         sentences: list[Sentence] = []
         agg = Aggregator(self.region_side, self.lateralised)
+        add = agg.add_keys
         ind_texts: list[str] = []
         ind_findings: list[str] = []
         ind_spans: list[Span] = []
-        cache = self._cache
+        sec_cache = self._sec_cache
+        sigma = "\u03a3" in text
         prev_loc: tuple[str | None, tuple[str, ...]] | None = None  # location of the last sentence's finding
         for sec in sections:
+            start, end = sec.start, sec.end
+            role = section_role(sec.name)
+            indication = role == "indication"
+            # what the sentence splitter reads (sentence_spans) and what the rules read: equal
+            # keys, equal sentences and analyses (about half of OpenI sections repeat one seen
+            # before). The lower-cased text follows from the text and the 3 characters after it
+            # (a section starts after a colon or at 0, so no XXXX run reaches into it), except
+            # for a capital sigma, whose lower case depends on its neighbours
+            key = (role, text[start:end], text[end:end + 3], start == 0) if not sigma \
+                else (role, text[start:end], text[end:end + 3], start == 0, lower[start:end])
+            hit = sec_cache.get(key)
+            if hit is None:
+                spans = sentence_spans(text, start, end)
+                for a, b in spans:
+                    if b - a > limit:
+                        return Extraction(report=Report(text=text), extractor=self.version,
+                                          error=f"sentence too long ({b - a:,} characters > {limit:,} at "
+                                                f"offset {a:,}): not report prose (no sentence punctuation?)")
+                hit = tuple((a - start, b - start, None if role == "skip" else self._sentence(lower[a:b], indication))
+                            for a, b in spans)
+                if self.cache_size > 0:
+                    if len(sec_cache) >= self.cache_size:
+                        sec_cache.clear()  # bounded memory; results do not depend on the cache
+                    sec_cache[key] = hit
             # False after a heading of another body part ("Left knee."); a section starts as chest
             chest_part = True
-            sents = split_sentences(text, sec.start, sec.end, sec.name, len(sentences) + 1)
-            for s in sents:
-                if s.end - s.start > limit:
-                    return Extraction(report=Report(text=text), extractor=self.version,
-                                      error=f"sentence too long ({s.end - s.start:,} characters > {limit:,} at "
-                                            f"offset {s.start:,}): not report prose (no sentence punctuation?)")
-            sentences.extend(sents)
-            role = section_role(sec.name)
-            if role == "skip":
-                continue
-            indication = role == "indication"
-            for s in sents:
-                if indication:
-                    ind_texts.append(s.text)
-                seg = lower[s.start:s.end]
-                key = (indication, seg)
-                entry = cache.get(key)
+            name = sec.name
+            n = len(sentences)
+            for a, b, entry in hit:
+                a += start
+                b += start
+                n += 1
+                sid = f"S{n:02d}"
+                sentences.append(Sentence(id=sid, section=name, start=a, end=b, text=text[a:b]))
                 if entry is None:
-                    entry = self._analyse(seg, indication)
-                    if self.cache_size > 0:
-                        if len(cache) >= self.cache_size:
-                            cache.clear()  # bounded memory; results do not depend on the cache
-                        cache[key] = entry
-                part, items = entry
+                    continue  # a skipped section
+                if indication:
+                    ind_texts.append(text[a:b])
+                part, items, anaphoric = entry
                 if part is not None:
                     chest_part = part[0] == "chest"
                     if part[1]:  # the whole sentence is the heading
                         continue
                 if not chest_part:
                     continue
-                base = s.start
                 # "opacity in the left upper lobe. This may represent scarring": a diagnosis offered
                 # for the previous sentence's finding is located where that finding is
-                anaphoric = prev_loc is not None and not indication and self.anaphora.match(seg) is not None
-                loc = prev_loc
+                loc = prev_loc if anaphoric else None
                 prev_loc = None
-                for a, b, findings, cert, implicit, v, qualifier in items:
-                    if not indication and cert != "absent":
-                        if anaphoric and (v is None or not (v.laterality or v.regions)) \
-                                and any(f in self.lateralised for f in findings):
-                            v = replace(v, laterality=loc[0], regions=list(loc[1])) if v is not None \
-                                else AttrValues(laterality=loc[0], regions=list(loc[1]))  # type: ignore[index]
-                        if v is not None and (v.laterality or v.regions):
-                            prev_loc = (v.laterality, tuple(v.regions))
-                    span = Span(start=base + a, end=base + b, text=text[base + a:base + b], sentence_id=s.id)
+                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys in items:
+                    span = Span(start=a + i0, end=a + i1, text=text[a + i0:a + i1], sentence_id=sid)
                     if indication:
                         for f in findings:
                             if f not in ind_findings:
                                 ind_findings.append(f)
                         ind_spans.append(span)
-                    else:
-                        for f in findings:
-                            agg.add(f, cert, span, v, implicit=implicit, qualifier=qualifier)
+                        continue
+                    if wants_loc and loc is not None:
+                        v = replace(v, laterality=loc[0], regions=list(loc[1])) if v is not None \
+                            else AttrValues(laterality=loc[0], regions=list(loc[1]))
+                        keys = self._keys(findings, v)
+                        own_loc = loc
+                    if own_loc is not None:
+                        prev_loc = own_loc
+                    add(keys, cert, span, v, implicit, qualifier)
         ind = None
         if ind_texts:
             ind = Indication(text=" ".join(ind_texts), evaluate=ind_findings, evidence=ind_spans)
         return Extraction(report=Report(text=text, sections=sections, sentences=sentences),
                           observations=agg.observations(), indication=ind, extractor=self.version)
+
+    def _sentence(self, seg: str, indication: bool) -> tuple:
+        """(body-part heading, items, anaphoric?) of one lower-cased sentence, from the sentence
+        cache: a pure function of its text and of the section kind. Each item is (start, end,
+        findings, certainty, implicit, attributes, qualifier, own location, wants the previous
+        sentence's location, the findings' observation keys for the aggregator)."""
+        key = (indication, seg)
+        entry = self._cache.get(key)
+        if entry is None:
+            part, items = self._analyse(seg, indication)
+            out = []
+            for a, b, findings, cert, implicit, v, qualifier in items:
+                own_loc = None
+                wants_loc = False
+                keys = ()
+                if not indication:
+                    keys = self._keys(findings, v)
+                    if cert != "absent":
+                        if v is not None and (v.laterality or v.regions):
+                            own_loc = (v.laterality, tuple(v.regions))
+                        else:
+                            wants_loc = any(f in self.lateralised for f in findings)
+                out.append((a, b, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys))
+            anaphoric = not indication and self.anaphora.match(seg) is not None
+            entry = (part, tuple(out), anaphoric)
+            if self.cache_size > 0:
+                if len(self._cache) >= self.cache_size:
+                    self._cache.clear()  # bounded memory; results do not depend on the cache
+                self._cache[key] = entry
+        return entry
+
+    def _keys(self, findings: tuple[str, ...], v: AttrValues | None) -> tuple:
+        """The observation key (finding, laterality, regions) of each finding of a mention: the
+        laterality stated, else from the regions' sides, and none for findings without a side."""
+        if v is None:
+            return tuple((f, None, ()) for f in findings)
+        lat = v.laterality
+        regions = tuple(v.regions)
+        if lat is None and regions:
+            sides = {self.region_side.get(r) for r in regions} - {None}
+            if len(sides) == 1:
+                lat = sides.pop()
+            elif len(sides) > 1:
+                lat = "bilateral"
+        return tuple((f, lat if lat is not None and f in self.lateralised else None, regions) for f in findings)
 
     def _analyse(self, seg: str, indication: bool) -> tuple[tuple[str, bool] | None, tuple[tuple, ...]]:
         """(body-part heading, items) of one sentence: the heading is (part, whole sentence?)
@@ -252,6 +316,12 @@ class RulesExtractor:
                 out.append((m.start, m.end, m.findings, cert, False, None, None))
             return tuple(out)
         attrs = self.attributes.find(seg, 0, n)
+        per_side: dict[int, tuple[str, str, str, str]] = {}
+        if attrs and self.per_side is not None and ("left" in seg or "right" in seg):
+            per_side = self._per_side(seg, mentions)
+            if per_side:  # the per-side words describe their finding only
+                spans = [(a, b) for a, b, _ in per_side.values()]
+                attrs = [t for t in attrs if not any(a <= t.start and t.end <= b for a, b in spans)]
         vals = None
         if attrs:
             props = self._props
@@ -311,8 +381,30 @@ class RulesExtractor:
                 # "lungs are grossly clear": a hedge on the lungs (the first finding the pattern
                 # names), not a statement about each finding a clear lung implies
                 findings = findings[:1]
+            if i in per_side and cert != "absent":
+                # "bilateral pleural effusions, left small, right moderate": one finding per side,
+                # each with the severity stated for it
+                base = v if v is not None else AttrValues()
+                for side, sev in per_side[i][2]:
+                    sv = replace(base, laterality=side, severity=sev, regions=list(base.regions), spans=list(base.spans))
+                    out.append((m.start, m.end, findings, cert, m.certainty is not None, sv, quals[i]))
+                continue
             out.append((m.start, m.end, findings, cert, m.certainty is not None, v, quals[i]))
         return tuple(out)
+
+    def _per_side(self, seg: str, mentions: list) -> dict[int, tuple[int, int, tuple[tuple[str, str], ...]]]:
+        """Mentions followed by a per-side statement (``per_side`` in attributes.yaml: two
+        different sides, each with a severity word): index -> (start, end, ((side, severity), ...))."""
+        out = {}
+        for i, mm in enumerate(mentions):
+            m = self.per_side.match(seg, mm.end)  # type: ignore[union-attr]
+            if m is None or m.group("s1") == m.group("s2"):
+                continue
+            w1 = self.severity_words.get(m.group("w1"))
+            w2 = self.severity_words.get(m.group("w2"))
+            if w1 is not None and w2 is not None:
+                out[i] = (m.start(), m.end(), ((m.group("s1"), w1), (m.group("s2"), w2)))
+        return out
 
     def _qualifier(self, seg: str, a: int, b: int) -> str | None:
         if self.qualifier_re is None or a >= b:

@@ -14,6 +14,10 @@ from radvqa.model import Sentence
 _ABBREV = frozenset("dr mr mrs ms prof vs approx appt e.g i.e cf fig incl esp resp st".split())
 # ... and after which it does, when the next word is capitalised ("at 10 a.m. No effusion").
 _ABBREV_SOFT = frozenset("a.m p.m etc min max hx sx dx tx fx rt lt vol pts pt".split())
+# The last two characters of every abbreviation above: a period after any other pair ends a
+# sentence without looking at the word (a cheap test first; _is_abbrev_word decides).
+_ABBREV_ENDS = frozenset(w[-2:] for w in _ABBREV | _ABBREV_SOFT)
+_DIGITS = frozenset("0123456789")
 # Candidate boundaries: terminal punctuation followed by white space or end; a blank line;
 # a line break before a list item or bullet; a list number after a sentence ("... 2. Next").
 # One leading character class (no groups in front of it) lets the regex engine skip straight to
@@ -43,6 +47,14 @@ def split_sentences(text: str, start: int = 0, end: int | None = None, section: 
                     first_id: int = 1) -> list[Sentence]:
     """Split ``text[start:end]`` into sentences; offsets index ``text``. Ids S01, S02, ...
     continue from ``first_id`` so ids stay unique across the sections of one report."""
+    return [Sentence(id=f"S{n:02d}", section=section, start=a, end=b, text=text[a:b])
+            for n, (a, b) in enumerate(sentence_spans(text, start, end), first_id)]
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """The (start, end) offsets of the sentences of ``text[start:end]``, trimmed of white space
+    and list markers. They depend only on ``text[start:end + 3]`` and on whether ``start`` is 0
+    (what a cache of them must key on)."""
     end = len(text) if end is None else end
     spans: list[tuple[int, int]] = []
     seg = start
@@ -50,14 +62,19 @@ def split_sentences(text: str, start: int = 0, end: int | None = None, section: 
         g = m.group()
         if g[0] != "\n":  # terminal punctuation
             dot = m.start()
-            if g == "." and dot > seg and text[dot - 1].isalpha():
-                # the word before the dot (abbreviations are short: look back 6 characters)
-                word = text[max(seg, dot - 6):dot].rsplit(None, 1)[-1]
-                if len(word) <= 5 and _is_abbrev_word(word, text, dot):
+            if g == ".":
+                last = text[dot - 1] if dot > seg else ""
+                # the word before the dot (abbreviations are short: look back 6 characters); an
+                # abbreviation ends in one of a few letter pairs, which most sentence ends do not
+                if last.isalpha() and text[dot - 2:dot].lower() in _ABBREV_ENDS and dot - 2 >= seg:
+                    word = text[max(seg, dot - 6):dot].rsplit(None, 1)[-1]
+                    if len(word) <= 5 and _is_abbrev_word(word, text, dot):
+                        continue
+                # "1." as a list number opening a sentence is not a sentence of its own (the
+                # digit test first: the search scans the whole sentence so far)
+                elif last in _DIGITS and _LIST_NUMBER.search(text, seg, dot) \
+                        and not text[seg:dot].strip(" \t\n0123456789"):
                     continue
-            # "1." as a list number opening a sentence is not a sentence of its own.
-            if g == "." and _LIST_NUMBER.search(text, seg, dot) and not text[seg:dot].strip(" \t\n0123456789"):
-                continue
             cut = m.end()
         else:
             # a blank line ends at its second line break; before a list item we cut at the break
@@ -65,8 +82,7 @@ def split_sentences(text: str, start: int = 0, end: int | None = None, section: 
         spans.append((seg, cut))
         seg = cut
     spans.append((seg, end))
-    out: list[Sentence] = []
-    n = first_id
+    out: list[tuple[int, int]] = []
     for a, b in spans:
         # Trim white space and a leading list marker ("1.", "-") but keep exact offsets.
         seg = text[a:b]
@@ -82,6 +98,5 @@ def split_sentences(text: str, start: int = 0, end: int | None = None, section: 
                 stripped = stripped[m.end():]
         if _HAS_ALNUM.search(stripped) is None:
             continue
-        out.append(Sentence(id=f"S{n:02d}", section=section, start=a, end=b, text=stripped))
-        n += 1
+        out.append((a, b))
     return out

@@ -1,0 +1,73 @@
+"""Speed paths of the rules extractor change no output: the start-of-match lookahead in front of the
+gap patterns (radvqa.extract._prefix) and the section / sentence caches."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from radvqa.extract._data import load_data
+from radvqa.extract._prefix import lookahead, prefixes
+
+HERE = Path(__file__).parent
+
+
+def test_prefixes_of_simple_patterns():
+    assert prefixes(r"(?:heart|cardiac)\s+size") == {"hea", "car"}
+    spaced = prefixes(r"no\s+acute", 3)
+    assert {"no ", "no\t", "no\n", "no\xa0"} <= spaced and all(p[:2] == "no" and p[2].isspace() for p in spaced)
+    assert prefixes(r"ab?c") == {"abc", "ac"}
+    assert prefixes(r"x{0,2}yz") == {"xxy", "xyz", "yz"}
+    # may match nothing, or start with any character: no prefix can be told
+    assert prefixes(r"a?") is None
+    assert prefixes(r"\w+ly") is None
+    assert prefixes(r".a") is None
+    assert prefixes(r"(?i)heart") is None
+    assert lookahead([r"abc", r"\w+"]) == ""
+
+
+def test_lookahead_changes_no_match_of_the_rule_patterns():
+    pats = [p["regex"] for p in load_data("patterns")["patterns"]]
+    alt = "(?:" + "|".join(f"(?P<p{i}>{p})" for i, p in enumerate(pats)) + r")(?!\w)"
+    plain = re.compile(r"(?<!\w)" + alt)
+    fast = re.compile(r"(?<!\w)" + lookahead(pats) + alt)
+    data = yaml.safe_load((HERE / "data" / "extract" / "conventions.yaml").read_text())
+    texts = [r[1] for r in data["rows"]] + [r[1] for r in data["regressions"]] + [
+        "The heart size and pulmonary vascularity appear within normal limits. No\tacute cardiopulmonary disease.",
+        "Costophrenic angles are blunted. Lungs are hyperinflated but otherwise clear. Normal heart size.",
+    ]
+    hits = 0
+    for t in texts:
+        low = t.lower()
+        want = [(m.span(), m.lastgroup) for m in plain.finditer(low)]
+        assert [(m.span(), m.lastgroup) for m in fast.finditer(low)] == want, t
+        hits += len(want)
+    assert hits >= 10  # the sample does exercise the patterns
+
+
+def test_section_and_sentence_caches_change_no_output():
+    # the same section text in different neighbourhoods: what follows it (an abbreviation reads
+    # the next characters), a report start, a letter whose lower case has two characters, a
+    # capital sigma, redacted runs at a section end, case differences
+    from radvqa.extract import get_extractor
+    from radvqa.model import to_json
+
+    reports = [
+        "FINDINGS: Small left effusion seen in pt.\nIMPRESSION: Effusion.",
+        "FINDINGS: Small left effusion seen in pt.\nimpression: no effusion.",
+        "Small left effusion seen in pt.\nIMPRESSION: Effusion.",
+        "INDICATION: \u0130stanbul.\nFINDINGS: Small left effusion seen in pt.\nIMPRESSION: Effusion.",
+        "INDICATION: \u03a3 fever.\nFINDINGS: Small left effusion seen in pt.\nIMPRESSION: Effusion.",
+        "FINDINGS: Opacity in the left base XXXX\nIMPRESSION: XXXXX atelectasis.",
+        "FINDINGS: Opacity in the left base XXXXXX\nIMPRESSION: XXXXX atelectasis.",
+        "FINDINGS: SMALL LEFT EFFUSION SEEN IN PT.\nIMPRESSION: Effusion.",
+        "1. Small left effusion.\n2. No pneumothorax.",
+        "FINDINGS: 1. Small left effusion.\n2. No pneumothorax.",
+    ]
+    cached = get_extractor("rules")
+    plain = get_extractor("rules", cache_size=0)
+    for _ in range(2):  # the second round reads every section and sentence from the caches
+        for i, text in enumerate(reports):
+            assert to_json(cached.extract(text, str(i))) == to_json(plain.extract(text, str(i))), text
