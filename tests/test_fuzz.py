@@ -4,8 +4,8 @@ rows and cells mixing valid values with garbage (inf, nan, quotes, brackets, hug
 non-UTF-8 bytes) -- and reads them back.
 
 Properties: nothing but a ``SourceError`` (raised by the adapter itself, not the base class's last
-net around an unexpected exception) / ``PredictionError`` ever escapes (never a traceback); every record is a Study or a Reject with a reason; and where the adapter counts the
-records it reads, read = studies + rejects (no silent drop).
+net around an unexpected exception) / ``PredictionError`` ever escapes (never a traceback); every record is a Study or a Reject with a reason; and the adapter's own
+count of the records it reads equals studies + rejects (no silent drop).
 
 Deterministic in CI: ``derandomize=True`` (a fixed seed derived from each test) and a bounded number
 of examples, so the whole file runs in well under 40 s on 2 cores.
@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PIL import Image as PILImage
 
 from radvqa.model import Reject, Study
 from radvqa.sources import get_source
@@ -76,8 +77,9 @@ def table(header: list[str], valid: dict[str, list[str]] | None = None, max_rows
 def check(source: str, inputs: list[Path]) -> None:
     from radvqa.ontology import load_ontology
 
+    src = get_source(source)
     try:
-        stream = get_source(source).iter_records(inputs, ontology=load_ontology())
+        stream = src.iter_records(inputs, ontology=load_ontology())
         recs = list(stream)
     except SourceError as e:
         assert str(e).strip(), "an error says why"
@@ -90,6 +92,9 @@ def check(source: str, inputs: list[Path]) -> None:
         if isinstance(r, Reject):
             assert r.reason and r.ref
     c = stream.counts
+    # an adapter that declares it counts the records it reads (all but reflacx / eye-gaze) must
+    # have counted, and none may vanish between the read and the yield
+    assert c.read is not None or not src.counts_reads, (source, c.as_dict())
     assert c.read is None or c.read == c.studies + c.rejects, c.as_dict()
 
 
@@ -127,6 +132,23 @@ def test_fuzz_nih(entry, boxes, sizes):
                   "x_min": ["10", "5"], "y_min": ["10"], "x_max": ["20", "30"], "y_max": ["20"]}))
 def test_fuzz_vindr(ann):
     run("vindr-cxr", {"annotations/annotations_train.csv": ann})
+
+
+VINDR_LABEL_HEADER = ["image_id", "rad_ID", "Aortic enlargement", "Cardiomegaly", "Nodule/Mass", "Pleural effusion",
+                      "Other diseases", "No finding"]
+
+
+@FUZZ
+@given(labels=table(VINDR_LABEL_HEADER, {"image_id": ["img1", "img2", ""], "rad_ID": ["R1", "R2"],
+                                         **{h: ["0", "1", "1.0", "", "2"] for h in VINDR_LABEL_HEADER[2:]}}),
+       kaggle=table(["image_id", "class_name", "class_id", "rad_id", "x_min", "y_min", "x_max", "y_max"],
+                    {"image_id": ["k1", "k2"], "class_name": ["Cardiomegaly", "No finding", "Nodule/Mass", "Unicorn"],
+                     "class_id": ["3", "14"], "rad_id": ["R7", "R11"], "x_min": ["691", ""], "y_min": ["1375"],
+                     "x_max": ["1653", "1"], "y_max": ["1831"]}))
+def test_fuzz_vindr_label_table_and_kaggle(labels, kaggle):
+    # the image-label layout (PhysioNet image_labels_*.csv) and Kaggle's train.csv, read together
+    run("vindr-cxr", {"annotations/image_labels_train.csv": labels, "kaggle/train.csv": kaggle},
+        inputs=["annotations/image_labels_train.csv", "kaggle/train.csv"])
 
 
 CHEX = ["Path", "Sex", "Age", "Frontal/Lateral", "AP/PA", "No Finding", "Enlarged Cardiomediastinum", "Cardiomegaly",
@@ -197,6 +219,85 @@ JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.flo
     st.binary(max_size=40)), min_size=1, max_size=3))
 def test_fuzz_imagenome(graphs):
     run("chest-imagenome", {f"sg/d{i}_SceneGraph.json": g for i, g in enumerate(graphs)})
+
+
+@FUZZ
+@given(graphs=st.lists(st.tuples(st.sampled_from(["d1", "d2", "d3", "zz"]), st.one_of(
+    st.fixed_dictionaries({"image_id": st.sampled_from(["d1", "d2"]), "viewpoint": JSONISH,
+                           "objects": st.lists(st.fixed_dictionaries({"bbox_name": st.sampled_from(["left lung", "x", ""]),
+                                                                      "original_x1": JSONISH, "original_y1": JSONISH,
+                                                                      "original_x2": JSONISH, "original_y2": JSONISH}), max_size=2),
+                           "attributes": st.lists(st.fixed_dictionaries({"bbox_name": JSONISH, "attributes": JSONISH}),
+                                                  max_size=2)}).map(lambda g: json.dumps(g).encode()),
+    st.binary(max_size=30))), max_size=3),
+       meta=table(MIMIC_META, {"dicom_id": ["d1", "d2", "d3"], "subject_id": ["10000032", "10000033"],
+                               "study_id": ["50414267", "53189527"], "ViewPosition": ["PA", "LATERAL"], "Rows": ["3056"],
+                               "Columns": ["2544"], "StudyDate": ["21800506"], "StudyTime": ["213014.531"]}),
+       report=st.one_of(st.sampled_from([b"FINDINGS: Small left pleural effusion.\n", b"", b"\xff\xfe"]), st.binary(max_size=30)))
+def test_fuzz_imagenome_joined_to_mimic(graphs, meta, report):
+    # scene graphs joined to MIMIC-CXR tables: graphs of listed, unlisted and malformed images
+    files = {f"sg/{did}_SceneGraph.json": g for did, g in graphs}
+    files |= {"mimic/mimic-cxr-2.0.0-metadata.csv": meta, "mimic/files/p10/p10000032/s50414267.txt": report}
+    if not graphs:
+        files["sg/d9_SceneGraph.json"] = b"{}"
+    run("chest-imagenome", files, inputs=["sg", "mimic"])
+
+
+RIN_PARTS = st.sampled_from(["CT", "MR", "US", "ct", "XR", "lung", "knee", "af", "abd", "martian", "nodule", "normal",
+                             "acl_pathology", "achilles_pathology_", "x", "..."])
+
+
+@FUZZ
+@given(files=st.lists(st.tuples(st.lists(RIN_PARTS, min_size=1, max_size=4),
+                                st.sampled_from(["a.png", "b.jpg", "c.jpeg", "notes.txt", "d.PNG"]),
+                                st.sampled_from(["png", "broken", "empty"])), min_size=1, max_size=5))
+def test_fuzz_radimagenet_tree(files):
+    # the folder layout: images at random depths and under random folder names, some broken
+    out: dict[str, bytes] = {}
+    for parts, name, kind in files:
+        if kind == "png":
+            buf = io.BytesIO()
+            PILImage.new("L", (4, 4)).save(buf, format="PNG")
+            data = buf.getvalue()
+        else:
+            data = b"" if kind == "empty" else b"\x89PNG broken"
+        out["/".join(parts + [name])] = data
+    run("radimagenet", out)
+
+
+DICOM_TEXT = st.one_of(st.sampled_from(["", "PA", "AP", "LL", "CR", "DX", "CT", "MONOCHROME1", "1.2.3", "20200102",
+                                        "101500", "abcd\\efgh", "0.2\\0.2", "x" * 64, "\u00e9t\u00e9"]),
+                       st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=16))
+
+
+@FUZZ
+@given(headers=st.lists(st.fixed_dictionaries({
+    "StudyInstanceUID": st.sampled_from(["1.2.3", "1.2.4", ""]), "SOPInstanceUID": st.sampled_from(["1.2.3.1", "1.2.3.2", ""]),
+    "PatientID": DICOM_TEXT, "StudyDate": DICOM_TEXT, "StudyTime": DICOM_TEXT, "ViewPosition": DICOM_TEXT,
+    "Modality": DICOM_TEXT, "PhotometricInterpretation": DICOM_TEXT, "StudyDescription": DICOM_TEXT,
+    "PixelSpacing": DICOM_TEXT, "Rows": st.sampled_from([0, 1, 32, 65535]), "Columns": st.sampled_from([0, 24, 65535])}),
+    min_size=1, max_size=4))
+def test_fuzz_dicom_header_values(headers):
+    # well-formed DICOM files whose header VALUES are random: blank or clashing UIDs, zero sizes,
+    # text where numbers belong (the byte-flip test above breaks the structure instead)
+    import pydicom
+    from pydicom.dataelem import RawDataElement
+    from pydicom.tag import Tag
+
+    with tempfile.TemporaryDirectory() as d:
+        for i, h in enumerate(headers):
+            f = write_dicom(Path(d) / f"{i}.dcm", rows=4, cols=4)
+            ds = pydicom.dcmread(f)
+            for k, v in h.items():
+                if isinstance(v, str):  # the value's bytes as given, valid for its VR or not
+                    tag = Tag(pydicom.datadict.tag_for_keyword(k))
+                    raw = v.encode("utf-8")
+                    raw += b" " * (len(raw) % 2)
+                    ds[tag] = RawDataElement(tag, pydicom.datadict.dictionary_VR(tag), len(raw), raw, 0, False, True)
+                else:
+                    setattr(ds, k, v)
+            ds.save_as(f)
+        check("dicom", [Path(d)])
 
 
 @FUZZ

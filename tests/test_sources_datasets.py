@@ -32,7 +32,10 @@ def onto():
 
 
 def split(recs):
+    counts = getattr(recs, "counts", None)
     recs = list(recs)
+    if counts is not None and counts.read is not None:  # the adapter's own count: none vanished unrejected
+        assert counts.read == counts.studies + counts.rejects, counts.as_dict()
     return [r for r in recs if isinstance(r, Study)], [r for r in recs if isinstance(r, Reject)]
 
 

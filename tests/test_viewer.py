@@ -217,6 +217,8 @@ def _get(srv: ViewerServer, path: str, method: str = "GET", headers: dict | None
         "/render/r0/fixture.py",
         "/render/d/../../etc/passwd",
         "/files/d/manifest.json%00.png",
+        "/files/d/manifest.json",  # the dataset's own files go through the API, not /files
+        "/files/d/inside-link.json",
         "/files/d/leak.txt",
         "/files/d/leakdir/secret.txt",
         "/files/d/.hidden",
@@ -242,11 +244,47 @@ def test_allowed_files_are_served_with_their_type(server: ViewerServer) -> None:
     assert status == 200 and headers["Content-Type"] == "image/jpeg"
     assert body == (DATA / "images" / "00000732_005.jpg").read_bytes()
     assert "sandbox" in headers["Content-Security-Policy"]
-    status, _, body = _get(server, "/files/d/manifest.json")
-    assert status == 200 and json.loads(body)["version"] == "viewer-fixture"
-    assert _get(server, "/files/d/inside-link.json")[0] == 200
-    status, headers, body = _get(server, "/files/d/manifest.json", method="HEAD")
+    status, headers, body = _get(server, "/files/r0/images/00000732_005.jpg", method="HEAD")
     assert status == 200 and body == b"" and int(headers["Content-Length"]) > 0
+
+
+def test_dataset_folder_serves_image_files_only(dsdir: Path, tmp_path: Path) -> None:
+    # a dataset folder as a build leaves it (Parquet, manifest, scene graphs, rejected.jsonl with
+    # report excerpts, README) plus images kept beside it: over real HTTP only the images come out
+    import shutil
+
+    ds = shutil.copytree(dsdir, tmp_path / "ds", symlinks=True, ignore=shutil.ignore_patterns("leak*", "inside-link.json"))
+    (ds / "rejected.jsonl").write_text('{"ref": "x", "reason": "report text: secret"}\n')
+    (ds / "README.md").write_text("# card\n")
+    (ds / "scene_graphs").mkdir(exist_ok=True)
+    (ds / "scene_graphs" / "part-99999.jsonl").write_text('{"report": "secret"}\n')
+    (ds / "images").mkdir()
+    jpg = (DATA / "images" / "00000732_005.jpg").read_bytes()
+    (ds / "images" / "a.jpg").write_bytes(jpg)
+    (ds / "images" / "notes.txt").write_text("secret")
+    os.symlink(ds / "manifest.json", ds / "images" / "manifest.png")  # an image name on a JSON file
+    os.symlink(ds / "images" / "a.jpg", ds / "images" / "a-link.jpg")  # image to image, inside: fine
+    srv = ViewerServer(ViewerDataset(ds), "127.0.0.1", 0)
+    start_in_thread(srv)
+    try:
+        status, headers, body = _get(srv, "/files/d/images/a.jpg")
+        assert status == 200 and headers["Content-Type"] == "image/jpeg" and body == jpg
+        assert _get(srv, "/files/d/images/a-link.jpg")[0] == 200
+        served = [p.relative_to(ds).as_posix() for p in sorted(ds.rglob("*")) if p.is_file()]
+        refused = [rel for rel in served if not rel.endswith(".jpg")]
+        assert {"manifest.json", "rejected.jsonl", "README.md", "scene_graphs/part-99999.jsonl",
+                "images/notes.txt", "images/manifest.png"} <= set(refused)
+        assert any(rel.startswith("qa/") and rel.endswith(".parquet") for rel in refused)
+        for rel in refused:
+            for route in ("/files/d/", "/render/d/"):
+                status, _, body = _get(srv, route + rel)
+                assert status == 404 and b"secret" not in body, route + rel
+        # the page still works: its data comes through the API
+        status, _, body = _get(srv, "/api/query?limit=1")
+        assert status == 200 and json.loads(body)["total"] == len(ROWS)
+    finally:
+        srv.shutdown()
+        srv.server_close()
 
 
 def test_api_answers_queries_and_reports_bad_ones(server: ViewerServer) -> None:

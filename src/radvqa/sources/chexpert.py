@@ -55,6 +55,7 @@ _PATH_RE = re.compile(r"(?:^|/)(patient\d+)/study(\d+)/([^/]+)$")
 @SOURCES.register("chexpert")
 class CheXpertSource(Source):
     name = "chexpert"
+    counts_reads = True
     description = "CheXpert: train.csv / valid.csv (+ image folder)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
@@ -91,17 +92,21 @@ class CheXpertSource(Source):
             key = None
             for item in self.table_rows(rows, len(header), t):
                 if isinstance(item, Reject):
+                    self.count_read()
                     yield item
                     continue
                 ref, _, row = item
                 m = _PATH_RE.search(row[c["path"]].strip().replace("\\", "/"))
                 if m is None:
+                    self.count_read()
                     yield self.reject(ref, f"Path {row[c['path']]!r} is not .../patientN/studyM/file")
                     continue
                 k = f"{m.group(1)}/study{m.group(2)}"
-                if k != key and group:
-                    yield self._study(key, group, c, label_cols, mapper, split, roots, check_images, seen)  # type: ignore[arg-type]
-                    group = []
+                if k != key:
+                    self.count_read()  # a study = a run of rows with one patient/study, counted at its first row
+                    if group:
+                        yield self._study(key, group, c, label_cols, mapper, split, roots, check_images, seen)  # type: ignore[arg-type]
+                        group = []
                 key = k
                 group.append((ref, row))
             if group:

@@ -28,6 +28,7 @@ from radvqa.sources import SOURCES
 @SOURCES.register("dicom")
 class DicomSource(Source):
     name = "dicom"
+    counts_reads = True
     description = "a folder of DICOM files (headers: study, patient, view, size, modality, spacing)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
@@ -54,6 +55,7 @@ class DicomSource(Source):
                     if ds.get(k) is not None:
                         ds.values[k] = int(ds.values[k])
             except Exception as e:  # pydicom raises many kinds for a broken file
+                self.count_read()
                 yield self.reject(f, f"unreadable DICOM: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
                 continue
             uid = str(ds.get("StudyInstanceUID", "") or "")
@@ -61,12 +63,16 @@ class DicomSource(Source):
             rows, cols = ds.get("Rows"), ds.get("Columns")
             missing = [n for n, v in (("StudyInstanceUID", uid), ("SOPInstanceUID", sop), ("Rows", rows), ("Columns", cols)) if not v]
             if missing:
+                self.count_read()
                 yield self.reject(f, f"DICOM header lacks {', '.join(missing)}")
                 continue
             if sop in seen:
+                self.count_read()
                 yield self.reject(f, f"duplicate SOPInstanceUID {sop}")
                 continue
             seen.add(sop)
+            if uid not in studies:
+                self.count_read()  # a study = a StudyInstanceUID, counted at its first readable file
             st = studies.setdefault(uid, {"images": [], "ref": str(f), "patient": str(ds.get("PatientID", "") or ""),
                                           "date": str(ds.get("StudyDate", "") or ""), "time": str(ds.get("StudyTime", "") or ""),
                                           "meta": {}})

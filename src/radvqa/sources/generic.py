@@ -47,6 +47,7 @@ _IMAGES = ("images", "image", "image_path", "image_paths", "path")
 @SOURCES.register("csv")
 class CsvSource(Source):
     name = "csv"
+    counts_reads = True
     description = "generic CSV/JSONL reports (id, text, patient_id, images, date, labels) + label and box CSVs"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:

@@ -52,6 +52,7 @@ _XY = ("original_x1", "original_y1", "original_x2", "original_y2")
 @SOURCES.register("chest-imagenome")
 class ImaGenomeSource(Source):
     name = "chest-imagenome"
+    counts_reads = True
     description = "Chest ImaGenome *_SceneGraph.json (+ MIMIC-CXR inputs to join with)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
@@ -77,6 +78,7 @@ class ImaGenomeSource(Source):
                 return self._augment(study, graphs, used, onto)
 
             mimic = MimicSource()
+            mimic.counts = self.counts  # MIMIC's records read are this pass's
             for rec in mimic.iter_joined(mimic_inputs, onto, extra):
                 if isinstance(rec, Reject):
                     rec.source = self.name
@@ -85,7 +87,9 @@ class ImaGenomeSource(Source):
                     rec.id = rec.id.replace("mimic-cxr:", f"{self.name}:", 1)
                     rec.patient_id = rec.patient_id.replace("mimic-cxr:", f"{self.name}:", 1)
                 yield rec
-            for did in sorted(set(graphs) - used):
+            unmatched = sorted(set(graphs) - used)
+            self.count_read(len(unmatched))  # a scene graph no study took is a record of its own
+            for did in unmatched:
                 yield self.reject(graphs[did], f"scene graph for dicom_id {did} matches no MIMIC-CXR image")
             return
         yield from self._standalone(graphs, onto)
@@ -114,13 +118,17 @@ class ImaGenomeSource(Source):
             f = graphs[did]
             g = _load(f)
             if isinstance(g, str):
+                self.count_read()
                 yield self.reject(f, g)
                 continue
             sid = str(g.get("study_id", "") or "")
             pid = str(g.get("patient_id", "") or "")
             if not sid or not pid:
+                self.count_read()
                 yield self.reject(f, "scene graph lacks study_id or patient_id (give the MIMIC-CXR tables to join)")
                 continue
+            if sid not in studies:
+                self.count_read()  # a study = a study_id, counted at its first scene graph
             ignored: Counter[str] = Counter()
             rb, labels = self._parse(g, did, onto, ignored)
             st = studies.setdefault(sid, {"pid": pid, "images": [], "rb": [], "labels": [], "ignored": Counter(), "time": None})

@@ -108,6 +108,7 @@ def _layouts() -> list[Layout]:
 @SOURCES.register("mimic-cxr")
 class MimicSource(Source):
     name = "mimic-cxr"
+    counts_reads = True
     description = "MIMIC-CXR: reports tree, split/metadata/chexpert/negbio tables (.csv/.csv.gz), JPG/DICOM files"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
@@ -143,8 +144,8 @@ class MimicSource(Source):
                 for ev in events:
                     if isinstance(ev, Reject):
                         pending.append(ev)
-                    else:
-                        _apply(studies, ev)
+                    elif _apply(studies, ev):
+                        self.count_read()
             yield from pending
             yield from self._emit(studies, extra)
 
@@ -172,8 +173,8 @@ class MimicSource(Source):
                 while h is not None and (isinstance(h, Reject) or int(h[0]) == subject):
                     if isinstance(h, Reject):
                         yield h
-                    else:
-                        _apply(studies, h)
+                    elif _apply(studies, h):
+                        self.count_read()
                     h = _next_event(r)
                 heads[i] = h
             yield from self._emit(studies, extra)
@@ -198,7 +199,8 @@ class MimicSource(Source):
         for f in walk_files(file_roots):
             m = _REPORT_RE.match(f.name)
             if m and f.parent.name.startswith("p"):
-                _apply(studies, (f.parent.name[1:], m.group(1), str(f), "report", str(f)))
+                if _apply(studies, (f.parent.name[1:], m.group(1), str(f), "report", str(f))):
+                    self.count_read()
         if not studies:
             raise SourceError("mimic-cxr: no tables (mimic-cxr-2.0.0-*.csv[.gz]) and no reports files/pXX/pN/sM.txt found")
         yield from self._emit(studies, extra)
@@ -233,15 +235,18 @@ class MimicSource(Source):
         for lineno, row, err in rows:
             ref = f"{t}:{lineno}"
             if row is None:
+                self.count_read()
                 yield self.reject(ref, err or "unreadable line")
                 continue
             if not any(x.strip() for x in row):
                 continue
             if len(row) < n or (label_cols and len(row) != len(header)):
+                self.count_read()
                 yield self.reject(ref, f"{len(row)} cells, header has {len(header)}")
                 continue
             study, subject = row[c["study"]].strip(), row[c["subject"]].strip()
             if not study.isdigit() or not subject.isdigit():
+                self.count_read()
                 yield self.reject(ref, f"non-numeric study_id/subject_id {study!r}/{subject!r}")
                 continue
             if kind == "split":
@@ -321,14 +326,17 @@ class MimicSource(Source):
         )
 
 
-def _apply(studies: dict[str, _S], ev: tuple[str, str, str, str, Any]) -> None:
+def _apply(studies: dict[str, _S], ev: tuple[str, str, str, str, Any]) -> bool:
+    """Add one table event to its study; True when the event starts a new study (the caller counts
+    it as a record read)."""
     subject, study, ref, kind, data = ev
     s = studies.get(study)
+    new = s is None
     if s is None:
         s = studies[study] = _S(subject)
     elif s.subject != subject:
         s.error(f"{ref}: subject_id {subject} disagrees with {s.subject}")
-        return
+        return False
     if kind == "split":
         s.split = data[1]
         s.set_image(data[0], None, None, None)
@@ -341,6 +349,7 @@ def _apply(studies: dict[str, _S], ev: tuple[str, str, str, str, Any]) -> None:
         s.report_path = data
     else:
         s.error(data)
+    return new
 
 
 def _next_event(it: Iterator[Any]) -> Any:

@@ -88,6 +88,7 @@ def _aliases() -> dict[str, str]:
 @SOURCES.register("nih-cxr14")
 class NIHSource(Source):
     name = "nih-cxr14"
+    counts_reads = True
     description = "NIH ChestX-ray14: Data_Entry_2017*.csv(.gz) + BBox_List_2017.csv (+ images, images.csv)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
@@ -130,7 +131,7 @@ class NIHSource(Source):
         wcol = next((i for i, h in enumerate(header) if h.startswith("OriginalImage[")), None)
         scol = next((i for i, h in enumerate(header) if h.startswith("OriginalImagePixelSpacing")), None)
         ncols = max(col.values()) + 1
-        listed: set[str] = set()
+        short: set[str] = set()  # image indices of rows too short to use (the rest land in ``seen``)
         for lineno, row, err in rows:
             ref = f"{entries[0]}:{lineno}"
             if row is None:
@@ -140,15 +141,16 @@ class NIHSource(Source):
             if not any(c.strip() for c in row):
                 continue  # blank line (e.g. trailing newline): not a record
             self.count_read()
-            listed.add(row[col["image"]].strip() if len(row) > col["image"] else "")
             if len(row) < ncols:
+                if len(row) > col["image"]:
+                    short.add(row[col["image"]].strip())
                 yield self.reject(ref, f"too few columns ({len(row)} < {ncols})")
                 continue
             yield self._study(
                 ref, row, col, wcol, scol, mapper, scheme_labels, boxes_by_image, sizes, images, seen
             )
         # a box row on an image that Data_Entry does not list would otherwise vanish
-        for index in sorted(set(boxes_by_image) - listed):
+        for index in sorted(set(boxes_by_image) - seen - short):
             for bref in box_refs.get(index, ()):
                 yield self.reject_row(bref, f"{index}: box row for an image that {entries[0].name} does not list")
 

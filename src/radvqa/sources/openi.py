@@ -56,6 +56,7 @@ def _is_tar(p: Path) -> bool:
 @SOURCES.register("openi")
 class OpenISource(Source):
     name = "openi"
+    counts_reads = True
     description = "OpenI / IU X-ray report XMLs (folder or NLMCXR_reports.tgz), optional image folder"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:

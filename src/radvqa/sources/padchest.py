@@ -94,6 +94,7 @@ _LAYOUTS = [Layout("labels", "PadChest label table", ("ImageID", "ImageDir", "St
 @SOURCES.register("padchest")
 class PadChestSource(Source):
     name = "padchest"
+    counts_reads = True
     description = "PadChest: PADCHEST_chest_x_ray_images_labels_160K*.csv(.gz) (+ image folders)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
@@ -117,15 +118,18 @@ class PadChestSource(Source):
             c = header_index(header, _COLS, str(t))
             for item in self.table_rows(rows, len(header), t):
                 if isinstance(item, Reject):
+                    self.count_read()
                     yield item
                     continue
                 ref, lineno, row = item
                 sid = row[c["study"]].strip()
                 if not sid:
+                    self.count_read()
                     yield self.reject(ref, "empty StudyID")
                     continue
                 g = groups.get(sid)
                 if g is None:
+                    self.count_read()  # a study = a StudyID, counted when its first row is read
                     g = groups[sid] = ({k: row[c[k]].strip() for k in _STUDY_KEYS}, [])
                 g[1].append((ti, lineno) + tuple(sys.intern(row[c[k]].strip()) for k in _IMAGE_KEYS))
         self._tables = tables

@@ -66,6 +66,7 @@ _LAYOUTS = [Layout("listing", "RadImageNet CSV listing", (), any_of=("filename",
 @SOURCES.register("radimagenet")
 class RadImageNetSource(Source):
     name = "radimagenet"
+    counts_reads = True
     description = "RadImageNet: modality/anatomy/pathology/*.png folders, or a CSV listing"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
@@ -82,6 +83,7 @@ class RadImageNetSource(Source):
         for f in walk_files(dirs):
             if f.suffix.lower() not in _IMG:
                 continue
+            self.count_read()  # one image file = one record (a study, a reject, or a stray)
             parts = f.parts
             if _us_organ(parts):
                 found = True
@@ -109,6 +111,7 @@ class RadImageNetSource(Source):
             raise SourceError(f"radimagenet: {t}: no filename/path/image column (header {first[1]})")
         scol = low.index("split") if "split" in low else None
         for item in self.table_rows(rows, len(low), t):
+            self.count_read()  # one listing row = one image = one record
             if isinstance(item, Reject):
                 yield item
                 continue

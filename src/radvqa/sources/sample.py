@@ -29,6 +29,7 @@ def sample_inputs() -> list[Path]:
 @SOURCES.register("sample")
 class SampleSource(Source):
     name = "sample"
+    counts_reads = True
     description = "the bundled sample: 40 OpenI reports + NIH ChestX-ray14 images, labels and boxes"
 
     def iter_records(

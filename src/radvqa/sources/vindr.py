@@ -74,6 +74,7 @@ def _layouts() -> list[Layout]:
 @SOURCES.register("vindr-cxr")
 class VinDrSource(Source):
     name = "vindr-cxr"
+    counts_reads = True
     description = "VinDr-CXR: PhysioNet annotations_*.csv + image_labels_*.csv, or Kaggle train.csv (+ DICOMs)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
@@ -97,6 +98,7 @@ class VinDrSource(Source):
         def entry(iid: str, split: str) -> dict[str, Any]:
             e = per.get(iid)
             if e is None:
+                self.count_read()  # a study = an image_id, counted when its first row is read
                 e = per[iid] = {"split": split, "boxes": [], "labels": [], "readers": [], "errors": [], "box_readers": [],
                                 "no_finding": [], "drawable": scheme_labels, "physionet": False}
                 order.append(iid)
@@ -116,11 +118,13 @@ class VinDrSource(Source):
             for lineno, row, err in rows:
                 ref = f"{t}:{lineno}"
                 if row is None:
+                    self.count_read()
                     loose.append(self.reject(ref, err or "unreadable line"))
                     continue
                 if not any(x.strip() for x in row):
                     continue
                 if len(row) <= max(c.values()):
+                    self.count_read()
                     loose.append(self.reject(ref, f"too few columns ({len(row)})"))
                     continue
                 iid = row[c["image"]].strip()
@@ -162,6 +166,7 @@ class VinDrSource(Source):
                     raise SourceError(f"vindr-cxr: {t}: {e} (column header)") from None
             for item in self.table_rows(rows, len(header), t):
                 if isinstance(item, Reject):
+                    self.count_read()
                     loose.append(item)
                     continue
                 ref, _, row = item

@@ -1,7 +1,9 @@
 """Which files the viewer may hand out, and how a QA row's image path becomes a URL.
 
 Only two kinds of places are served: the dataset folder itself (key ``d``) and the image roots the
-dataset's manifest declares (keys ``r0``, ``r1``, ...). Every request path is checked segment by
+dataset's manifest declares (keys ``r0``, ``r1``, ...), and from either only image files (by suffix,
+``IMAGE_SUFFIXES``): the page reads the dataset's Parquet, manifest and scene graphs through the
+server's /api routes, never as files, so nothing else there needs a URL. Every request path is checked segment by
 segment *after* percent-decoding and then again after resolving symlinks, so ``..``, encoded
 ``..``, absolute paths, hidden files and symlinks that lead outside a root all end in "not found".
 """
@@ -18,9 +20,10 @@ from urllib.parse import quote
 from radvqa.viewer.images import BROWSER_SUFFIXES
 
 DATASET_KEY = "d"
-# what an image root may hand out: pictures only, so a root that is a broad folder (a build input)
-# does not expose reports, label files or anything else that sits beside the images
-IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".dcm"})
+# what any root may hand out: pictures only, so a root that is a broad folder (a build input)
+# does not expose reports, label files or anything else that sits beside the images, and the
+# dataset folder does not hand out its rejected.jsonl (report excerpts), Parquet or manifest
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".dcm", ".dicom"})
 
 
 class DatasetError(ValueError):
@@ -144,7 +147,9 @@ class FileGate:
             return None  # a symlink (file or folder) that leads out of the root
         if not os.path.isfile(real):
             return None  # directories are never listed
-        if key != DATASET_KEY and os.path.splitext(real)[1].lower() not in IMAGE_SUFFIXES:
+        # the suffix of the name asked for AND of the file it resolves to: a link "x.png" -> notes.txt
+        # inside the root is refused as well
+        if not _image_name(segments[-1]) or not _image_name(real):
             return None
         return Path(real)
 
@@ -179,6 +184,10 @@ class FileGate:
         # DICOM/TIFF are not shown by browsers: those go through /render (an 8-bit PNG copy)
         kind = "files" if os.path.splitext(rel)[1].lower() in BROWSER_SUFFIXES else "render"
         return f"/{kind}/{key}/" + quote(rel, safe="/")
+
+
+def _image_name(name: str) -> bool:
+    return os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES
 
 
 def _inside(real: str, root_real: str) -> bool:

@@ -8,7 +8,9 @@ Routes (GET and HEAD; anything else is 404/405, never a directory listing):
                           split, polarity, source (repeat or comma-separate for OR), q (words in
                           the question), offset, limit
   /api/study?id=STUDY     report text and sentences of one study (scene_graphs/)
-  /files/<root>/<path>    a file under the dataset folder (d) or a declared image root (r0, ...)
+  /files/<root>/<path>    an image file (by suffix) under the dataset folder (d) or a declared image
+                          root (r0, ...); nothing else there (Parquet, manifest, rejects) is served
+  /render/<root>/<path>   the same files, DICOM/TIFF as an 8-bit PNG
 
 When bound to a loopback address the server also refuses requests whose Host header is not a
 loopback name, so a web page elsewhere cannot reach it through DNS rebinding.
