@@ -303,3 +303,42 @@ def test_replicated_openi_read_in_parts_identical(tmp_path: Path) -> None:
     ids = [sg.study_id for sg in read_scene_graphs(tmp_path / "o1")]
     assert len(ids) == one["counts"]["studies_out"] and len(set(ids)) == len(ids)
     assert any("~r" in i for i in ids)
+
+
+def _openi_inputs(tmp: Path) -> list[str]:
+    """The sample's OpenI XMLs, a copy of one of them under a later name (a duplicate report id
+    read by another part than its first copy) and a malformed file, as a folder and as a .tgz."""
+    import shutil
+    import tarfile
+
+    from radvqa.sources import sample_inputs
+
+    src = next(p for p in sample_inputs() if p.name == "openi")
+    d = tmp / "xml" / "ecgen-radiology"
+    shutil.copytree(src, d)
+    first = sorted(d.glob("*.xml"))[0]
+    (d / "99999.xml").write_bytes(first.read_bytes())
+    (d / "99998.xml").write_text("<eCitation><uId id='CXRbroken'>")
+    with tarfile.open(tmp / "reports.tgz", "w:gz") as tf:
+        for f in sorted(d.glob("*.xml")):
+            tf.add(f, arcname=f"ecgen-radiology/{f.name}")
+    return [str(tmp / "xml"), str(tmp / "reports.tgz")]
+
+
+def test_openi_read_in_parts_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenI reports (a folder, then an archive holding the same reports) split into ranges of
+    reports read by the workers: the same files and rejects as one reader, every duplicate report
+    id (the archive's copies, read by other parts than the first copies) rejected as one reader
+    rejects it."""
+    from radvqa.sources import openi
+
+    monkeypatch.setattr(openi, "MIN_PART_REPORTS", 10)  # the parts are planned in this process
+    inputs = _openi_inputs(tmp_path)
+    one = build(opts(tmp_path / "o1", source="openi", inputs=inputs, workers=1), records=None)
+    two = build(opts(tmp_path / "o2", source="openi", inputs=inputs, workers=2), records=None)
+    assert one["timings"]["read_parts"] == 1 and two["timings"]["read_parts"] == 4
+    assert files_bytes(tmp_path / "o2") == files_bytes(tmp_path / "o1")
+    rej = (tmp_path / "o1" / "rejected.jsonl").read_text()
+    assert (tmp_path / "o2" / "rejected.jsonl").read_text() == rej
+    assert rej.count("duplicate report id") == 1 + 41 and "malformed XML" in rej
+    assert two["counts"]["studies_in"] == one["counts"]["studies_in"] > 0

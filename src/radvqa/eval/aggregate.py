@@ -83,18 +83,38 @@ class Aggregator:
         self.exact = _arr(scores.exact)
         self.iou = _arr(scores.iou)
         self.kind = np.array(scores.kind, dtype=object)
-        self.status = np.array(scores.status, dtype=object)
+        status = np.array(scores.status, dtype=object)
+        self.unparsed = status == "unparsed"
+        self.missing = status == "missing"
+
+    # -- what the blocks read; eval.stream.CompactAggregator gives the same from numpy codes --
+    def kinds(self) -> list[str]:
+        return sorted(set(self.s.kind))
+
+    def kind_mask(self, k: str) -> np.ndarray:
+        return self.kind == k
+
+    def polarity_mask(self, k: str) -> np.ndarray:
+        return np.array([p or "none" for p in self.rows["polarity"]], dtype=object) == k
+
+    def grounding_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row: a grounding question?, gold boxes, predicted boxes (-1: none read)."""
+        return (np.array(self.s.grounding, dtype=bool), np.array(self.s.gold_boxes),
+                np.array([-1 if x is None else x for x in self.s.pred_boxes]))
+
+    def box_errors(self, mask: np.ndarray) -> Counter[str]:
+        return Counter(e for e, m in zip(self.s.box_error, mask) if m and e)
 
     # -- blocks ----------------------------------------------------------------------------
     def block(self, idx: np.ndarray | None = None, with_ci: bool = True) -> dict[str, Any]:
         """Closed accuracy and open token metrics for the rows ``idx`` (all when None)."""
-        if idx is None:
-            idx = np.arange(self.n)
+        # every row: views, not copies (ten million rows are 80 MB a column)
+        sel: Any = slice(None) if idx is None else idx
         B = self.B if with_ci else 0
-        out: dict[str, Any] = {"n": int(idx.size)}
-        c = self.correct[idx]
+        out: dict[str, Any] = {"n": self.n if idx is None else int(idx.size)}
+        c = self.correct[sel]
         cm = ~np.isnan(c)
-        st = self.status[idx]
+        unp, miss = self.unparsed[sel], self.missing[sel]
         if cm.any():
             cv = c[cm]
             blk = mean_ci(cv, B, self.seed)
@@ -103,10 +123,10 @@ class Aggregator:
                 "correct": int(cv.sum()),
                 "accuracy": blk["mean"],
                 "ci95": blk["ci95"],
-                "unparsed": int((st[cm] == "unparsed").sum()),
-                "missing": int((st[cm] == "missing").sum()),
+                "unparsed": int(unp[cm].sum()),
+                "missing": int(miss[cm].sum()),
             }
-        o = self.f1[idx]
+        o = self.f1[sel]
         om = ~np.isnan(o) & np.isnan(c)  # open answers (short ones are counted as closed)
         if om.any():
             blk = mean_ci(o[om], B, self.seed)
@@ -114,22 +134,21 @@ class Aggregator:
                 "n": int(om.sum()),
                 "token_f1": blk["mean"],
                 "ci95": blk["ci95"],
-                "token_precision": float(np.mean(self.p[idx][om])),
-                "token_recall": float(np.mean(self.r[idx][om])),
-                "exact_match": float(np.nanmean(self.exact[idx][om])),
-                "missing": int((st[om] == "missing").sum()),
-                "unparsed": int((st[om] == "unparsed").sum()),
+                "token_precision": float(np.mean(self.p[sel][om])),
+                "token_recall": float(np.mean(self.r[sel][om])),
+                "exact_match": float(np.nanmean(self.exact[sel][om])),
+                "missing": int(miss[om].sum()),
+                "unparsed": int(unp[om].sum()),
             }
         return out
 
     def overall(self) -> dict[str, Any]:
         out = self.block()
-        out["by_kind"] = {k: self.block(np.flatnonzero(self.kind == k)) for k in sorted(set(self.s.kind))}
-        pol = np.array([p or "none" for p in self.rows["polarity"]], dtype=object)
+        out["by_kind"] = {k: self.block(np.flatnonzero(self.kind_mask(k))) for k in self.kinds()}
         closed_mask = ~np.isnan(self.correct)
         byp = {}
         for k in ("positive", "negative"):
-            idx = np.flatnonzero((pol == k) & closed_mask)
+            idx = np.flatnonzero(self.polarity_mask(k) & closed_mask)
             if idx.size:
                 byp[k] = self.block(idx).get("closed")
         if byp:
@@ -172,7 +191,7 @@ class Aggregator:
     # -- parse failures / confusion --------------------------------------------------------
     def parse_failures(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for k in sorted(set(self.s.kind)):
+        for k in self.kinds():
             reasons: Counter[str] = Counter()
             unp = miss = tot = 0
             for kind, st, why in zip(self.s.kind, self.s.status, self.s.reason):
@@ -239,13 +258,11 @@ class Aggregator:
 
     # -- grounding -------------------------------------------------------------------------
     def grounding(self) -> dict[str, Any] | None:
-        g = np.array(self.s.grounding, dtype=bool)
+        g, gold, predn = self.grounding_arrays()
         if not g.any():
             return None
-        if not (np.array(self.s.gold_boxes) > 0).any() and np.isnan(self.iou[g]).all():
+        if not (gold > 0).any() and np.isnan(self.iou[g]).all():
             return {"note": "grounding questions present but none has a gold box or is negative: no IoU", "ungroundable": {"n": int(g.sum())}}
-        gold = np.array(self.s.gold_boxes)
-        predn = np.array([-1 if x is None else x for x in self.s.pred_boxes])
         iou = self.iou
         pos = g & (gold > 0)
         neg = g & (gold == 0) & ~np.isnan(iou)
@@ -269,7 +286,7 @@ class Aggregator:
                 "count_ge_0.5": int((v >= 0.5).sum()),
             }
 
-        errors = Counter(e for e, m in zip(self.s.box_error, g) if m and e)
+        errors = self.box_errors(g)
         hist, edges = np.histogram(iou[pos], bins=10, range=(0.0, 1.0))
         return {
             "matching": "Hungarian (max total IoU); question score = sum of matched IoUs / max(#gold, #predicted)",

@@ -37,6 +37,8 @@ def register(app: typer.Typer) -> None:
         judge_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the judge API key."),
         judge_cache: Optional[Path] = typer.Option(None, help="Judge cache directory (default $RADVQA_CACHE_DIR or ~/.cache/radvqa)."),
         plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw the report's plots."),
+        partitions: Optional[int] = typer.Option(None, "--partitions", min=0, help="Score by N hash partitions of the questions (memory bounded by a partition; 0: one per 125,000 rows). Default: in memory up to 1,000,000 rows, by partitions above. Same numbers either way."),
+        workers: int = typer.Option(1, "--workers", min=1, help="Processes scoring partitions at once (with partitions)."),
     ) -> None:
         """Score predictions on a dataset and write the report."""
         from radvqa.eval.boxes import FORMATS
@@ -77,7 +79,7 @@ def register(app: typer.Typer) -> None:
             with bar:
                 rep = evaluate(dataset, predictions, protocol=protocol, id_field=id_field, text_field=text_field,
                                split=split, box_format=box_format, bootstrap=bootstrap, seed=seed, judge=judge,
-                               baseline=baseline, audit=audit, progress=tick)
+                               baseline=baseline, audit=audit, progress=tick, partitions=partitions, workers=workers)
         except (DatasetError, PredictionError, EvalError, FileNotFoundError) as e:
             _fail(str(e))
         except (pa.ArrowException, OSError) as e:  # a damaged shard: one line naming it, not a traceback

@@ -55,7 +55,6 @@ def qa_files(root: str | Path) -> list[Path]:
 def load_qa(root: str | Path, columns: tuple[str, ...] = EVAL_COLUMNS, batch_size: int = 65_536) -> dict[str, list[Any]]:
     """Columns of every QA row (sorted by shard file name, then row order). Missing optional
     columns come back as lists of None; a missing required column is an error."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -66,14 +65,31 @@ def load_qa(root: str | Path, columns: tuple[str, ...] = EVAL_COLUMNS, batch_siz
     if lacking:
         raise DatasetError(f"{root}/qa: required columns missing: {lacking}")
     present = [c for c in columns if c in names]
+    pool = pa.default_memory_pool()
+    batches = dset.to_batches(columns=present, batch_size=batch_size, batch_readahead=1, fragment_readahead=1, memory_pool=pool)
+    out, n = rows_from_batches(batches, columns, present)
+    pool.release_unused()
+    ids = out["qa_id"]
+    if len(set(ids)) != n:
+        seen: set[str] = set()
+        dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
+        raise DatasetError(f"{root}/qa: qa_id {dup!r} occurs more than once")
+    return out
+
+
+def rows_from_batches(batches: Any, columns: tuple[str, ...], present: list[str]) -> tuple[dict[str, Any], int]:
+    """Record batches of QA rows -> the columnar form scoring reads (``load_qa``'s result,
+    without its duplicate check), and the row count. Also used on a partition of the rows
+    (eval.stream), so both paths hold the same values."""
+    import numpy as np
+
     # read in batches and convert each to Python at once: the whole table in Arrow memory
     # (~250 MB a million rows) next to its Python copy would set the run's peak, and the
     # allocator keeps freed Arrow buffers; a batch at a time bounds that part to one batch
     parts: dict[str, list[Any]] = {c: [] for c in present}
     pools: dict[str, dict[Any, Any]] = {c: {} for c in present}
     n = 0
-    pool = pa.default_memory_pool()
-    for batch in dset.to_batches(columns=present, batch_size=batch_size, batch_readahead=1, fragment_readahead=1, memory_pool=pool):
+    for batch in batches:
         n += batch.num_rows
         for c in present:
             col = batch.column(c)
@@ -93,7 +109,6 @@ def load_qa(root: str | Path, columns: tuple[str, ...] = EVAL_COLUMNS, batch_siz
                 parts[c].extend(interned_pylist(col, pools[c]))
     cat_pools = {c: pools[c] for c in CATEGORY_COLUMNS if c in pools}
     batch = col = pools = None  # type: ignore[assignment]
-    pool.release_unused()
     out: dict[str, Any] = {}
     for c in columns:
         if c not in present:
@@ -106,12 +121,7 @@ def load_qa(root: str | Path, columns: tuple[str, ...] = EVAL_COLUMNS, batch_siz
             out[c] = CatColumn.build(parts.pop(c), cat_pools[c])
         else:
             out[c] = parts.pop(c)
-    ids = out["qa_id"]
-    if len(set(ids)) != n:
-        seen: set[str] = set()
-        dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
-        raise DatasetError(f"{root}/qa: qa_id {dup!r} occurs more than once")
-    return out
+    return out, n
 
 
 def _is_string(col: Any) -> bool:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Collection
+from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 
@@ -173,23 +174,35 @@ def _baseline_preds(train_rows: dict[str, Any], rows: dict[str, Any], method: st
 
 def llava_med_block(scores: Scores) -> dict[str, Any]:
     """The figures LLaVA-Med v1.0 printed, with ours beside them."""
-    closed = [i for i, k in enumerate(scores.kind) if k == "closed"]
-    open_ = [i for i, k in enumerate(scores.kind) if k == "open"]
-    c = np.array([scores.correct[i] for i in closed], dtype=float)
-    kept = [scores.script_score[i] for i in closed if scores.script_score[i] is not None]
-    r = np.array([scores.tok_r[i] for i in open_], dtype=float)
+    kind = np.array(scores.kind, dtype=object)
+    return llava_med_figures(kind == "closed", kind == "open", *(np.asarray(_float_col(getattr(scores, c))) for c in
+                             ("correct", "script_score", "tok_r", "tok_p", "tok_f1", "exact")))
+
+
+def _float_col(x: Any) -> np.ndarray:
+    return x.numpy() if hasattr(x, "numpy") else np.array([np.nan if v is None else v for v in x], dtype=float)
+
+
+def llava_med_figures(closed: np.ndarray, open_: np.ndarray, correct: np.ndarray, script: np.ndarray, tok_r: np.ndarray,
+                      tok_p: np.ndarray, tok_f1: np.ndarray, exact: np.ndarray) -> dict[str, Any]:
+    """``llava_med_block`` from per-row columns (NaN for None) and the closed / open row masks."""
+    c = correct[closed]
+    s = script[closed]
+    kept = s[~np.isnan(s)]
+    r = tok_r[open_]
+    n_open = int(open_.sum())
     return {
         "closed_accuracy": float(c.mean()) if c.size else None,
         "closed_n": int(c.size),
         "closed_correct": int(c.sum()),
-        "closed_accuracy_v1_script": (sum(kept) / len(kept)) if kept else None,
-        "closed_n_v1_script": len(kept),
-        "closed_dropped_by_v1_script": len(closed) - len(kept),
+        "closed_accuracy_v1_script": (float(sum(kept.tolist())) / kept.size) if kept.size else None,
+        "closed_n_v1_script": int(kept.size),
+        "closed_dropped_by_v1_script": int(c.size - kept.size),
         "open_recall": float(r.mean()) if r.size else None,
         "open_n": int(r.size),
-        "open_precision": float(np.mean([scores.tok_p[i] for i in open_])) if open_ else None,
-        "open_f1": float(np.mean([scores.tok_f1[i] for i in open_])) if open_ else None,
-        "open_exact": float(np.mean([scores.exact[i] for i in open_])) if open_ else None,
+        "open_precision": float(np.mean(tok_p[open_])) if n_open else None,
+        "open_f1": float(np.mean(tok_f1[open_])) if n_open else None,
+        "open_exact": float(np.mean(exact[open_])) if n_open else None,
         "note": (
             "closed_accuracy: normalised gold found in normalised prediction, over every closed question. "
             "closed_accuracy_v1_script: what llava/eval/run_eval.py printed — a prediction with 'yes'/'no' "
@@ -201,7 +214,13 @@ def llava_med_block(scores: Scores) -> dict[str, Any]:
 def tag_scores(rows: dict[str, list[Any]], texts: list[str | None], scores: Scores) -> dict[str, Any] | None:
     """Tag-level F1 of findings and regions on multi-part answers; VinDr-style F1 on vindr
     rows. None (with a reason) when no row qualifies or the ontology cannot load."""
-    from radvqa.eval.tags import default_matcher, gold_tags, prf_counts
+    return tag_block(tag_counts(rows, texts, scores))
+
+
+def tag_counts(rows: dict[str, list[Any]], texts: Sequence[str | None], scores: Scores) -> dict[str, Any] | None:
+    """The counts behind ``tag_scores`` (they add up over partitions of the rows): "multi":
+    [questions, finding tp, fp, fn, region tp, fp, fn], "vindr": [questions, tp, fp, fn]."""
+    from radvqa.eval.tags import default_matcher, gold_tags
 
     multi = [i for i, parts in enumerate(rows["answer_parts"]) if parts and len(parts) > 1]
     vindr = [i for i, s in enumerate(rows["strategy"]) if s == "vindr"]
@@ -219,7 +238,7 @@ def tag_scores(rows: dict[str, list[Any]], texts: list[str | None], scores: Scor
             pf, pr = m.tags(texts[i])
             ft += len(gf & pf); fp_ += len(pf - gf); fn += len(gf - pf)
             rt += len(gr & pr); rp += len(pr - gr); rn += len(gr - pr)
-        out["multi_part"] = {"questions": len(multi), "findings": prf_counts(ft, fp_, fn), "regions": prf_counts(rt, rp, rn)}
+        out["multi"] = [len(multi), ft, fp_, fn, rt, rp, rn]
     if vindr:
         tp = fp_ = fn = 0
         for i in vindr:
@@ -231,8 +250,23 @@ def tag_scores(rows: dict[str, list[Any]], texts: list[str | None], scores: Scor
                 gold = findings if rows["polarity"][i] != "negative" else set()
                 pred = m.tags(texts[i])[0]
             tp += len(gold & pred); fp_ += len(pred - gold); fn += len(gold - pred)
+        out["vindr"] = [len(vindr), tp, fp_, fn]
+    return out
+
+
+def tag_block(c: dict[str, Any] | None) -> dict[str, Any] | None:
+    from radvqa.eval.tags import prf_counts
+
+    if c is None or "error" in c:
+        return c
+    out: dict[str, Any] = {}
+    if "multi" in c:
+        q, ft, fp_, fn, rt, rp, rn = c["multi"]
+        out["multi_part"] = {"questions": q, "findings": prf_counts(ft, fp_, fn), "regions": prf_counts(rt, rp, rn)}
+    if "vindr" in c:
+        q, tp, fp_, fn = c["vindr"]
         out["vindr_f1"] = {
-            "questions": len(vindr),
+            "questions": q,
             "definition": "micro F1 over (question, finding) pairs: gold = the row's findings when the answer is positive; "
             "predicted = findings a yes answer affirms, or findings named (not negated) in the answer text",
             **prf_counts(tp, fp_, fn),
@@ -254,14 +288,29 @@ def evaluate(
     baseline: str | Path | None = None,
     audit: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    partitions: int | None = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
+    """The report of ``predictions`` scored on ``dataset``. ``partitions``: score the rows in
+    that many hash partitions (eval.stream: memory bounded by a partition, ``workers``
+    processes); None: in memory up to STREAM_ABOVE rows, by partitions of ~PART_ROWS above.
+    Both ways give the same numbers."""
     import gc
+
+    from radvqa.eval import stream
 
     # millions of small lists and tuples: the cyclic GC would rescan them again and again
     # (none of them form cycles), so it is paused for the run
     enabled = gc.isenabled()
     gc.disable()
     try:
+        if partitions is None and os.environ.get("RADVQA_EVAL_PARTITIONS"):
+            partitions = int(os.environ["RADVQA_EVAL_PARTITIONS"])  # run every evaluation by partitions (tests)
+        if partitions is None and stream.dataset_rows(dataset) > stream.STREAM_ABOVE:
+            partitions = 0  # auto: ~PART_ROWS rows a partition
+        if partitions is not None:
+            return stream.evaluate_stream(dataset, predictions, protocol, id_field, text_field, split, box_format, bootstrap, seed,
+                                          judge, baseline, audit, progress, partitions, workers)
         return _evaluate(dataset, predictions, protocol, id_field, text_field, split, box_format, bootstrap, seed, judge, baseline, audit, progress)
     finally:
         if enabled:

@@ -148,14 +148,48 @@ def load_predictions(
     path = str(path)
     by_id = PredictionStore()
     index, texts, extras, pool = by_id.index, by_id.texts, by_id.extras, by_id._pool
+    head = RecordsHead()
+    for lineno, key, t, extra in iter_records(path, id_field, text_field, head):
+        if key in index:
+            raise PredictionError(f"{path}:{lineno}: duplicate prediction for id {key!r}")
+        # straight into the store's columns (the hot loop of a million-line file)
+        i = len(texts)
+        index[key] = i
+        if t is not None and len(t) <= 64:
+            t = pool.setdefault(t, t) if len(pool) < 65_536 else pool.get(t, t)
+        texts.append(t)
+        if extra is not None:
+            extras[i] = extra
+    return Predictions(path=path, id_field=head.id_field, text_field=head.text_field, by_id=by_id, lines=head.lines,
+                       blank_lines=head.blank_lines)
+
+
+@dataclass(slots=True)
+class RecordsHead:
+    """What ``iter_records`` learnt about the file: the detected fields and the line counts
+    (filled as it reads; complete once it is exhausted)."""
+
+    id_field: str = ""
+    text_field: str = ""
+    lines: int = 0
+    blank_lines: int = 0
+    first_id: str | None = None
+
+
+def iter_records(path: str, id_field: str | None, text_field: str | None, head: RecordsHead) -> Iterator[tuple[int, str, str | None, Any]]:
+    """(line number, id, text, extras or None) of each record, in file order; extras is
+    (boxes, box format, image size, error) when any is set. Every malformed line raises a
+    PredictionError naming it; duplicate ids are the caller's to catch."""
     idf = txf = None
     n = blank = 0
     typed = None
     with open(path, "rb") as fh:
         for lineno, line in enumerate(fh, 1):
             n += 1
+            head.lines = n
             if not line.strip():
                 blank += 1
+                head.blank_lines = blank
                 continue
             if typed is not None:
                 # fast path: decode straight into a struct holding only the fields we read
@@ -168,24 +202,12 @@ def load_predictions(
                 except UnicodeDecodeError as e:
                     raise PredictionError(f"{path}:{lineno}: not UTF-8 text ({e.reason} at byte {e.start})") from None
                 key = r.id if type(r.id) is str else str(r.id)
-                if key in index:
-                    raise PredictionError(f"{path}:{lineno}: duplicate prediction for id {key!r}")
-                # straight into the store's columns (the hot loop of a million-line file)
-                i = len(texts)
-                index[key] = i
-                t = r.text
-                if t is not None and len(t) <= 64:
-                    t = pool.setdefault(t, t) if len(pool) < 65_536 else pool.get(t, t)
-                texts.append(t)
                 boxes = r.boxes if r.boxes is not None else (r.pred_boxes if r.pred_boxes is not None else r.bbox)
                 size, err, fmt = r.image_size, r.error, r.box_format or r.box_convention
                 if boxes is not None or size is not None or err is not None or fmt is not None:
-                    extras[i] = (
-                        boxes,
-                        fmt,
-                        _image_size(size, path, lineno),
-                        err if isinstance(err, str) else None,
-                    )
+                    yield lineno, key, r.text, (boxes, fmt, _image_size(size, path, lineno), err if isinstance(err, str) else None)
+                else:
+                    yield lineno, key, r.text, None
                 continue
             try:
                 rec = _decode(line)
@@ -197,22 +219,24 @@ def load_predictions(
                 raise PredictionError(f"{path}:{lineno}: a line must be a JSON object")
             idf = _detect(rec, id_field, ID_FIELDS, "id", path)
             txf = _detect(rec, text_field, TEXT_FIELDS, "text", path)
+            head.id_field, head.text_field = idf, txf
             text = rec.get(txf)
             if text is not None and not isinstance(text, str):
                 raise PredictionError(f"{path}:{lineno}: {txf!r} must be a string or null, got {type(text).__name__}")
             box_field = next((b for b in BOX_FIELDS if b in rec), None)
-            size = rec.get("image_size")
-            by_id.add(str(rec[idf]), Prediction(
+            p = Prediction(
                 text=text,
                 boxes=rec.get(box_field) if box_field else None,
                 box_format=rec.get("box_format") or rec.get("box_convention"),
-                image_size=_image_size(size, path, lineno),
+                image_size=_image_size(rec.get("image_size"), path, lineno),
                 error=rec.get("error") if isinstance(rec.get("error"), str) else None,
-            ))
+            )
+            head.first_id = str(rec[idf])
+            has_extra = p.boxes is not None or p.box_format is not None or p.image_size is not None or p.error is not None
+            yield lineno, head.first_id, text, ((p.boxes, p.box_format, p.image_size, p.error) if has_extra else None)
             typed = _typed_decoder(idf, txf)
     if idf is None or txf is None:
         raise PredictionError(f"{path}: no predictions in the file")
-    return Predictions(path=path, id_field=idf, text_field=txf, by_id=by_id, lines=n, blank_lines=blank)
 
 
 def _image_size(size: Any, path: str, lineno: int) -> tuple[int, int] | None:

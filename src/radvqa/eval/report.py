@@ -366,22 +366,25 @@ def write_report(rep: dict[str, Any], out: str | Path, plots: bool = True) -> di
     paths["report.md"] = out / "report.md"
     paths["report.html"] = out / "report.html"
     if per is not None:
-        s = per["scores"]
         # streamed from the compact columns, a block of lines per write: no per-question
         # dicts are kept, whatever the number of questions
         with open(out / "per_question.jsonl", "w", encoding="utf-8") as fh:
-            cols = (per["qa_id"], s.kind, s.status, s.reason, s.value, s.correct, s.tok_f1, s.iou)
-            buf: list[str] = []
-            for q, kind, st, why, val, ok, f1, iou in zip(*cols):
-                buf.append(json.dumps({
-                    "qa_id": q, "kind": kind, "status": st, "reason": why, "extracted": val,
-                    "correct": ok, "token_f1": f1, "iou": iou,
-                }, ensure_ascii=False))
-                if len(buf) >= 8192:
+            if hasattr(per, "write_jsonl"):  # a streamed evaluation: its partitions' files, merged in row order
+                per.write_jsonl(fh)
+            else:
+                s = per["scores"]
+                cols = (per["qa_id"], s.kind, s.status, s.reason, s.value, s.correct, s.tok_f1, s.iou)
+                buf: list[str] = []
+                for q, kind, st, why, val, ok, f1, iou in zip(*cols):
+                    buf.append(json.dumps({
+                        "qa_id": q, "kind": kind, "status": st, "reason": why, "extracted": val,
+                        "correct": ok, "token_f1": f1, "iou": iou,
+                    }, ensure_ascii=False))
+                    if len(buf) >= 8192:
+                        fh.write("\n".join(buf) + "\n")
+                        buf.clear()
+                if buf:
                     fh.write("\n".join(buf) + "\n")
-                    buf.clear()
-            if buf:
-                fh.write("\n".join(buf) + "\n")
         paths["per_question.jsonl"] = out / "per_question.jsonl"
         rep["_per_question"] = per
     if timings is not None:

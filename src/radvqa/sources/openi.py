@@ -43,6 +43,7 @@ from radvqa.sources import SOURCES
 _SECTION_ORDER = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
 
 
+MIN_PART_REPORTS = 1000
 _LAYOUTS = [Layout("splits", "report split table (report_id, split)", ("report_id", "split"))]
 
 
@@ -59,7 +60,31 @@ class OpenISource(Source):
     counts_reads = True
     description = "OpenI / IU X-ray report XMLs (folder or NLMCXR_reports.tgz), optional image folder"
 
-    def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
+    # the part iter_part reads: (first record, end or None); None: every record
+    _range: tuple[int, int | None] | None = None
+
+    def plan_parts(self, inputs: Any, n_parts: int, *, ontology: Any = None, limit: int | None = None) -> list[dict[str, Any]] | None:
+        """Consecutive ranges of the report sequence (the XML files in the order they are read,
+        archive members counted by listing the archive: decompressed, not parsed). The last
+        part is open-ended, so it also carries a damaged archive's closing reject."""
+        try:
+            xml_inputs = self._inputs([Path(p) for p in inputs])[0]
+            total = sum(_count_xml(p) for p in xml_inputs)
+        except (SourceError, OSError, tarfile.TarError, EOFError, ValueError):
+            return None  # read whole: the reader reports what is wrong, in order
+        # each part reads the ids of the reports before it (duplicates) and a process start: below
+        # ~1,000 reports a part, splitting costs more than the parse it spreads (3,955 reports in
+        # 32 parts read in 4.4 s on 16 cores, in one part in 1.0 s)
+        k = min(n_parts, total // MIN_PART_REPORTS)
+        if k <= 1:
+            return None
+        return [{"lo": total * i // k, "hi": total * (i + 1) // k if i < k - 1 else None} for i in range(k)]
+
+    def iter_part(self, inputs: Any, part: dict[str, Any], *, ontology: Any = None) -> Any:
+        self._range = (int(part["lo"]), part["hi"])
+        return self.iter_records(inputs, ontology=ontology)
+
+    def _inputs(self, inputs: list[Path]) -> tuple[list[Path], list[Path], list[Path]]:
         xml_inputs: list[Path] = []
         image_dirs: list[Path] = []
         split_tables: list[Path] = []
@@ -79,10 +104,24 @@ class OpenISource(Source):
                 raise SourceError(f"openi: cannot use input {p} (expected XML folder/file, .tgz, image folder or r2gen split .csv)")
         if not xml_inputs:
             raise SourceError("openi: no XML reports found in the inputs")
+        return xml_inputs, image_dirs, split_tables
+
+    def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
+        xml_inputs, image_dirs, split_tables = self._inputs(inputs)
+        lo, hi = self._range or (0, None)
         images = index_images(image_dirs) if image_dirs else None
         splits = _read_splits(split_tables)
         seen: set[str] = set()
-        for ref, data in _iter_xml_blobs(xml_inputs):
+        for i, (ref, data) in enumerate(_iter_xml_blobs(xml_inputs)):
+            if hi is not None and i >= hi:
+                return
+            if i < lo:
+                # an earlier part's report: only its id, so a later copy is rejected here as it
+                # is when one reader reads everything
+                uid = _uid(data)
+                if uid:
+                    seen.add(uid)
+                continue
             self.count_read()  # one XML file or archive member (a link member too) = one record
             yield self._parse(ref, data, images, splits, seen, onto)
 
@@ -97,12 +136,9 @@ class OpenISource(Source):
     ) -> Record:
         if isinstance(data, str):  # the member or file could not be read: the reason
             return self.reject(ref, data)
-        try:
-            root = ET.fromstring(data)
-        except ET.ParseError as e:
-            return self.reject(ref, f"malformed XML: {e}")
-        except (LookupError, ValueError) as e:  # encoding="x-bogus-enc" and other bad declarations
-            return self.reject(ref, f"malformed XML: {e}")
+        root = _xml(data)
+        if isinstance(root, str):
+            return self.reject(ref, root)
         uid_el = root.find("uId")
         uid = uid_el.get("id") if uid_el is not None else None
         if not uid:
@@ -188,6 +224,37 @@ def _mesh_labels(onto: Any, codes: list[str]) -> tuple[list[Label], list[str]]:
             continue
         labels.append(Label(scheme="openi_mesh", name=code, value=1, findings=fids))
     return labels, unmapped
+
+
+def _xml(data: bytes) -> Any:
+    """The parsed root, or why the bytes are not XML."""
+    try:
+        return ET.fromstring(data)
+    except ET.ParseError as e:
+        return f"malformed XML: {e}"
+    except (LookupError, ValueError) as e:  # encoding="x-bogus-enc" and other bad declarations
+        return f"malformed XML: {e}"
+
+
+def _uid(data: bytes | str) -> str | None:
+    """The report id ``_parse`` would mark as seen (None where it rejects before that)."""
+    if isinstance(data, str):
+        return None
+    root = _xml(data)
+    if isinstance(root, str):
+        return None
+    el = root.find("uId")
+    return (el.get("id") if el is not None else None) or None
+
+
+def _count_xml(p: Path) -> int:
+    """Reports ``_iter_xml_blobs`` yields for one input (a damaged archive's closing reject not counted)."""
+    if p.is_dir():
+        return sum(1 for f in walk_files([p]) if f.suffix.lower() == ".xml")
+    if p.suffix.lower() == ".xml":
+        return 1
+    with tarfile.open(p, "r:*") as tf:
+        return sum(1 for m in tf if m.name.lower().endswith(".xml"))
 
 
 def _has_xml(d: Path) -> bool:
