@@ -97,6 +97,17 @@ def write_sample(dataset: Path, out: Path, n: int, seed: int) -> int:
     return len(picked)
 
 
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float] | None:
+    """Wilson score interval (95%) of a proportion k/n; None for n = 0."""
+    if n <= 0:
+        return None
+    p = k / n
+    d = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / d
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / d
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
 def score(path: Path) -> dict[str, Any]:
     """Error rates per grade (and for rows stating a positive finding) of a marked sample."""
     with path.open(newline="", encoding="utf-8") as fh:
@@ -112,9 +123,14 @@ def score(path: Path) -> dict[str, Any]:
         err = sum(r["verdict"] == "error" for r in rs)
         content = sum(r["verdict"] == "error" and r["error"] in CONTENT_ERRORS for r in rs)
         return {"rows": len(rs), "errors": err, "content_errors": content,
-                "error_rate": err / len(rs) if rs else None, "content_error_rate": content / len(rs) if rs else None}
+                "error_rate": err / len(rs) if rs else None, "error_ci95": wilson(err, len(rs)),
+                "content_error_rate": content / len(rs) if rs else None,
+                "content_error_ci95": wilson(content, len(rs))}
 
+    pos_rows = [r for r in rows if r["polarity"] == "positive"]
+    top = [r for r in pos_rows if r["grade"] == "A++"]
     out: dict[str, Any] = {"all": rate(rows), "by_grade": {}, "positive_by_grade": {},
+                           "positive_in_top_grade_sample": len(top) / len(pos_rows) if pos_rows else None,
                            "positive": rate([r for r in rows if r["polarity"] == "positive"]),
                            "errors": dict(Counter(r["error"] for r in rows if r["verdict"] == "error"))}
     for g in sorted({r["grade"] for r in rows}, key=lambda g: ("A++", "A+", "A", "B", "C", "D").index(g)):
@@ -125,6 +141,31 @@ def score(path: Path) -> dict[str, Any]:
     return out
 
 
+def table(res: dict[str, Any]) -> str:
+    """Markdown table of ``score``: rows wrong (any error) and content errors per grade, with
+    Wilson 95% intervals, then the rows that state a positive finding."""
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.1f}%"
+
+    def ci(c: tuple[float, float] | None) -> str:
+        return "-" if c is None else f"{100 * c[0]:.1f}-{100 * c[1]:.1f}%"
+
+    lines = ["| rows | n | wrong | rate (95% CI) | content errors | rate (95% CI) |",
+             "|---|---|---|---|---|---|"]
+
+    def add(name: str, r: dict[str, Any]) -> None:
+        lines.append(f"| {name} | {r['rows']} | {r['errors']} | {pct(r['error_rate'])} ({ci(r['error_ci95'])}) | "
+                     f"{r['content_errors']} | {pct(r['content_error_rate'])} ({ci(r['content_error_ci95'])}) |")
+
+    for g, r in res["by_grade"].items():
+        add(f"grade {g}", r)
+    add("all", res["all"])
+    for g, r in res["positive_by_grade"].items():
+        add(f"positive, grade {g}", r)
+    add("positive, all grades", res["positive"])
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dataset", nargs="?", type=Path, help="a radvqa build folder")
@@ -132,11 +173,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--out", type=Path, default=Path("audit_sample.csv"))
     ap.add_argument("--score", type=Path, help="a marked sample CSV: print error rates per grade")
+    ap.add_argument("--table", action="store_true", help="with --score: a Markdown table instead of JSON")
     a = ap.parse_args(argv)
     if a.score:
         import json
 
-        print(json.dumps(score(a.score), indent=1))
+        res = score(a.score)
+        if a.table:
+            print(table(res))
+        else:
+            print(json.dumps(res, indent=1))
         return 0
     if a.dataset is None:
         ap.error("DIR is required (or --score FILE)")

@@ -92,7 +92,7 @@ def check(source: str, inputs: list[Path]) -> None:
         if isinstance(r, Reject):
             assert r.reason and r.ref
     c = stream.counts
-    # an adapter that declares it counts the records it reads (all but reflacx / eye-gaze) must
+    # an adapter that declares it counts the records it reads (all of them) must
     # have counted, and none may vanish between the read and the yield
     assert c.read is not None or not src.counts_reads, (source, c.as_dict())
     assert c.read is None or c.read == c.studies + c.rejects, c.as_dict()

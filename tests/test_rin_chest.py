@@ -79,3 +79,21 @@ def test_normal_study_and_ambiguous_study(gen: Generator) -> None:
     assert not [r for r in amb if r.strategy == "rin"]
     # a source without a configured label scheme, or no labels at all: rin does not apply
     assert not gen.generate(_sg(3, [_obs(1, "cardiomegaly", "present", source="report")]))
+
+
+def test_a_label_beside_its_more_specific_label_is_not_named_twice() -> None:
+    """OpenI MeSH "Aorta/enlarged" and "Aorta, Thoracic/tortuous" on one study were answered
+    "... aortic enlargement, bone lesion and tortuous aorta" (the audit's duplicate check, #13)."""
+    from radvqa.quality.audit import Family, check_row
+    import msgspec
+
+    onto = load_ontology()
+    g = Generator(onto, GenerateOptions(strategies=("rin",)))
+    assert "aortic_enlargement" in g.vocab.fancestors["tortuous_aorta"]
+    obs = [_obs(1, "aortic_enlargement", "present"), _obs(2, "tortuous_aorta", "present")]
+    rows = g.generate(_sg(1, obs))
+    assert rows
+    fam = Family(onto)
+    for r in rows:
+        assert "aortic_enlargement" not in r.findings, r.answer
+        assert "duplicate_statement" not in check_row(msgspec.to_builtins(r), fam), r.answer

@@ -149,13 +149,14 @@ def test_reflacx_threshold_is_configurable(onto, monkeypatch):
     assert labs["P102R222222"] == 1 and readers == ["P102R111111", "P102R222222"]
     labs, readers = effusion(ReflacxSource(below_threshold="uncertain"))
     assert labs["P102R222222"] == -1 and readers == ["P102R111111", "P102R222222"]
+    # the environment no longer changes a build (the option is a typed build flag, in the fingerprint)
     monkeypatch.setenv("RADVQA_REFLACX_PRESENT_FROM", "5")
-    labs, _ = effusion(ReflacxSource())
-    assert labs["P102R111111"] == 1 and effusion(ReflacxSource())[0] == labs
-    studies, _ = split(ReflacxSource().iter_records([RX / "main_data"], ontology=onto))
+    assert effusion(ReflacxSource())[0] == {"P102R111111": 1, "P102R222222": 0, "P102R333333": 0}
+    studies, _ = split(ReflacxSource(present_from=5).iter_records([RX / "main_data"], ontology=onto))
     assert {lab.value for lab in studies[0].labels if lab.name == "Atelectasis"} == {0, 1}  # only the certainty-5 reading
-    with pytest.raises(SourceError):
-        ReflacxSource(present_from=7)
+    for bad in ({"present_from": 7}, {"present_from": 0}, {"below_threshold": "maybe"}):
+        with pytest.raises(SourceError, match="bad option"):
+            ReflacxSource(**bad)
 
 
 def test_reflacx_readers_fused_in_localize(onto):
@@ -293,3 +294,111 @@ def test_reflacx_inputs_root_or_single_file(onto):
     one, rej = split(get_source("reflacx").iter_records([RX / "main_data" / "metadata_phase_3.csv"], ontology=onto))
     assert [s.id for s in root] == ["reflacx:50000001", "reflacx:50000002", "reflacx:50000003"]
     assert [s.id for s in one] == ["reflacx:50000002", "reflacx:50000003"] and len(rej) == 6
+
+
+def test_reflacx_threshold_build_flag_and_resume(tmp_path):
+    # the threshold is a typed build option: in the manifest, in the resume fingerprint, applied
+    # by the read tasks (workers included), refused for other sources and out of range
+    args = ["reflacx", "-i", str(RX / "main_data"), "--strategies", "vindr"]
+    out = tmp_path / "p5"
+    m = _build(out, *args, "--reflacx-present-from", "5", "--reflacx-below-threshold", "uncertain", "--workers", "2")
+    assert m["options"]["source_options"] == {"present_from": 5, "below_threshold": "uncertain"}
+    sg = pq.read_table(out / "scene_graphs").to_pylist()
+    a = next(r for r in sg if r["study_id"] == "reflacx:50000001")
+    meta = {kv["key"]: kv["value"] for kv in a["meta"]}
+    assert meta["reflacx_present_from"] == "5" and meta["reflacx_below_threshold"] == "uncertain"
+    default = _build(tmp_path / "p3", *args)
+    assert "source_options" not in default["options"]
+    # --resume with another threshold is refused (fingerprint), with the same one it continues
+    r = CliRunner().invoke(app, ["build", "--out", str(out), "--quiet", "--resume", *args, "--reflacx-present-from", "4",
+                                 "--reflacx-below-threshold", "uncertain"])
+    assert r.exit_code == 1 and "source_options" in r.output
+    r = CliRunner().invoke(app, ["build", "--out", str(out), "--quiet", "--resume", *args, "--reflacx-present-from", "5",
+                                 "--reflacx-below-threshold", "uncertain"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["build", "--out", str(tmp_path / "x"), "--quiet", "sample", "--reflacx-present-from", "4"])
+    assert r.exit_code != 0 and "reflacx source only" in r.output
+    r = CliRunner().invoke(app, ["build", "--out", str(tmp_path / "y"), "--quiet", *args, "--reflacx-present-from", "6"])
+    assert r.exit_code != 0 and not (tmp_path / "y" / "manifest.json").exists()
+
+
+def _set_cell(path: Path, rid: str, column: str, value: str) -> None:
+    lines = path.read_bytes().decode().split("\r\n")
+    head = lines[0].split(",")
+    for i, ln in enumerate(lines):
+        if ln.startswith(rid + ","):
+            cells = ln.split(",")
+            cells[head.index(column)] = value
+            lines[i] = ",".join(cells)
+    path.write_bytes("\r\n".join(lines).encode())
+
+
+def test_reflacx_reader_marks_what_another_dictation_negates(tmp_path):
+    # Study 50000001, edited: readers 2 and 3 mark a pleural effusion (certainty 4, an ellipse
+    # each); reader 1, whose dictation is the report, marks none and dictates "No pleural
+    # effusion". Rule (localize/graph.py): neither side wins -- the finding is uncertain, both
+    # sides are named in the provenance, rows about it are graded down (C), the marks are kept.
+    main = tmp_path / "main_data"
+    shutil.copytree(RX / "main_data", main)
+    meta = main / "metadata_phase_1.csv"
+    _set_cell(meta, "P102R111111", "Pleural effusion", "0")
+    _set_cell(meta, "P102R222222", "Pleural effusion", "4")
+    _set_cell(meta, "P102R333333", "Pleural effusion", "4")
+    e1 = main / "P102R111111" / "anomaly_location_ellipses.csv"
+    e1.write_bytes(b"\r\n".join(e1.read_bytes().split(b"\r\n")[:2]) + b"\r\n")  # its effusion ellipse gone
+    e2 = main / "P102R222222" / "anomaly_location_ellipses.csv"
+    e2.write_bytes(e2.read_bytes().replace(b"180,300,260,380,2,", b"180,300,260,380,4,"))
+    e3 = main / "P102R333333" / "anomaly_location_ellipses.csv"
+    row = e3.read_bytes().split(b"\r\n")[1].split(b",")
+    head = e3.read_bytes().split(b"\r\n")[0].split(b",")
+    eff = [b"False"] * (len(head) - 5)
+    eff[head.index(b"Pleural effusion") - 5] = b"True"
+    e3.write_bytes(e3.read_bytes() + b",".join([b"185,305,262,385,4", *eff]) + b"\r\n")
+    assert row[4] == b"5"
+    (main / "P102R111111" / "transcription.txt").write_text("Left basilar atelectasis. No pleural effusion.")
+    out = tmp_path / "o"
+    _build(out, "reflacx", "-i", str(main), "--strategies", "vindr,qba")
+    sg = next(r for r in pq.read_table(out / "scene_graphs").to_pylist() if r["study_id"] == "reflacx:50000001")
+    m = {kv["key"]: kv["value"] for kv in sg["meta"]}
+    assert m["report_reader"] == "P102R111111"
+    eff_obs = [o for o in sg["observations"] if o["finding"] == "pleural_effusion"]
+    assert [(o["source"], o["certainty"]) for o in eff_obs] == [("report", "uncertain")]
+    oid = eff_obs[0]["id"]
+    note = f"{oid}=pleural_effusion:present:readers=P102R222222+P102R333333:dictation=P102R111111"
+    assert note in m["label_conflicts"].split("; ")
+    assert m["reader_conflicts"] == f"{oid}=pleural_effusion: present by P102R222222+P102R333333, absent in the dictation of P102R111111"
+    assert {b["reader"] for b in eff_obs[0]["boxes"] if b["source"] == "expert"} == {"P102R222222", "P102R333333"}
+    # atelectasis: all three mark it and the dictation states it -> present, no conflict
+    ate = [o for o in sg["observations"] if o["finding"] == "atelectasis"]
+    assert [o["certainty"] for o in ate] == ["present"] and "atelectasis" not in m.get("reader_conflicts", "")
+    rows = [r for r in pq.read_table(out / "qa").to_pylist() if r["study_id"] == "reflacx:50000001"]
+    about = [r for r in rows if any(p.startswith("label_conflict:pleural_effusion:present:readers=") for p in r["provenance"])]
+    assert about and all(r["grade"] in ("C", "D") for r in about)
+    # the answers hedge: neither "no pleural effusion" (the dictation) nor a plain "pleural effusion is seen"
+    assert all("pleural effusion may be present" in r["answer"].lower() and "no pleural effusion" not in r["answer"].lower()
+               for r in about)
+
+
+def test_records_read_equal_studies_plus_rejects(onto):
+    # REFLACX: a study group or a metadata row that names no study is one record; a reading
+    # rejected inside an emitted study is a row of it. Eye Gaze: a study group or a master row
+    # that joins none. Both: read = studies + study rejects, and nothing vanishes.
+    for name, inputs in (("reflacx", [RX / "main_data", RX / "mimic"]), ("eye-gaze", [EG / "egd-cxr", EG / "mimic"])):
+        stream = get_source(name).iter_records(inputs, ontology=onto)
+        recs = list(stream)
+        c = stream.counts
+        studies = [r for r in recs if isinstance(r, Study)]
+        study_rejects = [r for r in recs if isinstance(r, Reject) and r.stage == "source"]
+        assert c.read == c.studies + c.rejects == len(studies) + len(study_rejects), (name, c.as_dict())
+        assert c.row_rejects == len(recs) - len(studies) - len(study_rejects) > 0
+
+
+def test_reflacx_unreadable_transcription_names_its_file(onto, tmp_path):
+    main = tmp_path / "main_data"
+    shutil.copytree(RX / "main_data", main)
+    (main / "P300R000003" / "transcription.txt").write_bytes(b"\xff\xfeclear lungs")
+    studies, rejects = split(get_source("reflacx").iter_records([main], ontology=onto))
+    assert "reflacx:50000003" not in [s.id for s in studies]
+    r = next(r for r in rejects if "P300R000003" in r.reason)
+    assert r.stage == "source" and r.reason.startswith("reading P300R000003: not UTF-8 text")
+    assert r.ref == str(main / "P300R000003" / "transcription.txt")

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from radvqa.model import CERTAINTIES, AnswerPart, Box, Observation
-from radvqa.quality.criteria import IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, negated_only, obs_grade
+from radvqa.quality.criteria import (IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, negated_only, obs_grade,
+                                     relative_place)
 
 if TYPE_CHECKING:
     from radvqa.generate.engine import StudyCtx
@@ -175,6 +176,12 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.severity = sev
     f.phrase = phrase
     explicit = [r for r in obs.regions]
+    if explicit and c != "absent" and obs.source == "report" and obs.evidence and relative_place(
+            [ctx.sentences.get(ev.sentence_id) or ev.text for ev in obs.evidence]):
+        # "tip 5 cm above the carina", "leads overlying the heart": the region named is where the
+        # finding is not; its default regions stand in (hand audit: "The tracheostomy tube is in
+        # the carina")
+        explicit = []
     f.explicit_regions = explicit
     regions = explicit or list(dflt_regions)
     f.regions = regions
@@ -212,11 +219,33 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         f.grade = IMPLIED_NEGATIVE
     else:
         n_boxed = len({b.image_id for b in boxes}) if boxes else 0
-        f.grade = obs_grade(obs, v.fname, v.rname, kind, n_boxed, ctx.n_boxable_images,
-                            sentences=ctx.sentences, has_report=ctx.sg.report is not None,
-                            label_conflict=obs.id in ctx.label_conflicts, hedge_re=v.hedge_re,
-                            shared_sentences=ctx.shared_sentences, vague=v.vague,
-                            annotated=(ctx.sg.extractor or "").startswith("gold:"))
+        places = 0
+        if informative and not f.absent:
+            anc = v.rancestors
+            places = sum(1 for r in explicit if not any(r in anc.get(o, ()) for o in explicit if o != r))
+        # obs_grade reads only these (the sentence texts, not their ids; whether a sentence is
+        # shared with another finding): equal keys give equal grades
+        sids = tuple(ev.sentence_id for ev in obs.evidence)
+        sents = ctx.sentences
+        # human-annotated scene graphs (gold:radgraph, gold:lunguage) skip two extractor checks
+        annotated = (ctx.sg.extractor or "").startswith("gold:")
+        gkey = (obs.finding, c, obs.qualifier, obs.severity, obs.source, obs.laterality, tuple(obs.regions),
+                tuple(sents.get(sid) if sid else None for sid in sids) if sents else sids,
+                tuple(ev.text for ev in obs.evidence),
+                bool(ctx.shared_sentences) and not ctx.shared_sentences.isdisjoint(sids),
+                kind, n_boxed, ctx.n_boxable_images, ctx.sg.report is not None, obs.id in ctx.label_conflicts,
+                places, tuple(b.source for b in obs.boxes) if obs.boxes else (), annotated)
+        cache = gen.grade_cache
+        hit = cache.get(gkey)
+        if hit is None:
+            if len(cache) > 200_000:
+                cache.clear()
+            hit = cache[gkey] = obs_grade(
+                obs, v.fname, v.rname, kind, n_boxed, ctx.n_boxable_images, sentences=sents,
+                has_report=ctx.sg.report is not None, label_conflict=obs.id in ctx.label_conflicts,
+                hedge_re=v.hedge_re, shared_sentences=ctx.shared_sentences, vague=v.vague, places=places,
+                annotated=annotated)
+        f.grade = hit
         if ctx.extract_grade is not None:
             f.grade = (max(f.grade[0], ctx.extract_grade[0]), f.grade[1] + ctx.extract_grade[1])
     # an implied negative rests on the report's silence: say so rather than cite nothing
@@ -255,6 +284,11 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
             dv["size"] = f"{obs.size_mm:g}"
             details.append(_detail(ctx, ph["detail_size"], dv, f))
         desc = [d for d in (obs.temporal, obs.texture, obs.spread) if d] if f.present else []
+        if desc and obs.source == "report" and obs.evidence:
+            # a descriptor the evidence uses only inside a negated phrase belongs to what is
+            # negated: "cardiomegaly without superimposed acute disease" is not acute (hand audit)
+            sents = [ctx.sentences[ev.sentence_id] for ev in obs.evidence if ev.sentence_id in ctx.sentences]
+            desc = [d for d in desc if not negated_only((d,), sents)]
         if desc:
             dv["description"] = join_list(desc)
             details.append(_detail(ctx, ph["detail_description"], dv, f))
@@ -502,16 +536,28 @@ def fold_ancestors(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
         return facts
     dropped: set[int] = set()
     for p in facts:
-        if p.absent or p.severity or p.informative or _has_own_details(p):
+        if p.absent:
             continue
+        plain = not (p.severity or p.informative or _has_own_details(p))
         for c in facts:
             if (c is p or id(c) in dropped or c.absent or p.fid not in anc.get(c.fid, ())
-                    or _RANK[c.certainty] < _RANK[p.certainty] or (p.lat and p.lat != c.lat)):
+                    or _RANK[c.certainty] < _RANK[p.certainty] or not _sides_overlap(p.lat, c.lat)):
+                continue
+            # an ancestor with a severity, size or place of its own is folded too when nothing
+            # places it elsewhere (its places lie within the descendant's) or it comes from the
+            # same sentence: "minimal left basilar opacity, likely atelectasis" is one thing, not
+            # "There is minimal left lung opacity. There is left atelectasis." (hand audit)
+            if not plain and not (set(p.regions) <= set(c.regions) or _share_sentence(p, c)):
                 continue
             c.prov.extend(x for x in p.prov if x not in c.prov)
             dropped.add(id(p))
             break
     return [f for f in facts if id(f) not in dropped] if dropped else facts
+
+
+def _share_sentence(a: Fact, b: Fact) -> bool:
+    sa = {ev.sentence_id for ev in a.obs.evidence if ev.sentence_id}
+    return bool(sa) and any(ev.sentence_id in sa for ev in b.obs.evidence)
 
 
 def _has_own_details(f: Fact) -> bool:

@@ -533,7 +533,7 @@ def op_indication(st: Study, tpl: Template, it: Item) -> None:
     pos, neg = it.pos, it.neg
     if pos:
         parts = [p for f in pos for p in st.parts_of(f)] + [f.main for f in neg]
-        st.say(tpl, it.slots, it.key, "positive", _lv(pos), parts, pos + neg, polarity="positive",
+        st.say(tpl, it.slots, it.key, it.name or "positive", _lv(pos), parts, pos + neg, polarity="positive",
                extra=it.extra, prov_first=it.prov)
     else:
         st.say(tpl, it.slots, it.key, "negative", _EMPTY, [f.main for f in neg], neg, polarity="negative",
@@ -630,7 +630,9 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     if g is not None:
         extra.append(g)
     prov = [f"indication: {text}"] + [f"{e.sentence_id}: {e.text}" for e in ind.evidence if e.sentence_id]
-    return (Item({"indication": text}, "", pos, neg, extra=extra, prov=prov),)
+    # the answer key: "positive" claims relevance, fair only for findings the indication names
+    return (Item({"indication": text}, "", pos, neg, extra=extra, prov=prov,
+                 name="positive" if ind.evaluate else "positive_listed"),)
 
 
 def scope_study(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
@@ -701,6 +703,7 @@ class _Regions:
         self.index = {"abnormal": pos_at, "devices": dev_at, "artifacts": art_at}
         self.neg_at = neg_at
         self.anc = anc
+        self.fdefault = v.fdefault_regions
         # a finding placed in "the lungs" says nothing about which lung: neither lung may be called
         # normal (a "no" answer), though both are asked about when stated explicitly
         rdesc = s.rdescendants
@@ -722,6 +725,9 @@ class _Regions:
     def neg_for(self, r: str) -> list[Fact]:
         # "the lungs are clear" speaks for the right lung too: negatives stated for the region
         # or any region containing it
+        # but only negatives of findings that can lie there: "the pulmonary XXXX and mediastinum are
+        # within normal limits" holds "no mediastinal widening", which says nothing about the right
+        # lung (hand audit: "Nothing abnormal is seen in the right lung. No mediastinal widening.")
         hit = self.neg_cache.get(r)
         if hit is None:
             neg_at = self.neg_at
@@ -729,8 +735,20 @@ class _Regions:
             for a in self.anc.get(r, ()):
                 if a in neg_at:
                     hit.extend(f for f in neg_at[a] if f not in hit)
+            if hit:
+                hit = [f for f in hit if self._can_lie_in(f.fid, r)]
             self.neg_cache[r] = hit
         return hit
+
+    def _can_lie_in(self, fid: str, r: str) -> bool:
+        """Some default region of the finding is ``r``, inside it or contains it (a finding
+        without default regions may lie anywhere)."""
+        dflt = self.fdefault.get(fid)
+        if not dflt:
+            return True
+        anc = self.anc
+        r_anc = anc.get(r, ())
+        return any(d == r or d in r_anc or r in anc.get(d, ()) for d in dflt)
 
     def items(self, st: Study, tpl: Template, subject: str) -> list[Item]:
         s = st.s
@@ -894,7 +912,7 @@ LIST = F({"list", "n"})
 GROUPS = F({"study", "subcategory", "region"})
 ONE = F({"phrase", "location"})
 OPS: dict[str, Op] = {
-    "indication": Op(F({"positive", "negative"}), LIST, F({"indication"}), "abnormal", op_indication),
+    "indication": Op(F({"positive", "positive_listed", "negative"}), LIST, F({"indication"}), "abnormal", op_indication),
     "describe": Op(DESC, LIST, GROUPS, "abnormal", op_describe),
     "describe_abnormal": Op(DESC, LIST, GROUPS, "abnormal", op_describe_abnormal),
     "is_abnormal": Op(YN, LIST, GROUPS, "abnormal", op_is_abnormal),

@@ -108,6 +108,11 @@ class ChestTasks:
         present: list[str] = sorted({o.finding for o in sg.observations
                                      if o.source in LABEL_SOURCES and o.certainty == "present"
                                      and self.is_pathology(o.finding)})
+        # a label beside a more specific one of the study names one thing twice ("aortic
+        # enlargement ... and tortuous aorta"): the specific one says it (the audit counts a finding
+        # beside its parent as a duplicate statement)
+        anc = v.fancestors
+        present = [f for f in present if not any(f in anc.get(o, ()) for o in present if o != f)]
         normal = not present and not any(o.certainty in ("present", "uncertain") and self.is_pathology(o.finding)
                                           for o in sg.observations)
         if not present and not normal:

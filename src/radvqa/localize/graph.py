@@ -24,6 +24,16 @@ Rules (contract for the generators):
      ``meta["label_conflicts"]`` lists ``<observation id>=<label finding>:<label certainty>``
      (provenance ``label_conflict:...``; grade C). A label never asserts what the report negates
      or hedges. ``meta["labels_agreeing_with_report"]`` keeps the supporting label findings.
+   - **Several readers, one reader's dictation** (``meta["report_reader"]`` names the reader whose
+     words are the report, as REFLACX's fused readings do). When two or more readers labelled the
+     finding and their vote disagrees with the report (a finding the other readers mark that the
+     dictation negates, or the reverse), neither side wins: one radiologist's words do not
+     overrule the others' marks, nor the reverse. The report observation becomes ``uncertain``,
+     the conflict is kept in ``meta["label_conflicts"]`` as ``<id>=<finding>:<label certainty>
+     :readers=<readers whose label disagrees with the dictation>:dictation=<report reader>``
+     (both sides in the provenance; grade C) and in ``meta["reader_conflicts"]``; the marking
+     readers' boxes attach to it, as to any non-absent observation. With one labelling reader
+     (REFLACX phase 3) the rule above holds: the report wins.
    - **Label-only findings** (no matching report observation) stay label observations
      (``source="label"``); answers state them plainly but their grade says where they come from:
      B when the study has no report (the labels are all there is), C when it has one (the report
@@ -92,7 +102,8 @@ def build_scene_graph(
                 return oid
 
     # -- label part
-    label_obs, no_finding, bad_values = _label_observations(study.labels)
+    label_obs, no_finding, bad_values, voters = _label_observations(study.labels)
+    report_reader = study.meta.get("report_reader")
     for lab in bad_values:
         rejects.append(_rej(study, f"label {lab.scheme}:{lab.name}", f"label value {lab.value!r} is not 1, 0 or -1"))
     for scheme in no_finding:
@@ -102,6 +113,7 @@ def build_scene_graph(
     merged: list[str] = []
     support: list[str] = []
     conflicts: list[str] = []
+    reader_conflicts: list[str] = []
     for fid, regions in sorted(label_obs):
         cert = label_obs[(fid, regions)]
         side = _side(regions, ontology)
@@ -113,6 +125,15 @@ def build_scene_graph(
             if agree:
                 merged.append(fid)
                 support.extend(f"{o.id}={fid}" for o in agree)
+            elif report_reader and len(voters[(fid, regions)]) >= 2:
+                # readers disagree with the one reader whose dictation is the report: uncertain
+                vote = voters[(fid, regions)]
+                for o in matches:
+                    # the readers whose own label disagrees with the dictation
+                    who = "+".join(sorted(r for r, c in vote.items() if c != o.certainty) or sorted(vote))
+                    conflicts.append(f"{o.id}={fid}:{cert}:readers={who}:dictation={report_reader}")
+                    reader_conflicts.append(f"{o.id}={fid}: {cert} by {who}, {o.certainty} in the dictation of {report_reader}")
+                    o.certainty = "uncertain"
             else:
                 conflicts.extend(f"{o.id}={fid}:{cert}" for o in matches)
             continue
@@ -176,6 +197,8 @@ def build_scene_graph(
         meta["label_support"] = "; ".join(support)
     if conflicts:
         meta["label_conflicts"] = "; ".join(conflicts)
+    if reader_conflicts:
+        meta["reader_conflicts"] = "; ".join(reader_conflicts)
 
     modality = study.images[0].modality if study.images else "CR"
     sg = SceneGraph(
@@ -199,7 +222,7 @@ def build_scene_graph(
 
 def _label_observations(
     labels: list[Label],
-) -> tuple[dict[tuple[str, tuple[str, ...]], str], list[str], list[Label]]:
+) -> tuple[dict[tuple[str, tuple[str, ...]], str], list[str], list[Label], dict[tuple[str, tuple[str, ...]], dict[str, str]]]:
     # (finding, regions, image) -> reader -> best value of that reader (a reader's labels merge by
     # precedence); region-level labels (Label.regions) make one observation per region set.
     votes: dict[tuple[str, tuple[str, ...], str], dict[str, str]] = {}
@@ -222,7 +245,13 @@ def _label_observations(
             if old is None or _RANK[cert] > _RANK[old]:
                 per[reader] = cert
     out: dict[tuple[str, tuple[str, ...]], str] = {}
+    # (finding, regions) -> reader -> that reader's best value over the images (who voted what)
+    voters: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
     for (fid, regions, _img), per in votes.items():
+        who = voters.setdefault((fid, regions), {})
+        for reader, c0 in per.items():
+            if reader not in who or _RANK[c0] > _RANK[who[reader]]:
+                who[reader] = c0
         vals = list(per.values())
         n = len(vals)
         if vals.count("present") * 2 > n:
@@ -234,7 +263,7 @@ def _label_observations(
         old = out.get((fid, regions))
         if old is None or _RANK[c] > _RANK[old]:
             out[(fid, regions)] = c
-    return out, no_finding, bad
+    return out, no_finding, bad, voters
 
 
 class _Family:

@@ -9,8 +9,9 @@ any build, whoever generated it. A defect is something a reader can see is wrong
 - ``contradiction_present_uncertain``: one answer states a finding present and the same finding, or
   an ancestor, uncertain ("A nodule is seen. A nodule cannot be excluded.").
 - ``contradiction_uncertain_absent``: the same finding both uncertain and absent.
-- ``duplicate_statement``: one answer states the same (finding, certainty, side) twice, or repeats
-  a sentence.
+- ``duplicate_statement``: one answer states the same (finding, certainty, side) twice, repeats
+  a sentence, or states a finding beside an ancestor (same certainty, overlapping side) that
+  nothing places elsewhere ("There is left lung opacity. There is left atelectasis.").
 - ``raw_identifier``: a question or answer shows an ontology identifier (``LUNG_FIELD``,
   ``lung_opacity``) or a subcategory rendered from its raw id instead of its display name
   ("the other", "the infections").
@@ -108,16 +109,31 @@ def _sides_overlap(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b or "bilateral" in (a, b)
 
 
-def _statements(parts: list[dict[str, Any]]) -> list[tuple[str, str, str | None, str]]:
-    """(finding, certainty, side, text) of each stated part (main or related; details describe)."""
+def _statements(parts: list[dict[str, Any]]) -> list[tuple[str, str, str | None, str, tuple[str, ...]]]:
+    """(finding, certainty, side, text, regions) of each stated part (main or related; details
+    describe)."""
     out = []
     for p in parts or ():
         c = p.get("certainty")
         if c not in _RANK or p.get("part_type") == "details":
             continue
         for fid in p.get("findings") or ():
-            out.append((fid, c, p.get("laterality"), p.get("text") or ""))
+            out.append((fid, c, p.get("laterality"), p.get("text") or "", tuple(p.get("regions") or ())))
     return out
+
+
+def _beside_parent(st: list[tuple[str, str, str | None, str, tuple[str, ...]]], fam: Family) -> bool:
+    """A finding stated beside an ancestor with the same certainty, on an overlapping side, that
+    nothing places elsewhere (its regions lie within the finding's): "There is left lung opacity.
+    There is left atelectasis." from one "left basilar opacity, likely atelectasis"."""
+    for a in st:
+        if a[1] == "absent":
+            continue
+        for b in st:
+            if b is not a and b[1] == a[1] and b[0] != a[0] and fam.covers(b[0], a[0]) \
+                    and _sides_overlap(a[2], b[2]) and set(b[4]) <= set(a[4]):
+                return True
+    return False
 
 
 def check_row(row: dict[str, Any], fam: Family) -> list[str]:
@@ -138,7 +154,7 @@ def check_row(row: dict[str, Any], fam: Family) -> list[str]:
     # two different findings is two statements about two findings, not a duplicate)
     texts = [p.get("text") for p in row.get("answer_parts") or ()
              if p.get("text") and p.get("part_type") != "details"]
-    if len(set(keys)) < len(keys) or len(set(texts)) < len(texts):
+    if len(set(keys)) < len(keys) or len(set(texts)) < len(texts) or (len(st) > 1 and _beside_parent(st, fam)):
         bad.append("duplicate_statement")
     text = f"{row.get('question') or ''} {row.get('answer') or ''}"
     low = text.lower()

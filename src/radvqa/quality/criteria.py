@@ -25,9 +25,18 @@ Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not pola
   states another finding (attributes may belong to the other one) -> A.
 - *answer merged from several sentences: a positive row whose findings come from more than one
   report sentence -> A (``answer_merged``; each extra claim is another chance to be wrong).
+- *normal in sentence: a stated finding whose sentence also calls something clear or normal
+  ("Lungs are clear airspace disease.", "hyperexpanded but clear") -> A.
+- *change: a stated finding whose sentence says something was removed or resolved ("catheter has
+  been removed", "clearing of") -> A; a negative from a partial resolution ("almost completely
+  resolved", "residual") -> B.
 - *side inferred: a side that no evidence sentence states -> A.
 - *human-annotated observations (``annotated``: RadGraph, Lunguage sources) skip the two
   extractor-attribution checks (hedge in sentence, shared sentence); every other criterion holds.
+- *location: a stated finding whose answer names several places that do not contain one another
+  -> A (the extractor's region attachment is the commonest content error of the hand audit; a
+  sentence placing the finding relative to a structure, "above the carina", gets no location said
+  at all: ``relative_place``, used by the generator).
 - *labels: label-only finding in a study with a report -> C; without a report -> B (A with an expert
   box); a label that disagrees with the report (localize ``label_conflicts``) -> C.
 - *implied negative: a negative asserted only because the report is silent -> B (not inferable).
@@ -58,7 +67,58 @@ def reason(criterion: str, value: str, grade: int) -> str:
 _NEG_CUE = re.compile(r"\b(?:no|not|without|negative for|free of)\b")
 _QUALIFIED_NEG = re.compile(r"\bno (?:definite|definitive|typical|overt|convincing|significant|gross|frank|"
                             r"large|obvious|discrete|appreciable|substantial|visible)\b|\bwithout (?:definite|"
-                            r"typical|overt|convincing|significant|gross|frank|obvious)\b")
+                            r"typical|overt|convincing|significant|gross|frank|obvious)\b|"
+                            # "heart is not significantly enlarged" says less than "no cardiomegaly"
+                            r"\bnot (?:significantly|definitely|clearly|markedly|substantially|grossly)\b")
+# a place named relative to a structure, not inside it: "tip 5 cm above the carina", "leads
+# overlying the heart", "density projecting over the ribs", "at the level of the clavicle"; the
+# extractor attaches that structure as the finding's region ("in the carina"), so the generator
+# says no location of its own for a finding stated in such a sentence (``relative_place``)
+_RELATIVE_PLACE = re.compile(r"\b(?:above|below|beneath|overlying|overlies|overlie|projecting|projects|"
+                             r"projected|superimposed|level of|adjacent|near|anterior to|posterior to|"
+                             r"lateral to|medial to|superior to|inferior to|overlap|overlapping)\b")
+_RELATIVE_CACHE: dict[str, bool] = {}
+# change words that say a finding was there before: "catheter has been removed", "clearing of the
+# opacities", "almost completely resolved"; the extractor's reading of such a sentence (present,
+# or absent) is a change claim, not a plain statement (hand audit: "has been removed" -> a line is
+# seen; "almost completely resolved pleural air" -> no pneumothorax)
+_RESOLUTION = re.compile(r"\b(?:removed|removal|resolv\w*|resolution|clear(?:ed|ing)|no longer|withdrawn|"
+                         r"explanted|extubated)\b")
+# a stated finding in a sentence that also calls something normal or clear ("Lungs are clear
+# airspace disease." read as airspace disease; "hyperexpanded but clear"): the sentence speaks both
+# ways and the extractor's reading of which part is normal is not vouched for (hand audit)
+_NORMAL_WORD = re.compile(r"\b(?:clear|normal|unremarkable|negative|within normal limits)\b")
+_PARTIAL = re.compile(r"\b(?:almost|nearly|near|partial\w*|incomplete\w*|residual|mostly|largely|"
+                      r"decreas\w*|improv\w*|smaller)\b")
+_CHANGE_CACHE: dict[str, tuple[bool, bool, bool]] = {}
+
+
+def _change_flags(text: str) -> tuple[bool, bool, bool]:
+    """(a resolution word, a partial-change word, a normal word) in the sentence, cached per
+    sentence text."""
+    hit = _CHANGE_CACHE.get(text)
+    if hit is None:
+        if len(_CHANGE_CACHE) > 200_000:
+            _CHANGE_CACHE.clear()
+        low = text.lower()
+        hit = _CHANGE_CACHE[text] = (_RESOLUTION.search(low) is not None, _PARTIAL.search(low) is not None,
+                                     _NORMAL_WORD.search(low) is not None)
+    return hit
+
+
+def relative_place(texts: list[str]) -> bool:
+    """Some sentence places something relative to a structure ("above the carina") rather than
+    in it (cached per sentence text: report sentences repeat across a corpus)."""
+    cache = _RELATIVE_CACHE
+    for t in texts:
+        hit = cache.get(t)
+        if hit is None:
+            if len(cache) > 200_000:
+                cache.clear()
+            hit = cache[t] = _RELATIVE_PLACE.search(t.lower()) is not None
+        if hit:
+            return True
+    return False
 _ALT_CUE = re.compile(r"\b(?:or|versus|vs)\b")
 _CLAUSE = re.compile(r"[,;:]|\bbut\b|\bhowever\b")
 _SIDE_CUE = {"left": re.compile(r"\bleft\b"), "right": re.compile(r"\bright\b"),
@@ -130,6 +190,7 @@ def obs_grade(
     shared_sentences: frozenset[str] = frozenset(),
     vague: frozenset[str] = frozenset(),
     annotated: bool = False,
+    places: int = 0,
 ) -> tuple[int, tuple[str, ...]]:
     """Grade of the facts one observation contributes (worst criterion) and the reasons.
 
@@ -139,7 +200,9 @@ def obs_grade(
     ``annotated``: people annotated the observation on the report (RadGraph, Lunguage: scene graph
     extractor ``gold:...``), so the two checks that guard against the extractor attaching a hedge or
     an attribute to the wrong finding (``hedge_in_sentence``, ``shared_sentence``) do not apply: the
-    annotators gave each entity its certainty and linked its modifiers and anatomy themselves."""
+    annotators gave each entity its certainty and linked its modifiers and anatomy themselves;
+    ``places``: how many distinct places (regions not containing one another) the answer names
+    for a stated finding (0: no location of its own is said)."""
     g = A_PP
     reasons: list[str] = []
 
@@ -176,6 +239,16 @@ def obs_grade(
             lower("evidence", "alternative", B)
         if len(sids) > 1:
             lower("evidence", "merged", A)
+        changes = [_change_flags(t) for t in texts]
+        if any(c[0] for c in changes):
+            # "resolved" read as absent is right unless the change is partial ("almost completely
+            # resolved", "residual"); read as present (the extractor missed the change) it is wrong
+            if obs.certainty == "absent" and any(c[0] and c[1] for c in changes):
+                lower("evidence", "partial_resolution", B)
+            elif obs.certainty != "absent":
+                lower("evidence", "resolution_in_sentence", A)
+        if stated and any(c[2] for c in changes):
+            lower("evidence", "normal_in_sentence", A)
         if stated and obs.certainty == "present" and not annotated:
             # the extractor read the finding as certain, but its sentence hedges something: the
             # hedge may be this finding's ("interstitial changes and possibly fibrosis")
@@ -185,6 +258,11 @@ def obs_grade(
             # the wrong one ("mediastinal clips, left base scarring" -> "left surgical clips")
             if shared_sentences.intersection(sids):
                 lower("evidence", "shared_sentence", A)
+        if stated and places > 1:
+            # the location said is the extractor's attachment of regions named in the sentence:
+            # several places that do not contain one another often belong to different things
+            # ("cardiomegaly ... in the cardiac silhouette and the lungs"); hand audit
+            lower("location", "several_places", A)
         side = obs.laterality
         if stated and side in _SIDE_CUE and texts and not any(_SIDE_CUE[side].search(t.lower()) for t in texts):
             lower("side", "inferred", A)

@@ -67,6 +67,7 @@ class BuildOptions:
     limit: int | None = None
     resume: bool = False
     studies: int | None = None  # synthetic source: number of studies
+    source_options: dict[str, Any] = field(default_factory=dict)  # the source's typed options (reflacx: present_from, ...)
     extractor: str = "rules"
     extractor_options: dict[str, Any] = field(default_factory=dict)
     shard_studies: int = DEFAULT_SHARD_STUDIES
@@ -101,6 +102,8 @@ class BuildOptions:
             **self.generate_dict(),  # strategies, seed, every other generation option
             "limit": self.limit,
             "studies": self.studies,
+            # only when given: builds of sources without options keep the fingerprint they had
+            **({"source_options": self.source_options} if self.source_options else {}),
             "extractor": self.extractor,
             "extractor_options": self.extractor_options,
             "shard_studies": self.shard_studies,
@@ -237,7 +240,7 @@ def _check_source(opts: BuildOptions, progress: Progress) -> None:
     layout each input table was recognised as is said once (sources/tables.py). The records
     themselves are then read by the read tasks (run/reader.py), in parallel where the source can
     be split; this costs one extra start of the source (its tables' headers and first record)."""
-    src = make_source(opts.source)  # a registry name or "module:Class"; BuildError if unknown
+    src = make_source(opts.source, opts.source_options)  # a registry name or "module:Class"; BuildError if unknown
     if hasattr(src, "studies"):  # generated sources (synthetic, replicated) size themselves
         return
     if opts.studies is not None:
@@ -268,7 +271,7 @@ def _check_source(opts: BuildOptions, progress: Progress) -> None:
 
 
 def _read_tasks(spill_dir: Path, opts: BuildOptions) -> list[ReadTask]:
-    src = make_source(opts.source)
+    src = make_source(opts.source, opts.source_options)
     inputs: list[str] = [str(Path(p).resolve()) for p in opts.inputs]
     if opts.source == "sample" and not inputs:
         from radvqa.sources import sample_inputs
@@ -286,7 +289,7 @@ def _read_tasks(spill_dir: Path, opts: BuildOptions) -> list[ReadTask]:
     roots = image_roots_for(_input_paths(opts))
     return [ReadTask(spill=str(spill_dir.resolve()), part=k, n_parts=len(specs), source=opts.source, inputs=inputs,
                      image_roots=roots, cwd=os.getcwd(), studies=opts.studies, seed=opts.seed, limit=opts.limit,
-                     strict=opts.strict, spec=spec)
+                     strict=opts.strict, spec=spec, source_options=dict(opts.source_options))
             for k, spec in enumerate(specs)]
 
 
@@ -450,6 +453,7 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
         "seed": opts.seed,
         "options": {
             **opts.generate_dict(), "limit": opts.limit, "studies": opts.studies,
+            **({"source_options": opts.source_options} if opts.source_options else {}),
             "extractor": opts.extractor, "workers": opts.workers, "executor": opts.executor,
             "shard_studies": opts.shard_studies, "resumed_shards": resumed,
             **({"nodes": len(executor.nodes)} if hasattr(executor, "nodes") else {}),

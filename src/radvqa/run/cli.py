@@ -133,6 +133,10 @@ def register(app: typer.Typer) -> None:
         vindr_positive_share: float = typer.Option(0.417, "--vindr-positive-share", min=0.0, max=1.0,
                                                    help="vindr: share of positive questions per image"),
         vindr_questions_per_image: int = typer.Option(6, "--vindr-questions-per-image", min=0, help="vindr: questions per image"),
+        reflacx_present_from: Optional[int] = typer.Option(None, "--reflacx-present-from", min=1, max=5,
+                                                           help="reflacx: a reader's label counts as present from this certainty (1-5; default 3, the authors' rule)"),
+        reflacx_below_threshold: Optional[str] = typer.Option(None, "--reflacx-below-threshold",
+                                                              help="reflacx: a label selected below that certainty is absent (default) or uncertain"),
         split_ratios: str = typer.Option("0.8,0.1,0.1", "--split-ratios", help="train,validate,test shares for sources without a split"),
         strict: bool = typer.Option(False, "--strict", help="stop with an error at the first rejected record"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
@@ -174,8 +178,18 @@ def register(app: typer.Typer) -> None:
             if not llm_url or not llm_model:
                 raise typer.BadParameter("--extractor llm needs --llm-url and --llm-model", param_hint="--extractor")
             ex_opts = {"url": llm_url, "model": llm_model}
+        src_opts: dict[str, Any] = {}
+        if reflacx_present_from is not None:
+            src_opts["present_from"] = reflacx_present_from
+        if reflacx_below_threshold is not None:
+            if reflacx_below_threshold not in ("absent", "uncertain"):
+                raise typer.BadParameter(f"{reflacx_below_threshold!r}: absent or uncertain", param_hint="--reflacx-below-threshold")
+            src_opts["below_threshold"] = reflacx_below_threshold
+        if src_opts and source != "reflacx":
+            raise typer.BadParameter(f"applies to the reflacx source only, not {source!r}",
+                                     param_hint="--reflacx-present-from / --reflacx-below-threshold")
         opts = BuildOptions(
-            source=source, inputs=[str(p) for p in inputs or []], out=str(out), generate=gen_opts,
+            source=source, source_options=src_opts, inputs=[str(p) for p in inputs or []], out=str(out), generate=gen_opts,
             workers=workers, executor=executor, limit=limit, resume=resume, studies=studies, extractor=extractor,
             extractor_options=ex_opts, shard_studies=shard_studies, pipeline=pipeline, strict=strict,
             overwrite=overwrite, allow_empty=allow_empty,

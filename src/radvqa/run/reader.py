@@ -35,20 +35,35 @@ from radvqa.sources.base import ROW_STAGE, SourceError
 GC_THRESHOLD = 100_000
 
 
-def make_source(name: str) -> Any:
-    """A source by registry name, or by "module:Class" (benchmarks and tests, like --pipeline)."""
+def make_source(name: str, options: dict[str, Any] | None = None) -> Any:
+    """A source by registry name, or by "module:Class" (benchmarks and tests, like --pipeline).
+    ``options``: the source's own typed options (its ``options_type``, e.g. ReflacxOptions),
+    passed to its constructor; a source without options refuses them."""
     if ":" in name:
-        mod, _, cls = name.partition(":")
+        mod, _, cls_name = name.partition(":")
         try:
-            return getattr(importlib.import_module(mod), cls)()
+            cls = getattr(importlib.import_module(mod), cls_name)
         except (ImportError, AttributeError) as exc:
             raise BuildError(f"cannot load source {name!r}: {exc}") from None
-    from radvqa.sources import get_source
+    else:
+        from radvqa.sources import SOURCES
+
+        try:
+            cls = SOURCES.get(name)
+        except KeyError as exc:
+            raise BuildError(str(exc.args[0]) if exc.args else str(exc)) from None
+    if not options:
+        return cls()
+    if getattr(cls, "options_type", None) is None:
+        raise BuildError(f"source {name!r} takes no options (given: {', '.join(sorted(options))})")
+    from radvqa.sources.base import SourceError
 
     try:
-        return get_source(name)
-    except KeyError as exc:
-        raise BuildError(str(exc.args[0]) if exc.args else str(exc)) from None
+        return cls(**options)
+    except SourceError as exc:
+        raise BuildError(str(exc)) from None
+    except TypeError as exc:
+        raise BuildError(f"source {name!r}: {exc}") from None
 
 
 def build_ontology() -> Any:
@@ -123,7 +138,7 @@ def run_read(task: ReadTask) -> ReadStats:
 
 
 def _run_read(task: ReadTask) -> ReadStats:
-    src = make_source(task.source)
+    src = make_source(task.source, task.source_options)
     configure(src, task.studies, task.seed, task.limit, task.source)
     relativize = PathRelativizer(task.image_roots, cwd=task.cwd).study
     return spill_part(_records(task, src), Path(task.spill), task.part, task.source, task.strict, relativize)

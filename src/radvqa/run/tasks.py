@@ -23,6 +23,7 @@ class ReadTask(msgspec.Struct, frozen=True, kw_only=True):
     image_roots: list[str]
     cwd: str  # the driver's folder: relative image paths in sources resolve against it
     studies: int | None = None  # the synthetic source's --studies
+    source_options: dict[str, Any] = msgspec.field(default_factory=dict)  # typed options of the source (--reflacx-*)
     seed: int = 0
     limit: int | None = None
     strict: bool = False

@@ -42,6 +42,7 @@ from typing import Any
 from radvqa.sources import SOURCES
 from radvqa.model import Box, Image, Label, Reject, Study
 from radvqa.sources.base import (
+    ROW_STAGE,
     DirCache,
     LabelMapper,
     Record,
@@ -65,6 +66,7 @@ _BOX = {"dicom": ("dicom_id",), "name": ("bbox_name",), "x1": ("x1",), "x2": ("x
 @SOURCES.register("eye-gaze")
 class EyeGazeSource(Source):
     name = "eye-gaze"
+    counts_reads = True  # a study group, or a table row that names/joins no study
     description = "Eye Gaze Data for CXR (egd-cxr): master_sheet.csv, bounding_boxes.csv, fixations.csv, transcript.json (+ MIMIC-CXR images)"
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
@@ -104,6 +106,7 @@ class EyeGazeSource(Source):
         dicoms: dict[str, str] = {}  # dicom -> study
         for item in self.table_rows(rows, len(header), master):
             if isinstance(item, Reject):
+                self.count_read()  # a master row that joins no study: one record, rejected
                 yield item
                 continue
             ref, _ln, row = item
@@ -111,9 +114,11 @@ class EyeGazeSource(Source):
             sid = sid[1:] if sid[:1] == "s" else sid
             pid = pid[1:] if pid[:1] == "p" else pid
             if not did or not sid.isdigit() or not pid.isdigit():
+                self.count_read()
                 yield self.reject(ref, f"dicom_id/study_id/patient_id missing or not numeric ({did!r}, {sid!r}, {pid!r})")
                 continue
             if did in dicoms:
+                self.count_read()
                 yield self.reject(ref, f"dicom_id {did} listed twice in the master sheet")
                 continue
             vals: dict[str, int] = {}
@@ -131,12 +136,14 @@ class EyeGazeSource(Source):
                     break
                 vals[k] = int(f)
             if bad:
+                self.count_read()
                 yield self.reject(ref, f"dicom_id {did}: {bad}")
                 continue
             st = studies.get(sid)
             if st is None:
                 st = studies[sid] = (pid, [])
             elif st[0] != pid:
+                self.count_read()
                 yield self.reject(ref, f"dicom_id {did}: study {sid} listed under patients {st[0]} and {pid}")
                 continue
             dicoms[did] = sid
@@ -157,7 +164,7 @@ class EyeGazeSource(Source):
             bc = header_index(bh, _BOX, str(t))
             for item in self.table_rows(rows, len(bh), t):
                 if isinstance(item, Reject):
-                    box_rejects.append(item)
+                    box_rejects.append(_as_row(item))
                     continue
                 ref, _ln, row = item
                 did = row[bc["dicom"]].strip()
@@ -168,21 +175,21 @@ class EyeGazeSource(Source):
                 name = row[bc["name"]].strip()
                 rid = region_for_term(onto, name)
                 if rid is None:
-                    box_rejects.append(self.reject(ref, f"dicom_id {did}: unknown anatomical structure {name!r}"))
+                    box_rejects.append(self.reject_row(ref, f"dicom_id {did}: unknown anatomical structure {name!r}"))
                     continue
                 try:
                     x1, x2, y1, y2 = (fnum(row[bc[k]]) for k in ("x1", "x2", "y1", "y2"))
                 except ValueError:
-                    box_rejects.append(self.reject(ref, f"dicom_id {did}: non-numeric box for {name!r}"))
+                    box_rejects.append(self.reject_row(ref, f"dicom_id {did}: non-numeric box for {name!r}"))
                     continue
                 if not (x1 < x2 and y1 < y2):
-                    box_rejects.append(self.reject(ref, f"dicom_id {did}: inverted or empty box for {name!r} "
+                    box_rejects.append(self.reject_row(ref, f"dicom_id {did}: inverted or empty box for {name!r} "
                                                         f"(x1 {x1:g}, x2 {x2:g}, y1 {y1:g}, y2 {y2:g})"))
                     continue
                 boxes.setdefault(did, []).append((rid, x1, y1, x2, y2, ref))
         yield from box_rejects
         for did in sorted(orphans):
-            yield self.reject(orphan_ref[did], f"{orphans[did]} bounding box rows of dicom_id {did}, which is not in the master sheet")
+            yield self.reject_row(orphan_ref[did], f"{orphans[did]} bounding box rows of dicom_id {did}, which is not in the master sheet")
 
         # ---- fixations: counted per image; calibration images (not in the sheet) skipped
         fix: Counter[str] = Counter()
@@ -192,6 +199,7 @@ class EyeGazeSource(Source):
         # ---- studies
         for sid in sorted(studies, key=lambda s: (int(studies[s][0]), int(s))):
             pid, ims = studies.pop(sid)
+            self.count_read()  # a study group of the master sheet: one record, a Study or its Reject
             yield self._study(sid, pid, ims, boxes, fix, tdirs, mapper, fix_tables)
 
     def _fixations(self, t: Path, dicoms: dict[str, str], fix: Counter[str]) -> Iterator[Reject]:
@@ -204,11 +212,11 @@ class EyeGazeSource(Source):
         first_ref: dict[str, str] = {}
         for ln, row, err in rows:
             if row is None:
-                yield self.reject(f"{t}:{ln}", err or "unreadable line")
+                yield self.reject_row(f"{t}:{ln}", err or "unreadable line")
                 continue
             if len(row) <= col:
                 if any(x.strip() for x in row):
-                    yield self.reject(f"{t}:{ln}", f"fixation row has {len(row)} cells, no DICOM_ID")
+                    yield self.reject_row(f"{t}:{ln}", f"fixation row has {len(row)} cells, no DICOM_ID")
                 continue
             did = row[col].strip()
             if did in dicoms:
@@ -217,7 +225,7 @@ class EyeGazeSource(Source):
                 calib[did] += 1
                 first_ref.setdefault(did, f"{t}:{ln}")
         for did in sorted(calib):
-            yield self.reject(first_ref[did], f"{calib[did]} fixation rows of calibration image {did or '(empty DICOM_ID)'} "
+            yield self.reject_row(first_ref[did], f"{calib[did]} fixation rows of calibration image {did or '(empty DICOM_ID)'} "
                                               "(DICOM_ID not in the master sheet) skipped")
 
     def _study(self, sid: str, pid: str, ims: list[tuple[str, str, dict[str, int], str, str]],
@@ -283,6 +291,11 @@ class EyeGazeSource(Source):
                 if stem and self._dirs.exists(f"{root}/{stem}{ext}"):
                     return f"{root}/{stem}{ext}"
         return None
+
+
+def _as_row(rej: Reject) -> Reject:
+    """A bad line of a table whose rows are not studies (boxes): a row reject."""
+    return Reject(source=rej.source, ref=rej.ref, reason=rej.reason, stage=ROW_STAGE)
 
 
 def _transcript(tdirs: list[Path], did: str) -> tuple[str, int] | str:

@@ -218,6 +218,10 @@ def _mesh_labels(onto: Any, codes: list[str]) -> tuple[list[Label], list[str]]:
         except KeyError:
             unmapped.append(code)  # "No Indexing", anatomy-only codes ("Heart/left/obscured")
             continue
+        is_normal = getattr(onto, "is_normal_label", None)
+        if not fids and is_normal is not None and not is_normal("openi_mesh", code):
+            unmapped.append(code)  # a code the scheme ignores (groups.ignored): no finding, not "normal"
+            continue
         labels.append(Label(scheme="openi_mesh", name=code, value=1, findings=fids))
     return labels, unmapped
 
