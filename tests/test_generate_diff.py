@@ -149,3 +149,19 @@ def test_silent_later_report_resolution_is_graded_implied_with_all_strategies():
     assert at.answer_short == "resolved" and "negative:implied->B" in at.grade_reasons
     eff = one(rows, "finding_change", "pleural_effusion")  # the later report negates it explicitly
     assert eff.answer_short == "resolved" and "negative:implied->B" not in eff.grade_reasons
+
+
+def test_no_new_findings_beside_a_hedged_new_finding_is_graded_c(gen):
+    # h16a's read of Lunguage rows: the later report hedges a finding the prior did not have, and
+    # "Are there any new findings? No" came out A++ (diff counted only present findings)
+    prior = msgspec.structs.replace(normal_report_sg(study_id="openi:e2", patient="openi:p4"), study_time="1")
+    later = msgspec.structs.replace(normal_report_sg(study_id="openi:l2", patient="openi:p4"), study_time="2")
+    hedged = Observation(id="O99", finding="pleural_effusion", certainty="uncertain")
+    later = msgspec.structs.replace(later, observations=[*later.observations, hedged])
+    nf = one(gen.generate(later, prior), "new_findings")
+    assert nf.answer_short == "no"
+    assert nf.grade == "C" and "change:uncertain_new:pleural_effusion->C" in nf.grade_reasons
+    # without the hedged finding the same "no" keeps its grade
+    prior2 = msgspec.structs.replace(normal_report_sg(study_id="openi:e3", patient="openi:p5"), study_time="1")
+    later2 = msgspec.structs.replace(normal_report_sg(study_id="openi:l3", patient="openi:p5"), study_time="2")
+    assert one(gen.generate(later2, prior2), "new_findings").grade != "C"

@@ -231,7 +231,12 @@ class Strategy:
             if fids:
                 self._emit(pair, tpl, {}, "", "yes", {"list": names}, [item(pair, f) for f in fids], fids, "yes", "positive", [])
             else:
-                self._emit(pair, tpl, {}, "", "no", {"list": ""}, [], [], "no", "negative", [],
+                # "no new findings" beside a finding the current report hedges (new, or where the
+                # prior stated it) is not a fact either study states: graded C with its reason
+                doubt = [reason("change", f"uncertain_{kind}:{f.fid}", C) for f in pair.ctx.facts.values()
+                         if f.uncertain and f.abnormal and (f.fid in before) == (kind != "new")]
+                extra = [(C, tuple(doubt[:3]))] if doubt else []
+                self._emit(pair, tpl, {}, "", "no", {"list": ""}, [], [], "no", "negative", extra,
                            lead_only=f"no {kind} findings")
 
     def _ask_finding_change(self, pair: "_Pair") -> None:
