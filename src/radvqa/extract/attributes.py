@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from radvqa.extract._trie import trie_regex
 
@@ -65,7 +65,8 @@ class AttributeMatcher:
                 for w in words:
                     add(w, kind, value)
         for kind, groups in (extra or {}).items():
-            if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side"):
+            if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
+                        "outside_cavity"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -128,7 +129,8 @@ MAX_GROUP = 8  # a longer chain of coordinated mentions is a list, not one findi
 
 
 def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
-           share: list[bool] | None = None, signs: list[bool] | None = None) -> list[AttrValues]:
+           share: list[bool] | None = None, signs: list[bool] | None = None,
+           fits: Callable[[int, str], bool] | None = None) -> list[AttrValues]:
     """Give each attribute to the nearest mention of the sentence; returns one AttrValues per
     mention (same order as ``mention_spans``, which are in text order and do not overlap).
 
@@ -213,13 +215,16 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
             setattr(v, a.kind, a.value)
         v.spans.append((a.start, a.end))
     if n > 1 and any(own_loc):  # no location at all: nothing to share
-        _share_locations(vals, starts, ends, own_loc, lower, share, signs)
+        _share_locations(vals, starts, ends, own_loc, lower, share, signs, fits)
     return vals
 
 
 def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int], own_loc: list[list[Attr]],
-                     lower: str, share: list[bool] | None, signs: list[bool] | None = None) -> None:
-    """A location outside a coordinated group of mentions governs all its members."""
+                     lower: str, share: list[bool] | None, signs: list[bool] | None = None,
+                     fits: Callable[[int, str], bool] | None = None) -> None:
+    """A location outside a coordinated group of mentions governs all its members that can lie
+    there (``fits(i, region)``): "bilateral calcified granulomas and degenerative change in the
+    spine" puts the degenerative change in the spine, not the granulomas (CXR3825, final row read)."""
     n = len(vals)
     g0 = 0
     for i in range(1, n + 1):
@@ -268,7 +273,7 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                 own_region = any(a.kind == "region" for a in own_loc[k])
                 for _src, a in outside:
                     if a.kind == "region":
-                        if not own_region and a.value not in v.regions:
+                        if not own_region and a.value not in v.regions and (fits is None or fits(k, a.value)):
                             v.regions.append(a.value)
                     elif own_side:
                         continue

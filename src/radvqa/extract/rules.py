@@ -116,6 +116,18 @@ class RulesExtractor:
         self.lateralised = frozenset(fid for fid, f in ontology.findings.items()
                                      if getattr(f, "lateralised", True) or fid in sided)
         self._props: dict[tuple[str, ...], tuple[bool, bool]] = {}
+        # where each finding can lie (its default regions), for locations shared over a
+        # coordinated group: a region governs only the members that can lie in it
+        outside = set(attr_data.get("outside_cavity") or [])
+        if outside - set(ontology.regions):
+            raise ValueError(f"attributes.yaml outside_cavity: unknown region id(s) {sorted(outside - set(ontology.regions))}")
+        # region -> True (outside the thoracic cavity) / False (inside); None for the chest itself
+        self._outside: dict[str, bool | None] = {}
+        for r in ontology.regions:
+            line = {a in outside or a == r and r in outside for a in (r, *ontology.region_ancestors(r)) if a != "chest"}
+            self._outside[r] = (True in line) if line else None
+        self._fdefault = {fid: tuple(getattr(f, "default_regions", ()) or ()) for fid, f in ontology.findings.items()}
+        self._fits_cache: dict[tuple[tuple[str, ...], str], bool] = {}
 
     # ------------------------------------------------------------------------------------------
     def extract(self, text: object, study_id: str = "") -> Extraction:
@@ -290,6 +302,19 @@ class RulesExtractor:
             out.append(m)
         return out
 
+    def _fits(self, findings: tuple[str, ...], region: str) -> bool:
+        """Some finding of the mention can lie in ``region``: one of its default regions is on the
+        same side of the thoracic cavity's wall (a finding without default regions may lie anywhere)."""
+        key = (findings, region)
+        hit = self._fits_cache.get(key)
+        if hit is None:
+            side = self._outside.get(region)
+            hit = side is None or any(
+                not self._fdefault.get(f) or any(self._outside.get(d) in (None, side) for d in self._fdefault[f])
+                for f in findings)
+            self._fits_cache[key] = hit
+        return hit
+
     def _mentions(self, seg: str, indication: bool) -> tuple[tuple, ...]:
         """Mentions of one (lower-cased) sentence with their certainty and attributes, offsets
         relative to the sentence. A pure function of the sentence text (context never crosses a
@@ -334,7 +359,8 @@ class RulesExtractor:
                                              all(f in self.alt_signs for f in m.findings))
                 share.append(p[0])
                 signs.append(p[1])
-            vals = attach(attrs, [(m.start, m.end) for m in mentions], seg, share, signs)
+            vals = attach(attrs, [(m.start, m.end) for m in mentions], seg, share, signs,
+                          lambda k, r: self._fits(mentions[k].findings, r))
         certs: list[str | None] = []
         quals: list[str | None] = []
         prev_end = 0
