@@ -172,6 +172,21 @@ def _baseline_preds(train_rows: dict[str, Any], rows: dict[str, Any], method: st
     return [Prediction(bm[f"e{i}"]) if f"e{i}" in bm else None for i in range(len(rows["qa_id"]))]
 
 
+def aggregate_blocks(report: dict[str, Any], agg: Any) -> None:
+    """The blocks both scorers (in memory and by partitions) take from their aggregator, in the
+    report's key order: yes/no confusion, multiple choice, grounding, breakdowns."""
+    yn = agg.yes_no_confusion()
+    if yn:
+        report["yes_no_confusion"] = yn
+    circ = agg.circular()
+    if circ:
+        report["multiple_choice"] = circ
+    grd = agg.grounding()
+    if grd:
+        report["grounding"] = grd
+    report["breakdowns"] = agg.breakdowns()
+
+
 def llava_med_block(scores: Scores) -> dict[str, Any]:
     """The figures LLaVA-Med v1.0 printed, with ours beside them."""
     kind = np.array(scores.kind, dtype=object)
@@ -387,16 +402,7 @@ def _evaluate(
     }
     if protocol == "llava-med":
         report["llava_med"] = llava_med_block(scores)
-    yn = agg.yes_no_confusion()
-    if yn:
-        report["yes_no_confusion"] = yn
-    circ = agg.circular()
-    if circ:
-        report["multiple_choice"] = circ
-    grd = agg.grounding()
-    if grd:
-        report["grounding"] = grd
-    report["breakdowns"] = agg.breakdowns()
+    aggregate_blocks(report, agg)
     if protocol == "radvqa":
         tags = tag_scores(rows, texts, scores)
         if tags:

@@ -981,18 +981,10 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
         f = cols.f
         report["llava_med"] = llava_med_figures(agg.kind_mask("closed"), agg.kind_mask("open"), f["correct"], f["script_score"],
                                                 f["tok_r"], f["tok_p"], f["tok_f1"], f["exact"])
-    yn = agg.yes_no_confusion()
-    if yn:
-        report["yes_no_confusion"] = yn
-    circ_block = agg.circular()
-    if circ_block:
-        report["multiple_choice"] = circ_block
-    grd = agg.grounding()
-    if grd:
-        report["grounding"] = grd
-    _mem("circular, grounding")
-    report["breakdowns"] = agg.breakdowns()
-    _mem("breakdowns")
+    from radvqa.eval.evaluate import aggregate_blocks
+
+    aggregate_blocks(report, agg)
+    _mem("confusion, circular, grounding, breakdowns")
     if protocol == "radvqa":
         from radvqa.eval.evaluate import tag_block
 

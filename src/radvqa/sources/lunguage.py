@@ -51,7 +51,7 @@ from radvqa.model import Annotation, Span, Study
 from radvqa.sources import SOURCES
 from radvqa.sources.base import ROW_STAGE, Record, Source, SourceError, header_index, read_csv_rows
 from radvqa.sources.radgraph import join_mimic, side_of
-from radvqa.sources.tables import TABLE_NAMES, Layout, is_gzip, read_header
+from radvqa.sources.tables import Layout, is_gzip, read_header, table_files
 
 LAYOUT = Layout("lunguage", "Lunguage structured reports (Lunguage.csv)",
                 ("study_id", "section", "sent", "ent", "dx_status", "dx_certainty", "report"))
@@ -140,7 +140,7 @@ class LunguageSource(Source):
         tables: list[Path] = []
         other: list[Path] = []
         for p in inputs:
-            files = [p] if p.is_file() else _candidates(p) if p.is_dir() else []
+            files = [p] if p.is_file() else table_files(p) if p.is_dir() else []
             mine = []
             for f in files:
                 header = read_header(f)
@@ -253,24 +253,6 @@ class LunguageSource(Source):
             meta["lunguage_sequence"] = seq
         return Study(id=f"{self.name}:{g.sid}", patient_id=f"{self.name}:{pid}", source=self.name,
                      report_text=report, study_time=time, meta=meta, annotations=g.ann)
-
-
-def _candidates(p: Path) -> list[Path]:
-    """Table-named files of a folder, depth 2 (as ``tables.recognise_tables`` looks)."""
-    out: list[Path] = []
-    try:
-        entries = sorted(p.iterdir())
-    except OSError:
-        return out
-    for f in entries:
-        if f.is_file() and f.name.lower().endswith(TABLE_NAMES):
-            out.append(f)
-        elif f.is_dir():
-            try:
-                out += [x for x in sorted(f.iterdir()) if x.is_file() and x.name.lower().endswith(TABLE_NAMES)]
-            except OSError:
-                pass
-    return out
 
 
 __all__ = ["LunguageSource", "bare_id", "certainty", "change", "locate"]

@@ -96,7 +96,7 @@ class Layout:
         return miss
 
 
-def _candidates(p: Path) -> list[Path]:
+def table_files(p: Path) -> list[Path]:
     """Table-named files in a folder, depth 2 (tables sit at a dataset's top), sorted."""
     out: list[Path] = []
     try:
@@ -128,7 +128,7 @@ def recognise_tables(
     found: dict[str, list[Path]] = {lay.key: [] for lay in layouts}
     for p in inputs:
         explicit = p.is_file()
-        files = [p] if explicit else _candidates(p) if p.is_dir() else []
+        files = [p] if explicit else table_files(p) if p.is_dir() else []
         for f in files:
             if explicit and (f.name.lower().endswith(NOT_TABLES) or (explicit_other is not None and explicit_other(f))):
                 continue
