@@ -423,7 +423,8 @@ def _score_part(job: Job, p: int) -> dict[str, Any]:
         "iou": pa.array(list(sc.iou), type=pa.float64()),
     })
     with pa.ipc.new_stream(str(pq_path), tbl.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as w:
-        w.write_table(tbl, max_chunksize=8192)
+        # small batches: writing per_question.jsonl holds one decoded batch of every partition
+        w.write_table(tbl, max_chunksize=512)
     del tbl
     if job.audit_train is not None or job.base_native is not None:
         cells.add_chance(rows, chance_levels(rows, sc))
