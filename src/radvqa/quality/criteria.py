@@ -60,6 +60,17 @@ GRADE_INDEX = {g: i for i, g in enumerate(GRADES)}
 LESION_SOURCES = frozenset({"expert", "expert_fused", "derived", "predicted", "label"})
 
 
+EXPERT_BOX_SOURCES = frozenset({"expert", "expert_fused"})
+
+
+def label_only(obs: Observation, has_report: bool) -> bool:
+    """A label observation of a study with a report that no report observation matched (localize
+    merges the others into the report's) and no expert drew a box for: the report is silent about
+    what a coder's label asserts. The generator states nothing from it by default
+    (``GenerateOptions.label_only``); stated as a label, it grades C (``label:only_report_silent``)."""
+    return has_report and obs.source == "label" and not any(b.source in EXPERT_BOX_SOURCES for b in obs.boxes)
+
+
 def reason(criterion: str, value: str, grade: int) -> str:
     return f"{criterion}:{value}->{GRADES[grade]}"
 
