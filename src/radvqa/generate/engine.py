@@ -195,8 +195,18 @@ class StudyCtx:
         self.hidden: list[Observation] = []
         omit = gen.options.label_only == "omit" and sg.report is not None
         blocked: set[str] = set()
+        stated: set[str] = set()
+        if omit:
+            # a label copy of a report finding (same finding, ancestor or descendant) is no
+            # label-only finding even where the scene graph did not merge it (localize does)
+            v = gen.vocab
+            for obs in sg.observations:
+                if obs.source == "report":
+                    stated.add(obs.finding)
+                    stated.update(v.fancestors.get(obs.finding, ()))
+                    stated.update(v.fdescendants.get(obs.finding, ()))
         for obs in sg.observations:
-            if omit and label_only(obs, True):
+            if omit and label_only(obs, True) and obs.finding not in stated:
                 self.hidden.append(obs)
                 if obs.certainty != "absent":
                     v = gen.vocab
