@@ -662,7 +662,14 @@ class ReflacxSource(Source):
         # labels are then one slice, read with C-level counts instead of a loop over the columns
         first = labcols[0][0] if labcols else len(names)
         contiguous = [i for i, _ in labcols] == list(range(first, len(names)))
-        return (*(c[0] for c in cols[:5]), labcols, names, first, contiguous)
+        geo = tuple(c[0] for c in cols[:5])
+        # the released layout exactly (xmin, ymin, xmax, ymax, certainty, then the labels): a row
+        # with one label selected is found by its label cells' text, split off in one piece
+        onehot = None
+        if geo == (0, 1, 2, 3, 4) and contiguous and first == 5:
+            n = len(labcols)
+            onehot = {",".join("True" if j == k else "False" for j in range(n)): k for k in range(n)}
+        return (*geo, labcols, names, first, contiguous, onehot)
 
     def _ellipses(self, r: _Reading, text: str, im: Image, scale: tuple[float, float] | None) -> Any:
         lines = text.splitlines()
@@ -673,7 +680,7 @@ class ReflacxSource(Source):
             layout = self._ellipse_layouts[(r.phase, lines[0])] = self._ellipse_layout(r, lines[0])
         if isinstance(layout, str):
             return self.reject(r.folder + os.sep + ELLIPSE_FILE, f"reading {r.rid}: {layout}")
-        ix1, iy1, ix2, iy2, ic, labcols, names, first, contiguous = layout
+        ix1, iy1, ix2, iy2, ic, labcols, names, first, contiguous, onehot = layout
         ncols = len(names)
         w, h = r.sx, r.sy
         rid = r.rid
@@ -684,8 +691,13 @@ class ReflacxSource(Source):
         for ln, line in enumerate(lines[1:], start=2):
             if not line or line.isspace():
                 continue
-            cells = line.split(",")
-            if len(cells) != ncols:
+            k = None
+            if onehot is not None:
+                cells = line.split(",", 5)  # the geometry cells, then the label cells in one piece
+                k = onehot.get(cells[5]) if len(cells) == 6 else None
+            if k is None:
+                cells = line.split(",")
+            if k is None and len(cells) != ncols:
                 rejects.append(self.reject_row(_ellipse_ref(r, ln), f"reading {rid}: ellipse row has {len(cells)} cells, header has {ncols}"))
                 continue
             try:
@@ -705,8 +717,11 @@ class ReflacxSource(Source):
                 continue
             fids: list[str] = []
             chosen: list[str] = []
-            seg = cells[first:] if contiguous else None
-            if seg is not None and seg.count("True") == 1 and seg.count("False") == len(seg) - 1:
+            seg = cells[first:] if contiguous and k is None else None
+            if k is not None:
+                chosen.append(names[first + k])
+                fids = labcols[k][1]
+            elif seg is not None and seg.count("True") == 1 and seg.count("False") == len(seg) - 1:
                 k = seg.index("True")  # the common row: one label, written exactly True/False
                 chosen.append(names[first + k])
                 fids = labcols[k][1]
