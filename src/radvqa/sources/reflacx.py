@@ -32,8 +32,10 @@ Per reading:
 - ``chest_bounding_box.csv``: a region Box ``label="chest"`` per reading.
 - ``transcription.txt``: the dictated report. The study's ``report_text`` is the transcription of
   its first reading (by id) that has one (``meta["report_reader"]``); the others are kept in
-  ``meta["transcription:<id>"]`` (not extracted). Where two or more readers label a finding against
-  that dictation, localize makes it uncertain with both sides in the provenance (graph.py).
+  ``meta["transcription:<id>"]`` and extracted by the build too (extract/dictations.py): each
+  becomes its reader's ``dictation`` labels, fused with the readers' certainty labels. Where two
+  or more readers' votes go against the report reader's dictation, localize makes the finding
+  uncertain with both sides in the provenance (graph.py).
   Readings with ``eye_tracking_data_discarded`` True have no transcription (or gaze) by design.
 Rejects (one line each, the reading named): a reading folder, ellipse file or chest-box file that
 is missing; a transcription missing where eye tracking was kept; an ellipse file whose label
@@ -45,8 +47,10 @@ study's, the others are rows, so read = studies + study rejects. Unused files: f
 timestamps_transcription.csv, gaze_data/ (gaze is not used by radvqa).
 
 All CSVs are written with CRLF line ends and without quoting in the numeric files (FORMATS.md);
-the metadata is read with the csv module (the Other column is free text), the per-reading files with
-a plain split (numbers and True/False only), opened relative to their folder's descriptor.
+the metadata is read with ``read_csv_rows_split`` (csv rules; a line without quotes split on commas,
+one with a quote -- the free-text Other column -- parsed by csv), the per-reading files with a plain
+split (numbers and True/False only), opened relative to their folder's descriptor; an ellipse row
+of the released layout with one label is matched by its label cells' text.
 Memory, flat in the number of readings: the metadata rows (and the MIMIC metadata rows, for the
 join) go through an external sort by (subject, study, reading id) (``external_sort.py``: runs of
 ``RUN_READINGS`` spilled to temporary files, merged), and each study is emitted when its records
