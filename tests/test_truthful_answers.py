@@ -494,3 +494,18 @@ def test_one_question_text_has_one_row_per_study(built):
     assert not [r for r in where if "pleural effusion" in r["question"]]
     fb = [r for r in rows if r["study_id"] == "openi:CXR2449" and "foreign body" in r["question"]]
     assert fb and not [r for r in fb if r["question_type"].startswith(("D06", "D07"))]
+
+
+def test_audit_counts_a_question_asked_twice_about_one_study():
+    from radvqa.quality.audit import audit_rows
+
+    def r(sid, q, a):
+        return {"qa_id": f"{sid}{q}{a}", "study_id": sid, "question_type": "B10", "question": q, "answer": a,
+                "answer_parts": []}
+
+    q = "Is the appearance of the mediastinum abnormal?"
+    res = audit_rows([r("s1", q, "No."), r("s1", q, "Yes. There is mild cardiomegaly."), r("s2", q, "No."),
+                      r("s3", "Is there a nodule?", "No.")])
+    assert res["counts"]["repeated_question"] == 1 and "repeated_question" in res["failed"] and not res["ok"]
+    assert res["examples"]["repeated_question"][0]["answer"] == "Yes. There is mild cardiomegaly."
+    assert audit_rows([r("s1", q, "No."), r("s2", q, "No.")])["ok"]

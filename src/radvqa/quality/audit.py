@@ -17,9 +17,13 @@ any build, whoever generated it. A defect is something a reader can see is wrong
   ("the other", "the infections").
 - ``modifier_from_negated_phrase``: a stated finding carries a severity or side that the evidence
   sentences only use inside a negated phrase ("No large effusion" -> "A large effusion is seen").
+- ``repeated_question``: a study already has a row asking the same words (two answers to one
+  question, e.g. a subcategory and a region both called "the mediastinum"). Rows of a study are
+  consecutive in a build (shards are sorted by study), so only the current study's questions are
+  held.
 - ``answer_in_question``: the short answer (not yes/no) is spelled out by the question text.
 
-The first five must be 0 (``MUST_BE_ZERO``); ``radvqa audit`` exits 1 otherwise. The result is
+All but the last must be 0 (``MUST_BE_ZERO``); ``radvqa audit`` exits 1 otherwise. The result is
 stored in ``manifest.json`` under ``"audit"`` and shown on the dataset card.
 """
 
@@ -39,9 +43,10 @@ CHECKS: tuple[str, ...] = (
     "duplicate_statement",
     "raw_identifier",
     "modifier_from_negated_phrase",
+    "repeated_question",
     "answer_in_question",
 )
-MUST_BE_ZERO: frozenset[str] = frozenset(CHECKS[:6])
+MUST_BE_ZERO: frozenset[str] = frozenset(CHECKS[:7])
 DESCRIPTIONS = {
     "contradiction_present_absent": "finding (or its family) stated present and absent",
     "contradiction_present_uncertain": "finding stated present and uncertain",
@@ -49,10 +54,11 @@ DESCRIPTIONS = {
     "duplicate_statement": "same statement twice in one answer",
     "raw_identifier": "ontology identifier or raw subcategory id in the text",
     "modifier_from_negated_phrase": "severity/side taken from a negated phrase",
+    "repeated_question": "same question asked twice about one study",
     "answer_in_question": "short answer spelled out by the question",
 }
 EXAMPLES_PER_CHECK = 3
-COLUMNS = ("qa_id", "question_type", "question", "answer", "answer_short", "choices", "answer_parts",
+COLUMNS = ("qa_id", "study_id", "question_type", "question", "answer", "answer_short", "choices", "answer_parts",
            "provenance")
 
 _ID_UPPER = re.compile(r"\b[A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+\b")
@@ -214,9 +220,20 @@ def audit_rows(rows: Iterable[dict[str, Any]], fam: Family | None = None,
     by_type: dict[str, dict[str, int]] = {}
     examples: dict[str, list[dict[str, str]]] = {c: [] for c in CHECKS}
     n = 0
+    study: Any = None
+    asked: set[str] = set()
     for row in rows:
         n += 1
-        for c in check_row(row, fam):
+        found = check_row(row, fam)
+        sid = row.get("study_id")
+        if sid is not None:
+            if sid != study:
+                study, asked = sid, set()
+            q = row.get("question") or ""
+            if q in asked:
+                found.append("repeated_question")
+            asked.add(q)
+        for c in found:
             counts[c] += 1
             qt = row.get("question_type") or "?"
             by_type.setdefault(c, {}).setdefault(qt, 0)
