@@ -157,6 +157,9 @@ class Strategy:
         self.ind_filler = F(w.lower() for w in cfg.indication_filler_words)
         self.cw = tuple(f" {w} " for w in gen.change_words)
         self.mention_terms = _mention_terms(v)
+        # per finding: the first four characters of its longer terms, and its shorter terms (the
+        # prefix filter of ``talks_about``)
+        self.mention_prefix = {fid: _by_prefix(ts) for fid, ts in self.mention_terms.items()}
         rdesc: dict[str, list[str]] = {}
         for r, ancestors in v.rancestors.items():
             for a in ancestors:
@@ -166,6 +169,10 @@ class Strategy:
         self._counts: dict[tuple[Any, ...], tuple[int, int, int]] = {}
         # the plan: every template in file order with its scope function and operation
         self.plan = [(tpl, SCOPES[tpl.scope], OPS[tpl.op]) for tpl in fam.templates.values()]
+        # shown names and askability of subcategories, worked out at first use (the display-name
+        # table and the family config do not change while generating)
+        self._sub_shown: dict[str, str] = {}
+        self._sub_askable: dict[str, bool] = {}
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
         if sg.modality.upper() not in self.modalities:
@@ -173,6 +180,12 @@ class Strategy:
         return sg.report is not None or not self.require_report
 
     def sub_name(self, s: str) -> str:
+        hit = self._sub_shown.get(s)
+        if hit is None:
+            hit = self._sub_shown[s] = self._sub_name(s)
+        return hit
+
+    def _sub_name(self, s: str) -> str:
         # the ontology's display-name table first (display_names.yaml), then the family config
         shown = self.gen.vocab.sub_display.get(s)
         if shown is not None and shown[0]:
@@ -182,19 +195,37 @@ class Strategy:
     def askable_subcat(self, s: str) -> bool:
         """Subcategory questions ("Is the appearance of the {subcategory} normal?") are about body
         parts: groups of findings ("infections") and nameless ones ("OTHER") are not asked."""
-        shown = self.gen.vocab.sub_display.get(s)
-        return shown is None or (shown[1] == "anatomy" and bool(shown[0]))
+        hit = self._sub_askable.get(s)
+        if hit is None:
+            shown = self.gen.vocab.sub_display.get(s)
+            hit = self._sub_askable[s] = shown is None or (shown[1] == "anatomy" and bool(shown[0]))
+        return hit
 
     @staticmethod
     def report_text(ctx: StudyCtx) -> str:
         rep = ctx.sg.report
         return " " + " ".join(rep.text.lower().split()) + " " if rep is not None else ""
 
-    def talks_about(self, text: str, fid: str) -> bool:
+    def talks_about(self, text: str, fid: str, starts: frozenset[str] | None = None) -> bool:
         """The report mentions the finding somewhere, even where the extractor states nothing (its
         name or synonyms, an ancestor's name, data/mention_terms.yaml words of it or an ancestor,
-        at a word start: " granuloma" in "granulomas"): its silence implies no "no"."""
+        at a word start: " granuloma" in "granulomas"): its silence implies no "no".
+
+        ``starts`` (``word_starts(text)``, once per study) lets most findings be ruled out by one
+        set test: a term can occur only where the text has its first four characters after a space."""
         if text:
+            if starts is not None:
+                hit = self.mention_prefix.get(fid)
+                if hit is not None:
+                    by_prefix, prefixes, short = hit
+                    for t in short:
+                        if t in text:
+                            return True
+                    for p in prefixes.intersection(starts):
+                        for t in by_prefix[p]:
+                            if t in text:
+                                return True
+                    return False
             for t in self.mention_terms.get(fid, ()):
                 if t in text:
                     return True
@@ -828,11 +859,13 @@ class _Findings:
             chosen = set(base)
             sampled = weighted_sample(st.rng, pool, k, chosen.__contains__)
         pos_by.update(via_child)
-        text = st.scopes.get("text")
-        if text is None:
-            text = st.scopes["text"] = s.report_text(st.ctx)
+        hit = st.scopes.get("text")
+        if hit is None:
+            text = s.report_text(st.ctx)
+            hit = st.scopes["text"] = (text, word_starts(text))
+        text, starts = hit
         fids = [x for x in base + sampled if x in pos_by or x in stated
-                or (x not in unknowable and not s.talks_about(text, x))]
+                or (x not in unknowable and not s.talks_about(text, x, starts))]
         base = [x for x in base if x in fids]
         sampled = [x for x in sampled if x in fids]
         self.lists = ([x for x in fids if x in pos_by], [x for x in base if x not in pos_by],
@@ -935,6 +968,25 @@ OPS: dict[str, Op] = {
     "where_device": Op(F({"located"}), ONE, F({"observation"}), "devices", op_where_device,
                        lambda st, f: st.s._informative(f)),
 }
+
+
+_STARTS = re.compile(r"(?<= )(?=(.{0,4}))", re.S)
+
+
+def word_starts(text: str) -> frozenset[str]:
+    """The (up to) four characters after each space of ``text``: a " term" of at least four
+    characters occurs in ``text`` only where its first four characters are among these."""
+    return frozenset(_STARTS.findall(text))
+
+
+def _by_prefix(terms: tuple[str, ...]) -> tuple[dict[str, tuple[str, ...]], frozenset[str], tuple[str, ...]]:
+    """(first four characters -> the " term"s starting so, those prefixes, the terms too short to
+    have four) for ``talks_about``."""
+    by: dict[str, list[str]] = {}
+    for t in terms:
+        if len(t) >= 5:
+            by.setdefault(t[1:5], []).append(t)
+    return {k: tuple(v) for k, v in by.items()}, F(by), tuple(t for t in terms if len(t) < 5)
 
 
 def _mention_terms(v: Any) -> dict[str, tuple[str, ...]]:
