@@ -197,7 +197,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.lat = lat
     f.severity = sev
     f.phrase = phrase
-    explicit = [r for r in obs.regions]
+    explicit = list(obs.regions)
     if explicit and c != "absent" and obs.source == "report" and obs.evidence and relative_place(
             [ctx.sentences.get(ev.sentence_id) or ev.text for ev in obs.evidence]):
         # "tip 5 cm above the carina", "leads overlying the heart": the region named is where the
@@ -247,13 +247,22 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
             places = sum(1 for r in explicit if not any(r in anc.get(o, ()) for o in explicit if o != r))
         # obs_grade reads only these (the sentence texts, not their ids; whether a sentence is
         # shared with another finding): equal keys give equal grades
-        sids = tuple(ev.sentence_id for ev in obs.evidence)
         sents = ctx.sentences
+        evidence = obs.evidence
+        if len(evidence) == 1:  # the common case, without three generator expressions
+            ev0 = evidence[0]
+            sid0 = ev0.sentence_id
+            sids: tuple[Any, ...] = (sid0,)
+            stexts = ((sents.get(sid0) if sid0 else None),) if sents else sids
+            etexts: tuple[str, ...] = (ev0.text,)
+        else:
+            sids = tuple(ev.sentence_id for ev in evidence)
+            stexts = tuple(sents.get(sid) if sid else None for sid in sids) if sents else sids
+            etexts = tuple(ev.text for ev in evidence)
         # human-annotated scene graphs (gold:radgraph, gold:lunguage) skip two extractor checks
         annotated = (ctx.sg.extractor or "").startswith("gold:")
         gkey = (obs.finding, c, obs.qualifier, obs.severity, obs.source, obs.laterality, tuple(obs.regions),
-                tuple(sents.get(sid) if sid else None for sid in sids) if sents else sids,
-                tuple(ev.text for ev in obs.evidence),
+                stexts, etexts,
                 bool(ctx.shared_sentences) and not ctx.shared_sentences.isdisjoint(sids),
                 kind, n_boxed, ctx.n_boxable_images, ctx.sg.report is not None, obs.id in ctx.label_conflicts,
                 places, tuple(b.source for b in obs.boxes) if obs.boxes else (), annotated)

@@ -172,6 +172,7 @@ class Strategy:
         # shown names and askability of subcategories, worked out at first use (the display-name
         # table and the family config do not change while generating)
         self._sub_shown: dict[str, str] = {}
+        self.lie_cache: dict[tuple[str, str], bool] = {}
         self._sub_askable: dict[str, bool] = {}
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
@@ -735,6 +736,7 @@ class _Regions:
         self.neg_at = neg_at
         self.anc = anc
         self.fdefault = v.fdefault_regions
+        self.lie = s.lie_cache  # (finding, region) -> _can_lie_in, per generator
         # a finding placed in "the lungs" says nothing about which lung: neither lung may be called
         # normal (a "no" answer), though both are asked about when stated explicitly
         rdesc = s.rdescendants
@@ -767,7 +769,16 @@ class _Regions:
                 if a in neg_at:
                     hit.extend(f for f in neg_at[a] if f not in hit)
             if hit:
-                hit = [f for f in hit if self._can_lie_in(f.fid, r)]
+                lie = self.lie
+                ok = []
+                for f in hit:
+                    k = (f.fid, r)
+                    can = lie.get(k)
+                    if can is None:
+                        can = lie[k] = self._can_lie_in(f.fid, r)
+                    if can:
+                        ok.append(f)
+                hit = ok
             self.neg_cache[r] = hit
         return hit
 
