@@ -207,13 +207,14 @@ class Strategy:
         rep = ctx.sg.report
         return " " + " ".join(rep.text.lower().split()) + " " if rep is not None else ""
 
-    def talks_about(self, text: str, fid: str, starts: frozenset[str] | None = None) -> bool:
+    def talks_about(self, text: str, fid: str, starts: set[str] | None = None) -> bool:
         """The report mentions the finding somewhere, even where the extractor states nothing (its
         name or synonyms, an ancestor's name, data/mention_terms.yaml words of it or an ancestor,
         at a word start: " granuloma" in "granulomas"): its silence implies no "no".
 
         ``starts`` (``word_starts(text)``, once per study) lets most findings be ruled out by one
-        set test: a term can occur only where the text has its first four characters after a space."""
+        set test: a term can occur only where a word of the text starts with its first four
+        characters."""
         if text:
             if starts is not None:
                 hit = self.mention_prefix.get(fid)
@@ -981,23 +982,23 @@ OPS: dict[str, Op] = {
 }
 
 
-_STARTS = re.compile(r"(?<= )(?=(.{0,4}))", re.S)
-
-
-def word_starts(text: str) -> frozenset[str]:
-    """The (up to) four characters after each space of ``text``: a " term" of at least four
-    characters occurs in ``text`` only where its first four characters are among these."""
-    return frozenset(_STARTS.findall(text))
+def word_starts(text: str) -> set[str]:
+    """The first four characters of every space-separated word of ``text``: a " term" whose first
+    word has at least four characters occurs in ``text`` only where a word starts with them."""
+    return {w[:4] for w in text.split(" ")}
 
 
 def _by_prefix(terms: tuple[str, ...]) -> tuple[dict[str, tuple[str, ...]], frozenset[str], tuple[str, ...]]:
-    """(first four characters -> the " term"s starting so, those prefixes, the terms too short to
-    have four) for ``talks_about``."""
+    """(first four characters -> the " term"s starting so, those prefixes, the other terms: first
+    word shorter than four characters, always tested) for ``talks_about``."""
     by: dict[str, list[str]] = {}
+    short: list[str] = []
     for t in terms:
-        if len(t) >= 5:
+        if len(t) >= 5 and " " not in t[1:5]:
             by.setdefault(t[1:5], []).append(t)
-    return {k: tuple(v) for k, v in by.items()}, F(by), tuple(t for t in terms if len(t) < 5)
+        else:
+            short.append(t)
+    return {k: tuple(v) for k, v in by.items()}, F(by), tuple(short)
 
 
 def _mention_terms(v: Any) -> dict[str, tuple[str, ...]]:
