@@ -473,3 +473,24 @@ def test_foreign_body_makes_the_study_abnormal(gen):
     assert rows and not normal, [(r.question, r.answer) for r in normal]
     for r in rows:
         assert r.answer.count("foreign body is") + r.answer.count("There is a foreign body") <= 1, r.answer
+
+
+def test_one_question_text_has_one_row_per_study(built):
+    """The same words asked twice in a study get one answer: a subcategory named like a region
+    (CXR3877: "Is the appearance of the mediastinum abnormal?" was "No." as a subcategory and "Yes.
+    ... aortic atherosclerosis" as a region), a finding held by several observations (CXR1957's
+    bilateral, left and right effusions: "Where can the pleural effusion be seen?" three times), a
+    foreign body asked as a finding and as a device (CXR2449)."""
+    _, rows = built
+    seen: dict[tuple[str, str], str] = {}
+    for r in rows:
+        key = (r["study_id"], r["question"])
+        assert key not in seen, (key, seen[key], r["answer"])
+        seen[key] = r["answer"]
+    assert {"openi:CXR3877", "openi:CXR1957", "openi:CXR2449"} <= {r["study_id"] for r in rows}
+    sub = [r for r in rows if r["question_type"].startswith(("B08", "B09", "B10", "B11"))]
+    assert sub and not [r for r in sub if "mediastinum" in r["question"] or "pleura" in r["question"]]
+    where = [r for r in rows if r["study_id"] == "openi:CXR1957" and r["question_type"].startswith("D03")]
+    assert not [r for r in where if "pleural effusion" in r["question"]]
+    fb = [r for r in rows if r["study_id"] == "openi:CXR2449" and "foreign body" in r["question"]]
+    assert fb and not [r for r in fb if r["question_type"].startswith(("D06", "D07"))]

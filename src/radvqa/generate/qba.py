@@ -145,6 +145,8 @@ class Strategy:
                 sub_w[v.fsub[f]] = sub_w.get(v.fsub[f], 0.0) + pri.finding_weight(f)
         self.pool_subcats = WeightedPool(sorted(sub_w), [sub_w[k] for k in sorted(sub_w)])
         self.sub_names: dict[str, str] = dict(cfg.subcategory_names)
+        self._askable: dict[str, bool] = {}
+        self._region_names: set[str] | None = None
         self.k_findings = cfg.finding_negatives
         self.k_devices = cfg.device_negatives
         self.k_regions = cfg.region_negatives
@@ -169,11 +171,10 @@ class Strategy:
         self._counts: dict[tuple[Any, ...], tuple[int, int, int]] = {}
         # the plan: every template in file order with its scope function and operation
         self.plan = [(tpl, SCOPES[tpl.scope], OPS[tpl.op]) for tpl in fam.templates.values()]
-        # shown names and askability of subcategories, worked out at first use (the display-name
-        # table and the family config do not change while generating)
+        # shown names of subcategories, worked out at first use (the display-name table and the
+        # family config do not change while generating)
         self._sub_shown: dict[str, str] = {}
-        self.lie_cache: dict[tuple[str, str], bool] = {}
-        self._sub_askable: dict[str, bool] = {}
+        self.lie_cache: dict[tuple[str, str], bool] = {}  # (finding, region) -> _Regions._can_lie_in
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
         if sg.modality.upper() not in self.modalities:
@@ -195,11 +196,20 @@ class Strategy:
 
     def askable_subcat(self, s: str) -> bool:
         """Subcategory questions ("Is the appearance of the {subcategory} normal?") are about body
-        parts: groups of findings ("infections") and nameless ones ("OTHER") are not asked."""
-        hit = self._sub_askable.get(s)
+        parts: groups of findings ("infections") and nameless ones ("OTHER") are not asked. Nor is
+        a subcategory named like a region ("mediastinum", "pleura", "diaphragm"): the region
+        questions ask the same words about what lies there, and the two read differently ("Is the
+        appearance of the mediastinum abnormal? No." beside "... Yes. There is mild cardiomegaly."
+        in 98 OpenI studies)."""
+        hit = self._askable.get(s)
         if hit is None:
             shown = self.gen.vocab.sub_display.get(s)
-            hit = self._sub_askable[s] = shown is None or (shown[1] == "anatomy" and bool(shown[0]))
+            hit = shown is None or (shown[1] == "anatomy" and bool(shown[0]))
+            if hit:
+                if self._region_names is None:
+                    self._region_names = {n.lower() for n in self.gen.vocab.rname.values()}
+                hit = self.sub_name(s).lower() not in self._region_names
+            self._askable[s] = hit
         return hit
 
     @staticmethod
@@ -936,6 +946,9 @@ class _Findings:
         text, starts = hit
         fids = [x for x in base + sampled if x in pos_by or x in stated
                 or (x not in unknowable and not s.talks_about(text, x, starts))]
+        if subject == "devices" and s.gen.abnormal_devices:
+            # asked by the finding questions, in the same words (see scope_observation)
+            fids = [x for x in fids if x not in s.gen.abnormal_devices]
         base = [x for x in base if x in fids]
         sampled = [x for x in sampled if x in fids]
         self.lists = ([x for x in fids if x in pos_by], [x for x in base if x not in pos_by],
@@ -994,7 +1007,16 @@ def scope_observation(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     """The subject's observed positives the operation can ask about, capped per template."""
     pos, _ = st.subject(op.subject)
     select = op.select
-    chosen = [f for f in pos if select is None or select(st, f)]
+    # "Where can the nodule be seen?" has no one answer when the study holds two nodules (or a
+    # bilateral effusion beside its left and right parts): such a finding is not asked about here
+    names: dict[str, int] = {}
+    for f in pos:
+        names[f.name] = names.get(f.name, 0) + 1
+    chosen = [f for f in pos if names[f.name] == 1 and (select is None or select(st, f))]
+    if op.subject == "devices":
+        # a device that is also a finding (a foreign body) is asked about by the finding questions,
+        # which read the same ("Where can the foreign body be seen?")
+        chosen = [f for f in chosen if not f.abnormal]
     slot = "finding" if op.subject == "abnormal" else "device"
     return [Item({slot: f.name}, f.obs.id, [f], [], fact=f)
             for f in sample_capped(st.rng, chosen, st.s.gen.cap(tpl))]

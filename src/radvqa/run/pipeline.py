@@ -82,6 +82,11 @@ class StagePipeline:
                 if getattr(extraction, "error", None):
                     rejects.append(Reject(source=src, ref=study.id, reason=f"report not usable: {extraction.error}", stage="extract"))
                     extraction = None
+            if study.annotations is None and any(k.startswith("transcription:") for k in study.meta):
+                # other readers' dictations (REFLACX): their findings are those readers' labels
+                from radvqa.extract.dictations import with_reader_dictations
+
+                study = with_reader_dictations(study, self.extractor)
         t1 = time.process_time()
         self.timings["extract"] += t1 - t0
         if extraction is None and not study.labels and not study.boxes:

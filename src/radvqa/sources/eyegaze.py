@@ -29,6 +29,13 @@ Study = the MIMIC study of the image (master sheet ``study_id``): ``eye-gaze:<st
   audio/mask files are not read.
 Image size: from the image file when a MIMIC root holds it; the sheet has no size (boxes are then
 kept unchecked).
+
+Memory: the master sheet and the box table are held, not streamed, by decision: fixations.csv
+can only tell calibration rows apart knowing every sheet dicom_id, and an image's box rows need
+not be contiguous, so streaming would need an external sort of three tables. Their size is fixed
+by the release (1,083 images, 18,405 box rows): at that size the read's traced peak is 4.8 MiB
+(1.9 MiB of it the sheet; tests/test_sources_reflacx_eyegaze.py bounds it at 8 MiB), and a study's
+rows are released as it is emitted. fixations.csv (the large table) is streamed: one count per image.
 """
 
 from __future__ import annotations
@@ -151,7 +158,8 @@ class EyeGazeSource(Source):
             st[1].append((did, row[c["path"]].strip().replace("\\", "/"), vals, ind, ref))
 
         # ---- anatomical boxes (whole table grouped by image: ~17 rows an image)
-        boxes: dict[str, list[tuple[str, float, float, float, float, str]]] = {}
+        # (region, x1, y1, x2, y2) per image; no per-row ref string: a bad row is rejected here
+        boxes: dict[str, list[tuple[str, float, float, float, float]]] = {}
         box_rejects: list[Reject] = []
         orphans: Counter[str] = Counter()
         orphan_ref: dict[str, str] = {}
@@ -186,7 +194,7 @@ class EyeGazeSource(Source):
                     box_rejects.append(self.reject_row(ref, f"dicom_id {did}: inverted or empty box for {name!r} "
                                                         f"(x1 {x1:g}, x2 {x2:g}, y1 {y1:g}, y2 {y2:g})"))
                     continue
-                boxes.setdefault(did, []).append((rid, x1, y1, x2, y2, ref))
+                boxes.setdefault(did, []).append((rid, x1, y1, x2, y2))
         yield from box_rejects
         for did in sorted(orphans):
             yield self.reject_row(orphan_ref[did], f"{orphans[did]} bounding box rows of dicom_id {did}, which is not in the master sheet")
@@ -250,7 +258,7 @@ class EyeGazeSource(Source):
             images.append(im)
             for k, v in vals.items():
                 labels.append(Label(scheme="eye_gaze", name=k, value=v, findings=mapper(k), reader="eye-gaze", image_id=did))
-            for rid, x1, y1, x2, y2, _r in boxes.pop(did, ()):
+            for rid, x1, y1, x2, y2 in boxes.pop(did, ()):
                 rboxes.append(Box(image_id=did, x1=x1, y1=y1, x2=x2, y2=y2, source="region", reader="eye-gaze", label=rid))
             if tdirs:
                 got = _transcript(tdirs, did)

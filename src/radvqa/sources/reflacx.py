@@ -32,8 +32,10 @@ Per reading:
 - ``chest_bounding_box.csv``: a region Box ``label="chest"`` per reading.
 - ``transcription.txt``: the dictated report. The study's ``report_text`` is the transcription of
   its first reading (by id) that has one (``meta["report_reader"]``); the others are kept in
-  ``meta["transcription:<id>"]`` (not extracted). Where two or more readers label a finding against
-  that dictation, localize makes it uncertain with both sides in the provenance (graph.py).
+  ``meta["transcription:<id>"]`` and extracted by the build too (extract/dictations.py): each
+  becomes its reader's ``dictation`` labels, fused with the readers' certainty labels. Where two
+  or more readers' votes go against the report reader's dictation, localize makes the finding
+  uncertain with both sides in the provenance (graph.py).
   Readings with ``eye_tracking_data_discarded`` True have no transcription (or gaze) by design.
 Rejects (one line each, the reading named): a reading folder, ellipse file or chest-box file that
 is missing; a transcription missing where eye tracking was kept; an ellipse file whose label
@@ -45,8 +47,10 @@ study's, the others are rows, so read = studies + study rejects. Unused files: f
 timestamps_transcription.csv, gaze_data/ (gaze is not used by radvqa).
 
 All CSVs are written with CRLF line ends and without quoting in the numeric files (FORMATS.md);
-the metadata is read with the csv module (the Other column is free text), the per-reading files with
-a plain split (numbers and True/False only), opened relative to their folder's descriptor.
+the metadata is read with ``read_csv_rows_split`` (csv rules; a line without quotes split on commas,
+one with a quote -- the free-text Other column -- parsed by csv), the per-reading files with a plain
+split (numbers and True/False only), opened relative to their folder's descriptor; an ellipse row
+of the released layout with one label is matched by its label cells' text.
 Memory, flat in the number of readings: the metadata rows (and the MIMIC metadata rows, for the
 join) go through an external sort by (subject, study, reading id) (``external_sort.py``: runs of
 ``RUN_READINGS`` spilled to temporary files, merged), and each study is emitted when its records
@@ -82,7 +86,7 @@ from radvqa.sources.base import (
     find_inputs,
     header_index,
     image_size,
-    read_csv_rows,
+    read_csv_rows_split,
 )
 from radvqa.sources.external_sort import ExternalSort
 
@@ -137,15 +141,24 @@ class ReflacxOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
 
 class _Reading:
-    """One reading of a study being emitted (built from its sorted record)."""
+    """One reading of a study being emitted (built from its sorted record). Its folder and
+    metadata line are strings built only for a reject line (``folder``, ``ref``)."""
 
-    __slots__ = ("rid", "phase", "split", "discarded", "dicom", "sx", "sy", "names", "values", "folder", "ref", "dfd")
+    __slots__ = ("rid", "phase", "split", "discarded", "dicom", "sx", "sy", "names", "values", "dfd", "info", "line")
 
-    def __init__(self, rec: tuple[Any, ...], info: tuple[str, Any, str, str, int | None]) -> None:
-        phase, names, root, path, self.dfd = info
-        self.rid, self.phase, self.split, self.discarded, self.dicom = rec[K_RID], phase, rec[R_SPLIT] or None, rec[R_DISC], rec[R_DICOM]
-        self.sx, self.sy, self.names, self.values = rec[R_SX], rec[R_SY], names, rec[R_VALUES]
-        self.folder, self.ref = root + os.sep + rec[K_RID], f"{path}:{rec[K_LINE]}"
+    def __init__(self, rec: tuple[Any, ...], info: tuple[Any, ...]) -> None:
+        self.info = info
+        self.phase, self.names, _, _, self.dfd, _ = info
+        (_, _, self.rid, _, _, self.line, _, split, self.discarded, self.dicom, self.sx, self.sy, self.values) = rec
+        self.split = split or None
+
+    @property
+    def folder(self) -> str:
+        return self.info[2] + os.sep + self.rid
+
+    @property
+    def ref(self) -> str:
+        return f"{self.info[3]}:{self.line}"
 
 
 @SOURCES.register("reflacx")
@@ -193,8 +206,9 @@ class ReflacxSource(Source):
         self._ellipse_headers: dict[tuple[str, str], tuple[tuple[int, list[str]], ...] | str] = {}
         self._ellipse_layouts: dict[tuple[str, str], tuple[Any, ...] | str] = {}
         self._chest_cols: dict[str, list[int] | None] = {}
-        # per metadata file: (phase, label columns, folder of its readings, path, that folder's fd)
-        self._files: list[tuple[str, Any, str, str, int | None]] = []
+        # per metadata file: (phase, label columns, folder of its readings, path, that folder's fd,
+        # the label columns' value tables)
+        self._files: list[tuple[str, Any, str, str, int | None, tuple[Any, ...]]] = []
 
         # One sorted pass instead of a dict of every reading: the metadata rows (and the MIMIC
         # metadata rows, for the join) go through an external sort by (subject, study, reading
@@ -238,7 +252,7 @@ class ReflacxSource(Source):
 
     def _read_metadata(self, m: Path, sorter: ExternalSort) -> Iterator[Reject]:
         phase = _META_RE.match(m.name.lower()).group(1)  # type: ignore[union-attr]
-        rows = read_csv_rows(m)
+        rows = read_csv_rows_split(m)
         first = next(rows, None)
         if first is None or first[1] is None:
             raise SourceError(f"reflacx: {m}: empty or unreadable header")
@@ -268,7 +282,8 @@ class ReflacxSource(Source):
             dfd: int | None = os.open(m.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except OSError:
             dfd = None
-        self._files.append((phase, names, str(m.parent), str(m), dfd))
+        # (the value tables apart: a reading's cells are looked up with one map over them)
+        self._files.append((phase, names, str(m.parent), str(m), dfd, tuple(n[3] for n in names)))
         values_of = (operator.itemgetter(*label_idx) if len(label_idx) > 1
                      else (lambda row: tuple(row[i] for i in label_idx)))
         ci, cimg, csub, cdic, csx, csy, cdisc, csplit = (c["id"], c["image"], c["subject"], c["dicom"], c["sx"], c["sy"],
@@ -342,7 +357,7 @@ class ReflacxSource(Source):
         so each study meets its own rows; studies REFLACX did not read are dropped at the merge."""
         from radvqa.sources.mimic import _iso, _view
 
-        rows = read_csv_rows(t)
+        rows = read_csv_rows_split(t)
         first = next(rows, None)
         if first is None or first[1] is None:
             raise SourceError(f"reflacx: {t}: empty or unreadable header")
@@ -519,7 +534,7 @@ class ReflacxSource(Source):
         if isinstance(ell, Reject) or isinstance(chest_text, Reject):
             return _reading_reject(ell if isinstance(ell, Reject) else chest_text, r)  # type: ignore[arg-type]
         names = r.names
-        hits = list(map(dict.get, [c[3] for c in names], r.values))
+        hits = list(map(dict.get, r.info[5], r.values))
         if None not in hits:
             # every cell is a common one ("0".."5", True/False, empty): decoded by the columns'
             # tables, no per-cell branching
@@ -581,10 +596,11 @@ class ReflacxSource(Source):
         return labels, certs, other
 
     def _chest(self, r: _Reading, text: str, scale: tuple[float, float] | None) -> Box | Reject:
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        ref = f"{r.folder}{os.sep}{CHEST_FILE}"
+        lines = text.splitlines()
+        if len(lines) != 2 or lines[0].isspace() or lines[1].isspace() or not lines[0] or not lines[1]:
+            lines = [ln for ln in lines if ln.strip()]
         if len(lines) != 2:
-            return self.reject(ref, f"reading {r.rid}: {CHEST_FILE} has {len(lines) - 1} data rows, expected 1")
+            return self.reject(f"{r.folder}{os.sep}{CHEST_FILE}", f"reading {r.rid}: {CHEST_FILE} has {len(lines) - 1} data rows, expected 1")
         cols = self._chest_cols.get(lines[0], [])
         if cols == []:
             head = [h.strip() for h in lines[0].split(",")]
@@ -597,9 +613,9 @@ class ReflacxSource(Source):
             a, b, c, d = cols
             x1, y1, x2, y2 = float(cells[a]), float(cells[b]), float(cells[c]), float(cells[d])
         except (ValueError, IndexError):
-            return self.reject(ref, f"reading {r.rid}: {CHEST_FILE} is not xmin,ymin,xmax,ymax numbers")
+            return self.reject(f"{r.folder}{os.sep}{CHEST_FILE}", f"reading {r.rid}: {CHEST_FILE} is not xmin,ymin,xmax,ymax numbers")
         if not (x1 < x2 and y1 < y2) or not isfinite(x1 + y1 + x2 + y2):
-            return self.reject(ref, f"reading {r.rid}: inverted chest box [{x1}, {y1}, {x2}, {y2}]")
+            return self.reject(f"{r.folder}{os.sep}{CHEST_FILE}", f"reading {r.rid}: inverted chest box [{x1}, {y1}, {x2}, {y2}]")
         if scale:
             x1, x2, y1, y2 = x1 * scale[0], x2 * scale[0], y1 * scale[1], y2 * scale[1]
         return Box(image_id=r.dicom, x1=x1, y1=y1, x2=x2, y2=y2, source="region", reader=r.rid, label="chest")
@@ -650,19 +666,25 @@ class ReflacxSource(Source):
         # labels are then one slice, read with C-level counts instead of a loop over the columns
         first = labcols[0][0] if labcols else len(names)
         contiguous = [i for i, _ in labcols] == list(range(first, len(names)))
-        return (*(c[0] for c in cols[:5]), labcols, names, first, contiguous)
+        geo = tuple(c[0] for c in cols[:5])
+        # the released layout exactly (xmin, ymin, xmax, ymax, certainty, then the labels): a row
+        # with one label selected is found by its label cells' text, split off in one piece
+        onehot = None
+        if geo == (0, 1, 2, 3, 4) and contiguous and first == 5:
+            n = len(labcols)
+            onehot = {",".join("True" if j == k else "False" for j in range(n)): k for k in range(n)}
+        return (*geo, labcols, names, first, contiguous, onehot)
 
     def _ellipses(self, r: _Reading, text: str, im: Image, scale: tuple[float, float] | None) -> Any:
         lines = text.splitlines()
-        path = r.folder + os.sep + ELLIPSE_FILE
         if not lines:
-            return self.reject(path, f"reading {r.rid}: empty {ELLIPSE_FILE} (no header)")
+            return self.reject(r.folder + os.sep + ELLIPSE_FILE, f"reading {r.rid}: empty {ELLIPSE_FILE} (no header)")
         layout = self._ellipse_layouts.get((r.phase, lines[0]))
         if layout is None:
             layout = self._ellipse_layouts[(r.phase, lines[0])] = self._ellipse_layout(r, lines[0])
         if isinstance(layout, str):
-            return self.reject(path, f"reading {r.rid}: {layout}")
-        ix1, iy1, ix2, iy2, ic, labcols, names, first, contiguous = layout
+            return self.reject(r.folder + os.sep + ELLIPSE_FILE, f"reading {r.rid}: {layout}")
+        ix1, iy1, ix2, iy2, ic, labcols, names, first, contiguous, onehot = layout
         ncols = len(names)
         w, h = r.sx, r.sy
         rid = r.rid
@@ -673,14 +695,19 @@ class ReflacxSource(Source):
         for ln, line in enumerate(lines[1:], start=2):
             if not line or line.isspace():
                 continue
-            cells = line.split(",")
-            if len(cells) != ncols:
-                rejects.append(self.reject_row(f"{path}:{ln}", f"reading {rid}: ellipse row has {len(cells)} cells, header has {ncols}"))
+            k = None
+            if onehot is not None:
+                cells = line.split(",", 5)  # the geometry cells, then the label cells in one piece
+                k = onehot.get(cells[5]) if len(cells) == 6 else None
+            if k is None:
+                cells = line.split(",")
+            if k is None and len(cells) != ncols:
+                rejects.append(self.reject_row(_ellipse_ref(r, ln), f"reading {rid}: ellipse row has {len(cells)} cells, header has {ncols}"))
                 continue
             try:
                 x1, y1, x2, y2 = float(cells[ix1]), float(cells[iy1]), float(cells[ix2]), float(cells[iy2])
             except ValueError:
-                rejects.append(self.reject_row(f"{path}:{ln}", f"reading {rid}: non-numeric ellipse {[cells[ix1], cells[iy1], cells[ix2], cells[iy2]]}"))
+                rejects.append(self.reject_row(_ellipse_ref(r, ln), f"reading {rid}: non-numeric ellipse {[cells[ix1], cells[iy1], cells[ix2], cells[iy2]]}"))
                 continue
             cs = cells[ic]
             cert = _CERT.get(cs)  # type: ignore[assignment]
@@ -690,12 +717,15 @@ class ReflacxSource(Source):
                 except (ValueError, OverflowError):
                     cert = 0
             if not 1 <= cert <= 5:
-                rejects.append(self.reject_row(f"{path}:{ln}", f"reading {rid}: ellipse certainty {cs!r} is not 1-5"))
+                rejects.append(self.reject_row(_ellipse_ref(r, ln), f"reading {rid}: ellipse certainty {cs!r} is not 1-5"))
                 continue
             fids: list[str] = []
             chosen: list[str] = []
-            seg = cells[first:] if contiguous else None
-            if seg is not None and seg.count("True") == 1 and seg.count("False") == len(seg) - 1:
+            seg = cells[first:] if contiguous and k is None else None
+            if k is not None:
+                chosen.append(names[first + k])
+                fids = labcols[k][1]
+            elif seg is not None and seg.count("True") == 1 and seg.count("False") == len(seg) - 1:
                 k = seg.index("True")  # the common row: one label, written exactly True/False
                 chosen.append(names[first + k])
                 fids = labcols[k][1]
@@ -707,7 +737,7 @@ class ReflacxSource(Source):
                         continue
                     v = 1 if c == "True" else _TRUE.get(c.strip().lower())
                     if v is None:
-                        rejects.append(self.reject_row(f"{path}:{ln}", f"reading {rid}: ellipse label {names[i]!r} value {cells[i]!r} is not True/False"))
+                        rejects.append(self.reject_row(_ellipse_ref(r, ln), f"reading {rid}: ellipse label {names[i]!r} value {cells[i]!r} is not True/False"))
                         bad = True
                         break
                     if v:
@@ -716,20 +746,20 @@ class ReflacxSource(Source):
                 if bad:
                     continue
             if not chosen:
-                rejects.append(self.reject_row(f"{path}:{ln}", f"reading {rid}: ellipse has no label selected"))
+                rejects.append(self.reject_row(_ellipse_ref(r, ln), f"reading {rid}: ellipse has no label selected"))
                 continue
             if not fids:
-                rejects.append(self.reject_row(f"{path}:{ln}", f"reading {rid}: ellipse labelled only {', '.join(chosen)} (free text, no finding)"))
+                rejects.append(self.reject_row(_ellipse_ref(r, ln), f"reading {rid}: ellipse labelled only {', '.join(chosen)} (free text, no finding)"))
                 continue
             if not (x1 < x2 and y1 < y2) or not isfinite(x1 + y1 + x2 + y2):
-                rejects.append(self.reject_row(f"{path}:{ln}", f"reading {rid}: inverted, empty or infinite ellipse [{x1}, {y1}, {x2}, {y2}]"))
+                rejects.append(self.reject_row(_ellipse_ref(r, ln), f"reading {rid}: inverted, empty or infinite ellipse [{x1}, {y1}, {x2}, {y2}]"))
                 continue
             ellipse = [(x1 + x2) / 2, (y1 + y2) / 2, (x2 - x1) / 2, (y2 - y1) / 2]
             bx1, by1, bx2, by2 = x1, y1, x2, y2
             if w and h and (x1 < 0 or y1 < 0 or x2 > w or y2 > h):
                 bx1, by1, bx2, by2 = max(0.0, x1), max(0.0, y1), min(float(w), x2), min(float(h), y2)
                 if bx2 - bx1 < 1 or by2 - by1 < 1:
-                    rejects.append(self.reject_row(f"{path}:{ln}", f"reading {rid}: ellipse [{x1:g}, {y1:g}, {x2:g}, {y2:g}] lies outside the {w}x{h} image"))
+                    rejects.append(self.reject_row(_ellipse_ref(r, ln), f"reading {rid}: ellipse [{x1:g}, {y1:g}, {x2:g}, {y2:g}] lies outside the {w}x{h} image"))
                     continue
                 notes.append(f"{rid} line {ln}: ellipse crosses the image border, box clipped")
             if scale:
@@ -745,6 +775,10 @@ class ReflacxSource(Source):
                 boxes.append(Box(image_id=r.dicom, x1=bx1, y1=by1, x2=bx2, y2=by2, source="expert", reader=rid,
                                  label=fid, ellipse=ellipse if k == 0 else list(ellipse), reader_certainty=cert))
         return boxes, notes, rejects, low
+
+
+def _ellipse_ref(r: _Reading, ln: int) -> str:
+    return f"{r.folder}{os.sep}{ELLIPSE_FILE}:{ln}"
 
 
 def _metadata_files(inputs: list[Path]) -> list[Path]:
@@ -791,7 +825,9 @@ def _read_text(path: str, dir_fd: int | None = None) -> str | Reject | None:
         return Reject(source="reflacx", ref=path, reason=f"not UTF-8 text ({e.reason} at byte {e.start})")
 
 
-_CHUNK = 1 << 16
+# the first read's size: a reading's files are a few hundred bytes to a few KB; a 64 KiB buffer
+# cost more to allocate (and shrink) than the read itself
+_CHUNK = 1 << 13
 
 
 def _as_row(rej: Reject) -> Reject:
