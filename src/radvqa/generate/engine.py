@@ -260,20 +260,24 @@ class StudyCtx:
 
     def provenance_of(self, obs: Observation) -> list[str]:
         out: list[str] = []
+        sentences = self.sentences
         for ev in obs.evidence:
             sid = ev.sentence_id
-            if sid and sid in self.sentences:
-                item = f"{sid}: {self.sentences[sid]}"
+            text = sentences.get(sid) if sid else None
+            if text is not None:
+                item = f"{sid}: {text}"
             else:
                 item = f"span {ev.start}-{ev.end}: {ev.text}"
             if item not in out:
                 out.append(item)
-        for fid in self.label_support.get(obs.id, ()):
-            item = f"label:{fid}"
-            if item not in out:
-                out.append(item)
-        for note in self.label_conflicts.get(obs.id, ()):
-            out.append(f"label_conflict:{note}")
+        if self.label_support:
+            for fid in self.label_support.get(obs.id, ()):
+                item = f"label:{fid}"
+                if item not in out:
+                    out.append(item)
+        if self.label_conflicts:
+            for note in self.label_conflicts.get(obs.id, ()):
+                out.append(f"label_conflict:{note}")
         if obs.source != "report" or not obs.evidence:
             if obs.source in ("label", "box"):
                 out.append(f"label:{obs.finding}")
@@ -497,6 +501,9 @@ class Generator:
         # everything obs_grade reads of an observation and its sentences -> its (grade, reasons):
         # report sentences repeat across a corpus ("No pneumothorax."), so most facts hit: facts.py
         self.grade_cache: dict[tuple[Any, ...], tuple[int, tuple[str, ...]]] = {}
+        # (modifier words, sentence texts) -> negated_only; regions -> their phrase: facts.py
+        self.negated_cache: dict[tuple[Any, ...], bool] = {}
+        self.region_phrases: dict[tuple[str, ...], str] = {}
 
     def _family(self, fname: str, ops: dict[str, Op], phrases: dict[str, frozenset[str]],
                 config_type: type) -> Family:
@@ -564,7 +571,7 @@ def sample_capped(rng: random.Random, items: list[Any], cap: int | None) -> list
 class WeightedPool:
     """Items with weights, prepared once (cumulative sums) for fast weighted draws per study."""
 
-    __slots__ = ("items", "cum", "total")
+    __slots__ = ("items", "cum", "total", "drawable")
 
     def __init__(self, items: Sequence[str], weights: Sequence[float]) -> None:
         self.items = list(items)
@@ -575,6 +582,15 @@ class WeightedPool:
             cum.append(t)
         self.cum = cum
         self.total = t
+        # (index, item, 1 / weight) of the items a draw can return (weight > 0), in pool order;
+        # the weight is the cumulative difference that ``weighted_sample`` draws by
+        drawable = []
+        prev = 0.0
+        for j, c in enumerate(cum):
+            if c > prev:
+                drawable.append((j, self.items[j], 1.0 / (c - prev)))
+            prev = c
+        self.drawable = drawable
 
 
 def weighted_sample(rng: random.Random, pool: WeightedPool, k: int, exclude: Callable[[str], bool]) -> list[str]:
@@ -602,27 +618,17 @@ def weighted_sample(rng: random.Random, pool: WeightedPool, k: int, exclude: Cal
     # every item that can still be drawn (not excluded, weight > 0) is chosen: a pool of mostly
     # excluded items used to spend its 30 draws per wanted item on redraws (a third of qba's CPU
     # time on OpenI)
-    ok = [not exclude(x) for x in items]
-    prev = 0.0
-    left = 0
-    for j in range(n):
-        if ok[j] and cum[j] > prev:
-            left += 1
-        prev = cum[j]
+    cand = [(j, inv) for j, x, inv in pool.drawable if not exclude(x)]
+    left = len(cand)
     want = min(k, left)
     if want == left:
         # every drawable item is wanted: an ordering by keys u ** (1 / w) (Efraimidis and
         # Spirakis) has the distribution of successive draws in one draw per item, where
         # redrawing the repeats of a skewed pool cost about 100 draws per call
-        keyed = []
-        prev = 0.0
-        for j in range(n):
-            w = cum[j] - prev
-            prev = cum[j]
-            if ok[j] and w > 0:
-                keyed.append((rnd() ** (1.0 / w), j))
+        keyed = [(rnd() ** inv, j) for j, inv in cand]
         keyed.sort(reverse=True)
         return [items[j] for _, j in keyed]
+    ok = [not exclude(x) for x in items]
     chosen = {}
     tries = 30 * k
     while len(chosen) < want and tries > 0:

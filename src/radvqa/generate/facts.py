@@ -117,6 +117,28 @@ def region_phrase(ctx: "StudyCtx", regions: list[str]) -> str:
     return join_list(["the " + v.region_name(r) for r in regions])
 
 
+def _region_phrase(gen: Any, regions: list[str]) -> str:
+    """``region_phrase``, cached per generator: a few hundred distinct region lists recur."""
+    key = tuple(regions)
+    hit = gen.region_phrases.get(key)
+    if hit is None:
+        v = gen.vocab
+        hit = gen.region_phrases[key] = join_list(["the " + v.region_name(r) for r in regions])
+    return hit
+
+
+def _negated_only(gen: Any, words: tuple[str, ...], sents: tuple[str, ...]) -> bool:
+    """``negated_only``, cached per generator by (words, sentence texts): report sentences recur."""
+    key = (words, sents)
+    cache = gen.negated_cache
+    hit = cache.get(key)
+    if hit is None:
+        if len(cache) > 200_000:
+            cache.clear()
+        hit = cache[key] = negated_only(words, list(sents))
+    return hit
+
+
 def informative_regions(v: Any, fid: str, regions: list[str]) -> bool:
     """Some region is not one of the finding's default regions or their ancestors."""
     dflt = set(v.fdefault_regions.get(fid, ()))
@@ -156,10 +178,10 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     elif c == "present" and (sev or side) and obs.evidence and obs.source == "report":
         # a modifier that the evidence only uses inside a negated phrase ("no large effusion"
         # beside "left basilar opacity") belongs to the negated finding, not to this one
-        sents = [ctx.sentences[ev.sentence_id] for ev in obs.evidence if ev.sentence_id in ctx.sentences]
-        if sev and negated_only(_severity_words(gen, sev), sents):
+        sents = tuple(ctx.sentences[ev.sentence_id] for ev in obs.evidence if ev.sentence_id in ctx.sentences)
+        if sev and _negated_only(gen, _severity_words(gen, sev), sents):
             sev = None
-        if side in _SIDE_WORDS and negated_only(_SIDE_WORDS[side], sents):
+        if side in _SIDE_WORDS and _negated_only(gen, _SIDE_WORDS[side], sents):
             side = None
     wkey = (fid, c, side, sev)
     words = gen.fact_words.get(wkey)
@@ -175,7 +197,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.lat = lat
     f.severity = sev
     f.phrase = phrase
-    explicit = [r for r in obs.regions]
+    explicit = list(obs.regions)
     if explicit and c != "absent" and obs.source == "report" and obs.evidence and relative_place(
             [ctx.sentences.get(ev.sentence_id) or ev.text for ev in obs.evidence]):
         # "tip 5 cm above the carina", "leads overlying the heart": the region named is where the
@@ -185,7 +207,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.explicit_regions = explicit
     regions = explicit or list(dflt_regions)
     f.regions = regions
-    f.location = region_phrase(ctx, explicit) if explicit else ""
+    f.location = _region_phrase(gen, explicit) if explicit else ""
     # a location is worth saying only when it adds to the finding's name ("the pleural effusion is
     # in the pleura", "no cardiomegaly in the cardiac silhouette" say nothing)
     # a negative names a place only when it narrows the finding ("no pneumothorax at the left
@@ -225,13 +247,22 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
             places = sum(1 for r in explicit if not any(r in anc.get(o, ()) for o in explicit if o != r))
         # obs_grade reads only these (the sentence texts, not their ids; whether a sentence is
         # shared with another finding): equal keys give equal grades
-        sids = tuple(ev.sentence_id for ev in obs.evidence)
         sents = ctx.sentences
+        evidence = obs.evidence
+        if len(evidence) == 1:  # the common case, without three generator expressions
+            ev0 = evidence[0]
+            sid0 = ev0.sentence_id
+            sids: tuple[Any, ...] = (sid0,)
+            stexts = ((sents.get(sid0) if sid0 else None),) if sents else sids
+            etexts: tuple[str, ...] = (ev0.text,)
+        else:
+            sids = tuple(ev.sentence_id for ev in evidence)
+            stexts = tuple(sents.get(sid) if sid else None for sid in sids) if sents else sids
+            etexts = tuple(ev.text for ev in evidence)
         # human-annotated scene graphs (gold:radgraph, gold:lunguage) skip two extractor checks
         annotated = (ctx.sg.extractor or "").startswith("gold:")
         gkey = (obs.finding, c, obs.qualifier, obs.severity, obs.source, obs.laterality, tuple(obs.regions),
-                tuple(sents.get(sid) if sid else None for sid in sids) if sents else sids,
-                tuple(ev.text for ev in obs.evidence),
+                stexts, etexts,
                 bool(ctx.shared_sentences) and not ctx.shared_sentences.isdisjoint(sids),
                 kind, n_boxed, ctx.n_boxable_images, ctx.sg.report is not None, obs.id in ctx.label_conflicts,
                 places, tuple(b.source for b in obs.boxes) if obs.boxes else (), annotated)
@@ -293,8 +324,8 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         if desc and obs.source == "report" and obs.evidence:
             # a descriptor the evidence uses only inside a negated phrase belongs to what is
             # negated: "cardiomegaly without superimposed acute disease" is not acute (hand audit)
-            sents = [ctx.sentences[ev.sentence_id] for ev in obs.evidence if ev.sentence_id in ctx.sentences]
-            desc = [d for d in desc if not negated_only((d,), sents)]
+            sents = tuple(ctx.sentences[ev.sentence_id] for ev in obs.evidence if ev.sentence_id in ctx.sentences)
+            desc = [d for d in desc if not _negated_only(gen, (d,), sents)]
         if desc:
             dv["description"] = join_list(desc)
             details.append(_detail(ctx, ph["detail_description"], dv, f))
@@ -603,22 +634,23 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
     if len(facts) < 2:
         return facts
     anc = ctx.gen.vocab.fancestors
-
-    def covers(general: Fact, specific: Fact) -> bool:
-        return (general.fid == specific.fid or general.fid in anc.get(specific.fid, ())) and \
-            _sides_overlap(general.lat, specific.lat)
-
     pos = [f for f in facts if f.present]
     unc = [f for f in facts if f.uncertain]
     if not pos and not unc:
         return facts
+    # (fact, finding, its ancestors, side) of the stated ones, looked up once per study
+    pos_k = [(p, p.fid, anc.get(p.fid, ()), p.lat) for p in pos]
+    both_k = pos_k + [(p, p.fid, anc.get(p.fid, ()), p.lat) for p in unc]
     dropped: set[int] = set()
     conflicted: set[int] = set()
     for f in facts:
         if f.present:
             continue
-        stronger = pos if f.uncertain else pos + unc
-        hits = [p for p in stronger if covers(f, p)]
+        # f covers p: the same finding or an ancestor of it, on an overlapping side (_sides_overlap)
+        g, glat = f.fid, f.lat
+        hits = [p for p, pf, pa, plat in (pos_k if f.uncertain else both_k)
+                if (g == pf or g in pa)
+                and (glat is None or plat is None or glat == plat or "bilateral" in (glat, plat))]
         if hits:
             dropped.add(id(f))
             for p in hits:

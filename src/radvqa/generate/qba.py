@@ -159,6 +159,9 @@ class Strategy:
         self.ind_filler = F(w.lower() for w in cfg.indication_filler_words)
         self.cw = tuple(f" {w} " for w in gen.change_words)
         self.mention_terms = _mention_terms(v)
+        # per finding: the first four characters of its longer terms, and its shorter terms (the
+        # prefix filter of ``talks_about``)
+        self.mention_prefix = {fid: _by_prefix(ts) for fid, ts in self.mention_terms.items()}
         rdesc: dict[str, list[str]] = {}
         for r, ancestors in v.rancestors.items():
             for a in ancestors:
@@ -168,6 +171,10 @@ class Strategy:
         self._counts: dict[tuple[Any, ...], tuple[int, int, int]] = {}
         # the plan: every template in file order with its scope function and operation
         self.plan = [(tpl, SCOPES[tpl.scope], OPS[tpl.op]) for tpl in fam.templates.values()]
+        # shown names of subcategories, worked out at first use (the display-name table and the
+        # family config do not change while generating)
+        self._sub_shown: dict[str, str] = {}
+        self.lie_cache: dict[tuple[str, str], bool] = {}  # (finding, region) -> _Regions._can_lie_in
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
         if sg.modality.upper() not in self.modalities:
@@ -175,6 +182,12 @@ class Strategy:
         return sg.report is not None or not self.require_report
 
     def sub_name(self, s: str) -> str:
+        hit = self._sub_shown.get(s)
+        if hit is None:
+            hit = self._sub_shown[s] = self._sub_name(s)
+        return hit
+
+    def _sub_name(self, s: str) -> str:
         # the ontology's display-name table first (display_names.yaml), then the family config
         shown = self.gen.vocab.sub_display.get(s)
         if shown is not None and shown[0]:
@@ -204,11 +217,27 @@ class Strategy:
         rep = ctx.sg.report
         return " " + " ".join(rep.text.lower().split()) + " " if rep is not None else ""
 
-    def talks_about(self, text: str, fid: str) -> bool:
+    def talks_about(self, text: str, fid: str, starts: set[str] | None = None) -> bool:
         """The report mentions the finding somewhere, even where the extractor states nothing (its
         name or synonyms, an ancestor's name, data/mention_terms.yaml words of it or an ancestor,
-        at a word start: " granuloma" in "granulomas"): its silence implies no "no"."""
+        at a word start: " granuloma" in "granulomas"): its silence implies no "no".
+
+        ``starts`` (``word_starts(text)``, once per study) lets most findings be ruled out by one
+        set test: a term can occur only where a word of the text starts with its first four
+        characters."""
         if text:
+            if starts is not None:
+                hit = self.mention_prefix.get(fid)
+                if hit is not None:
+                    by_prefix, prefixes, short = hit
+                    for t in short:
+                        if t in text:
+                            return True
+                    for p in prefixes.intersection(starts):
+                        for t in by_prefix[p]:
+                            if t in text:
+                                return True
+                    return False
             for t in self.mention_terms.get(fid, ()):
                 if t in text:
                     return True
@@ -767,6 +796,7 @@ class _Regions:
         self.neg_at = neg_at
         self.anc = anc
         self.fdefault = v.fdefault_regions
+        self.lie = s.lie_cache  # (finding, region) -> _can_lie_in, per generator
         # a finding placed in "the lungs" says nothing about which lung: neither lung may be called
         # normal (a "no" answer), though both are asked about when stated explicitly
         rdesc = s.rdescendants
@@ -799,7 +829,16 @@ class _Regions:
                 if a in neg_at:
                     hit.extend(f for f in neg_at[a] if f not in hit)
             if hit:
-                hit = [f for f in hit if self._can_lie_in(f.fid, r)]
+                lie = self.lie
+                ok = []
+                for f in hit:
+                    k = (f.fid, r)
+                    can = lie.get(k)
+                    if can is None:
+                        can = lie[k] = self._can_lie_in(f.fid, r)
+                    if can:
+                        ok.append(f)
+                hit = ok
             self.neg_cache[r] = hit
         return hit
 
@@ -900,11 +939,13 @@ class _Findings:
             chosen = set(base)
             sampled = weighted_sample(st.rng, pool, k, chosen.__contains__)
         pos_by.update(via_child)
-        text = st.scopes.get("text")
-        if text is None:
-            text = st.scopes["text"] = s.report_text(st.ctx)
+        hit = st.scopes.get("text")
+        if hit is None:
+            text = s.report_text(st.ctx)
+            hit = st.scopes["text"] = (text, word_starts(text))
+        text, starts = hit
         fids = [x for x in base + sampled if x in pos_by or x in stated
-                or (x not in unknowable and not s.talks_about(text, x))]
+                or (x not in unknowable and not s.talks_about(text, x, starts))]
         if subject == "devices" and s.gen.abnormal_devices:
             # asked by the finding questions, in the same words (see scope_observation)
             fids = [x for x in fids if x not in s.gen.abnormal_devices]
@@ -1019,6 +1060,25 @@ OPS: dict[str, Op] = {
     "where_device": Op(F({"located"}), ONE, F({"observation"}), "devices", op_where_device,
                        lambda st, f: st.s._informative(f)),
 }
+
+
+def word_starts(text: str) -> set[str]:
+    """The first four characters of every space-separated word of ``text``: a " term" whose first
+    word has at least four characters occurs in ``text`` only where a word starts with them."""
+    return {w[:4] for w in text.split(" ")}
+
+
+def _by_prefix(terms: tuple[str, ...]) -> tuple[dict[str, tuple[str, ...]], frozenset[str], tuple[str, ...]]:
+    """(first four characters -> the " term"s starting so, those prefixes, the other terms: first
+    word shorter than four characters, always tested) for ``talks_about``."""
+    by: dict[str, list[str]] = {}
+    short: list[str] = []
+    for t in terms:
+        if len(t) >= 5 and " " not in t[1:5]:
+            by.setdefault(t[1:5], []).append(t)
+        else:
+            short.append(t)
+    return {k: tuple(v) for k, v in by.items()}, F(by), tuple(short)
 
 
 def _mention_terms(v: Any) -> dict[str, tuple[str, ...]]:

@@ -162,7 +162,12 @@ class ChestTasks:
         # closed: one present finding (yes) and one negative finding of its region group when there
         # is one, else of any group (no); closed+ only where closed- can be asked too
         asked = present[int(rng.random() * len(present))] if present else None
-        same = [f for f in negatives if asked is not None and self.group.get(f) == self.group.get(asked)]
+        if asked is not None:
+            group = self.group
+            g_asked = group.get(asked)
+            same = [f for f in negatives if group.get(f) == g_asked]
+        else:
+            same = []
         wrong_pool = same or negatives
         if wrong_pool and "pathology_closed_neg" in t:
             if asked is not None and "pathology_closed_pos" in t:

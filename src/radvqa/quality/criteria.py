@@ -216,91 +216,147 @@ def obs_grade(
     annotators gave each entity its certainty and linked its modifiers and anatomy themselves;
     ``places``: how many distinct places (regions not containing one another) the answer names
     for a stated finding (0: no location of its own is said)."""
-    g = A_PP
-    reasons: list[str] = []
-
-    def lower(criterion: str, value: str, grade: int) -> None:
-        nonlocal g
-        if grade > g:
-            g = grade
-        reasons.append(reason(criterion, value, grade))
-
+    # every criterion that lowers the grade appends its (grade, reason) in check order; the grade
+    # is the worst of them (one per-sentence flag lookup and no per-call strings: this runs for
+    # every observation of a build whose grade is not cached yet)
+    low: list[tuple[int, str]] = []
     if obs.regions and any(r not in known_regions for r in obs.regions):
-        lower("regions", "unresolved", A)
+        low.append(_R_REGIONS)
     if obs.finding not in known_findings:
-        lower("entities", "unresolved", A)
+        low.append(_R_ENTITY_UNRESOLVED)
     elif str(known_findings[obs.finding]).startswith("other ") or obs.finding in vague:
         # a catch-all ("other lesion") or a bare device word ("line": often "B lines", "lung
         # lines remain low"): the answer does not say what was seen
-        lower("entities", "vague", A)
-    stated = obs.certainty != "absent"
+        low.append(_R_ENTITY_VAGUE)
+    certainty = obs.certainty
+    stated = certainty != "absent"
     if obs.source == "report":
-        if obs.qualifier or (obs.certainty == "absent" and obs.severity):
-            lower("evidence", "qualified", B)
-        elif obs.certainty == "uncertain":
-            lower("evidence", "hedged", B)
-        sids = list(dict.fromkeys(ev.sentence_id for ev in obs.evidence if ev.sentence_id))
-        texts = [sentences[sid] for sid in sids if sentences and sid in sentences]
+        if obs.qualifier or (not stated and obs.severity):
+            low.append(_R_QUALIFIED)
+        elif certainty == "uncertain":
+            low.append(_R_HEDGED)
+        evidence = obs.evidence
+        if len(evidence) == 1:
+            sid = evidence[0].sentence_id
+            sids = [sid] if sid else []
+        else:
+            sids = list(dict.fromkeys(ev.sentence_id for ev in evidence if ev.sentence_id))
+        texts = [sentences[sid] for sid in sids if sid in sentences] if sentences else []
         if not texts:
-            texts = [ev.text for ev in obs.evidence]
-        flags = [_text_flags(t, hedge_re) for t in texts]
-        if obs.certainty == "absent" and not obs.severity and any(f[2] for f in flags):
+            texts = [ev.text for ev in evidence]
+        # per sentence: (hedge, alternative, qualified negative, resolution, partial, normal)
+        flags = [_sentence_flags(t, hedge_re) for t in texts]
+        if not stated and not obs.severity and any(f[2] for f in flags):
             # "no typical findings of edema", "no definite effusion": a qualified negative the
             # extractor left unmarked reads as a plain "no" (Observation.qualifier marks it)
-            lower("evidence", "qualified_unmarked", B)
+            low.append(_R_QUALIFIED_UNMARKED)
         if stated and any(f[1] for f in flags):
-            lower("evidence", "alternative", B)
+            low.append(_R_ALTERNATIVE)
         if len(sids) > 1:
-            lower("evidence", "merged", A)
-        changes = [_change_flags(t) for t in texts]
-        if any(c[0] for c in changes):
+            low.append(_R_MERGED)
+        if any(f[3] for f in flags):
             # "resolved" read as absent is right unless the change is partial ("almost completely
             # resolved", "residual"); read as present (the extractor missed the change) it is wrong
-            if obs.certainty == "absent" and any(c[0] and c[1] for c in changes):
-                lower("evidence", "partial_resolution", B)
-            elif obs.certainty != "absent":
-                lower("evidence", "resolution_in_sentence", A)
-        if stated and any(c[2] for c in changes):
-            lower("evidence", "normal_in_sentence", A)
-        if stated and obs.certainty == "present" and not annotated:
+            if not stated and any(f[3] and f[4] for f in flags):
+                low.append(_R_PARTIAL_RESOLUTION)
+            elif stated:
+                low.append(_R_RESOLUTION)
+        if stated and any(f[5] for f in flags):
+            low.append(_R_NORMAL)
+        if certainty == "present" and not annotated:
             # the extractor read the finding as certain, but its sentence hedges something: the
             # hedge may be this finding's ("interstitial changes and possibly fibrosis")
             if any(f[0] for f in flags):
-                lower("evidence", "hedge_in_sentence", A)
+                low.append(_R_HEDGE_IN_SENTENCE)
             # a sentence stating several findings is where sides, sizes and regions get attached to
             # the wrong one ("mediastinal clips, left base scarring" -> "left surgical clips")
-            if shared_sentences.intersection(sids):
-                lower("evidence", "shared_sentence", A)
+            if shared_sentences and not shared_sentences.isdisjoint(sids):
+                low.append(_R_SHARED)
         if stated and places > 1:
             # the location said is the extractor's attachment of regions named in the sentence:
             # several places that do not contain one another often belong to different things
             # ("cardiomegaly ... in the cardiac silhouette and the lungs"); hand audit
-            lower("location", "several_places", A)
+            low.append(_R_PLACES)
         side = obs.laterality
-        if stated and side in _SIDE_CUE and texts and not any(_SIDE_CUE[side].search(t.lower()) for t in texts):
-            lower("side", "inferred", A)
+        if stated and side in _SIDE_CUE and texts and not any(_side_said(t, side) for t in texts):
+            low.append(_R_SIDE)
     elif obs.source == "label":
         if has_report:
             # the report is silent about what a coder's label asserts (or denies)
-            lower("label", "only_report_silent", C)
-        elif obs.certainty == "uncertain":
-            lower("label", "uncertain", B)
+            low.append(_R_LABEL_SILENT)
+        elif certainty == "uncertain":
+            low.append(_R_LABEL_UNCERTAIN)
         elif stated and any(b.source in LESION_SOURCES and b.source != "label" for b in obs.boxes):
-            lower("label", "with_expert_box", A)
+            low.append(_R_LABEL_EXPERT_BOX)
         else:
-            lower("label", "only", B)
+            low.append(_R_LABEL_ONLY)
     if label_conflict:
-        lower("label", "conflict", C)
+        low.append(_R_LABEL_CONFLICT)
     if stated:
         # missing boxes lower only the rows whose question asks where (``LOCALIZATION_NONE``,
         # added by the generator); boxes that exist but are partial or only default regions are
         # weaker evidence of where the finding is
         if localization == "box":
             if n_images and 0 < n_images_boxed < n_images:
-                lower("localization", "incomplete", A)
+                low.append(_R_LOC_INCOMPLETE)
         elif localization == "fallback":
-            lower("localization", "fallback", A)
-    return g, tuple(reasons)
+            low.append(_R_LOC_FALLBACK)
+    if not low:
+        return _GRADE_NONE
+    return max(g for g, _ in low), tuple(r for _, r in low)
+
+
+def _lowered(criterion: str, value: str, grade: int) -> tuple[int, str]:
+    return grade, reason(criterion, value, grade)
+
+
+_GRADE_NONE: tuple[int, tuple[str, ...]] = (A_PP, ())
+_R_REGIONS = _lowered("regions", "unresolved", A)
+_R_ENTITY_UNRESOLVED = _lowered("entities", "unresolved", A)
+_R_ENTITY_VAGUE = _lowered("entities", "vague", A)
+_R_QUALIFIED = _lowered("evidence", "qualified", B)
+_R_HEDGED = _lowered("evidence", "hedged", B)
+_R_QUALIFIED_UNMARKED = _lowered("evidence", "qualified_unmarked", B)
+_R_ALTERNATIVE = _lowered("evidence", "alternative", B)
+_R_MERGED = _lowered("evidence", "merged", A)
+_R_PARTIAL_RESOLUTION = _lowered("evidence", "partial_resolution", B)
+_R_RESOLUTION = _lowered("evidence", "resolution_in_sentence", A)
+_R_NORMAL = _lowered("evidence", "normal_in_sentence", A)
+_R_HEDGE_IN_SENTENCE = _lowered("evidence", "hedge_in_sentence", A)
+_R_SHARED = _lowered("evidence", "shared_sentence", A)
+_R_PLACES = _lowered("location", "several_places", A)
+_R_SIDE = _lowered("side", "inferred", A)
+_R_LABEL_SILENT = _lowered("label", "only_report_silent", C)
+_R_LABEL_UNCERTAIN = _lowered("label", "uncertain", B)
+_R_LABEL_EXPERT_BOX = _lowered("label", "with_expert_box", A)
+_R_LABEL_ONLY = _lowered("label", "only", B)
+_R_LABEL_CONFLICT = _lowered("label", "conflict", C)
+_R_LOC_INCOMPLETE = _lowered("localization", "incomplete", A)
+_R_LOC_FALLBACK = _lowered("localization", "fallback", A)
+_SENTENCE_FLAGS: dict[tuple[int, str], tuple[bool, bool, bool, bool, bool, bool]] = {}
+_SIDE_SAID: dict[tuple[str, str], bool] = {}
+
+
+def _sentence_flags(text: str, hedge_re: Any) -> tuple[bool, bool, bool, bool, bool, bool]:
+    """``_text_flags`` + ``_change_flags`` of one sentence in one cached tuple."""
+    key = (id(hedge_re), text)
+    hit = _SENTENCE_FLAGS.get(key)
+    if hit is None:
+        if len(_SENTENCE_FLAGS) > 200_000:
+            _SENTENCE_FLAGS.clear()
+        hit = _SENTENCE_FLAGS[key] = _text_flags(text, hedge_re) + _change_flags(text)
+    return hit
+
+
+def _side_said(text: str, side: str) -> bool:
+    """The sentence names the side (``_SIDE_CUE``), cached per (sentence, side)."""
+    key = (text, side)
+    hit = _SIDE_SAID.get(key)
+    if hit is None:
+        if len(_SIDE_SAID) > 200_000:
+            _SIDE_SAID.clear()
+        hit = _SIDE_SAID[key] = _SIDE_CUE[side].search(text.lower()) is not None
+    return hit
 
 
 IMPLIED_NEGATIVE = (B, (reason("negative", "implied", B),))
