@@ -51,9 +51,10 @@ class RulesExtractor:
         self.ontology = ontology
         self.max_chars = max_chars
         self.max_sentence_chars = max_sentence_chars
-        # (is indication, lower-cased sentence) -> analysed mentions; see _analyse
+        # lower-cased sentence -> analysed mentions (one dict per section kind); see _analyse
         self.cache_size = cache_size
-        self._cache: dict[tuple[bool, str], tuple] = {}
+        self._cache: dict[str, tuple] = {}
+        self._cache_ind: dict[str, tuple] = {}  # the same for sentences of an indication section
         # (role, section text, the 3 characters after it, starts the report?, lower-cased text)
         # -> its sentences' offsets and analyses; see _extract
         self._sec_cache: dict[tuple, tuple] = {}
@@ -119,6 +120,7 @@ class RulesExtractor:
                                      if getattr(f, "lateralised", True) or fid in sided)
         self._props: dict[tuple[str, ...], tuple[bool, bool]] = {}
         self._keys_memo: dict[tuple, tuple] = {}
+        self._roles: dict[str, str] = {}  # section name -> role (sections.yaml)
         # where each finding can lie (its default regions), for locations shared over a
         # coordinated group: a region governs only the members that can lie in it
         outside = set(attr_data.get("outside_cavity") or [])
@@ -161,9 +163,12 @@ class RulesExtractor:
         sec_cache = self._sec_cache
         sigma = "\u03a3" in text
         prev_loc: tuple[str | None, tuple[str, ...]] | None = None  # location of the last sentence's finding
+        roles = self._roles
         for sec in sections:
             start, end = sec.start, sec.end
-            role = section_role(sec.name)
+            role = roles.get(sec.name)
+            if role is None:
+                role = roles[sec.name] = section_role(sec.name)
             indication = role == "indication"
             # what the sentence splitter reads (sentence_spans) and what the rules read: equal
             # keys, equal sentences and analyses (about half of OpenI sections repeat one seen
@@ -241,8 +246,8 @@ class RulesExtractor:
         cache: a pure function of its text and of the section kind. Each item is (start, end,
         findings, certainty, implicit, attributes, qualifier, own location, wants the previous
         sentence's location, the findings' observation keys for the aggregator)."""
-        key = (indication, seg)
-        entry = self._cache.get(key)
+        cache = self._cache_ind if indication else self._cache
+        entry = cache.get(seg)
         if entry is None:
             part, items = self._analyse(seg, indication)
             anaphoric = False
@@ -270,9 +275,9 @@ class RulesExtractor:
                               for a, b, findings, cert, implicit, v, qualifier in items)
             entry = (part, items, anaphoric)
             if self.cache_size > 0:
-                if len(self._cache) >= self.cache_size:
-                    self._cache.clear()  # bounded memory; results do not depend on the cache
-                self._cache[key] = entry
+                if len(cache) >= self.cache_size:
+                    cache.clear()  # bounded memory; results do not depend on the cache
+                cache[seg] = entry
         return entry
 
     def _can_side(self, findings: tuple[str, ...]) -> bool:
@@ -397,6 +402,8 @@ class RulesExtractor:
                 cert = m.certainty
                 if cert == "absent" and m.rule is not None:  # "lungs are grossly clear"
                     q = self._qualifier(seg, m.start, m.end)
+            elif not cues:
+                cert = "present"  # no cue in the sentence: what certainty() says without one
             else:
                 cert, cue = ctx.certainty(seg, cues, m.start, m.end, starts)
                 if cert is not None and cue is not None and cert != "present" and cue.roles & (NEG_PRE | DOM_PRE | NEG_POST | DOM_POST):
