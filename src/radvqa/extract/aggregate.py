@@ -122,25 +122,36 @@ class Aggregator:
     def observations(self) -> list[Observation]:
         out = []
         for n, ((finding, lat, regions), (cert, _implicit, mentions)) in enumerate(self._merge_regionless(), 1):
-            evidence: list[Span] = []
-            own = False
-            severity = size = change = temporal = None
-            quals: list[str | None] = []
-            for sp, c, v, mine, q in mentions:
-                if c != cert:
-                    continue  # a dissenting mention is neither evidence nor a source of attributes
-                evidence.append(sp)
-                quals.append(q)
-                own = own or mine
+            if len(mentions) == 1 and mentions[0][1] == cert:
+                # one mention (most observations): it is the evidence and gives the certainty
+                sp, _c, v, own, qualifier = mentions[0]
+                evidence = [sp]
                 if v is not None:
-                    severity = severity or v.severity
-                    change = change or v.change
-                    temporal = temporal or v.temporal
-                    if v.size_mm is not None and (size is None or v.size_mm > size):
-                        size = v.size_mm
-            # a qualified negative only when every supporting mention is one: "possible
-            # effusion ... no large effusion" is a plain hedge, not "no large effusion"
-            qualifier = quals[0] if cert == "uncertain" and quals and all(quals) else None
+                    severity, change, temporal, size = v.severity, v.change, v.temporal, v.size_mm
+                else:
+                    severity = size = change = temporal = None
+                if cert != "uncertain" or not qualifier:
+                    qualifier = None
+            else:
+                evidence = []
+                own = False
+                severity = size = change = temporal = None
+                quals: list[str | None] = []
+                for sp, c, v, mine, q in mentions:
+                    if c != cert:
+                        continue  # a dissenting mention is neither evidence nor a source of attributes
+                    evidence.append(sp)
+                    quals.append(q)
+                    own = own or mine
+                    if v is not None:
+                        severity = severity or v.severity
+                        change = change or v.change
+                        temporal = temporal or v.temporal
+                        if v.size_mm is not None and (size is None or v.size_mm > size):
+                            size = v.size_mm
+                # a qualified negative only when every supporting mention is one: "possible
+                # effusion ... no large effusion" is a plain hedge, not "no large effusion"
+                qualifier = quals[0] if cert == "uncertain" and quals and all(quals) else None
             oid = _IDS[n] if n < 100 else f"O{n:02d}"
             # regions come from the observation's own mentions: when only merged region-less
             # mentions support the final certainty, the regions were named by a dissenting one
