@@ -10,6 +10,8 @@ Modes (each prints one table row per run, and the command that reproduces it):
   openi      end to end from report text: the OpenI reports of ``--data`` (NLMCXR_reports.tgz)
              replicated with new study/patient ids up to N studies (radvqa.sources.replicate, split
              into position ranges read by the workers), through the real chain.
+  source     any registered source on its own inputs (``--source nih-cxr14 --input FILE ...``),
+             e.g. a table source, which is read whole by one worker (docs/scale-out.md).
 
 Memory: a separate process (``--sample-rss``, not a thread of the build: it takes none of the
 build's GIL or CPU) samples every 0.1 s the sum of VmRSS and of PSS (``smaps_rollup``, where it
@@ -24,6 +26,8 @@ process + reaped workers) are printed too: on a shared machine wall time depends
   python benchmarks/scale.py synthetic --studies 10000,100000 --workers 1,2 --pipeline real
   python benchmarks/scale.py openi --studies 20000 --workers 2 --data ../shared/data/iu-xray
   python benchmarks/scale.py synthetic --studies 200000 --workers 1,2,16 --digest   # 16 cores
+  python benchmarks/scale.py source --source nih-cxr14 --workers 1,16 --digest \
+      --input ../shared/data/nih-cxr14/Data_Entry_2017_v2020.csv.gz --input ../shared/data/nih-cxr14/BBox_List_2017.csv
 
 Measured 2026-11-26 on the shared 2-core dev VM (other jobs running; load average in each row):
 
@@ -238,7 +242,7 @@ def _digest(out: Path) -> str:
 
 
 def bench_build(mode: str, studies: list[int], workers: list[int], pipeline: str, data: Path, keep: bool,
-                shard_studies: int, digest: bool = False) -> None:
+                shard_studies: int, digest: bool = False, source_name: str | None = None, source_inputs: list[str] | None = None) -> None:
     from radvqa.run.builder import BuildOptions, build
 
     for n in studies:
@@ -247,9 +251,11 @@ def bench_build(mode: str, studies: list[int], workers: list[int], pipeline: str
             if mode == "openi":
                 # the OpenI reports replicated with new ids up to n studies, read by the workers
                 source, inputs = "radvqa.sources.replicate:ReplicatedOpenI", [str(data / "NLMCXR_reports.tgz")]
+            elif mode == "source":
+                source, inputs = str(source_name), [str(Path(x).resolve()) for x in source_inputs or []]
             else:
                 source, inputs = "synthetic", []
-            opts = BuildOptions(source=source, inputs=inputs, out=str(out), workers=w, studies=n,
+            opts = BuildOptions(source=source, inputs=inputs, out=str(out), workers=w, studies=None if mode == "source" else n,
                                 shard_studies=shard_studies,
                                 pipeline="radvqa.run.minimal:MinimalPipeline" if pipeline == "minimal" else None)
             clock = PhaseClock()
@@ -267,14 +273,15 @@ def bench_build(mode: str, studies: list[int], workers: list[int], pipeline: str
             t_fin = clock.starts.get("writing manifest and card", tw1)
             serial = wall - float(t.get("read_parallel", 0.0)) - float(t["shards"])
             cmd = (f"python benchmarks/scale.py {mode} --studies {n} --workers {w} --pipeline {pipeline}"
-                   + (f" --data {data}" if mode == "openi" else ""))
+                   + (f" --data {data}" if mode == "openi" else "")
+                   + (f" --source {source}" + "".join(f" --input {x}" for x in inputs) if mode == "source" else ""))
             _row(mode=mode, pipeline=pipeline, studies=n, workers=w, qa_rows=c["qa_rows"], studies_out=c["studies_out"],
                  wall_s=round(wall, 2), qa_rows_per_s=round(c["qa_rows"] / wall), cpu_s=round(cpu, 2),
                  qa_rows_per_cpu_s=round(c["qa_rows"] / cpu) if cpu else None,
                  read_s=t["read_sources"], read_parts=t.get("read_parts"), shards_s=t["shards"],
                  finish_s=t.get("finish"), serial_s=round(serial, 2), serial_frac=round(serial / wall, 3),
                  peak_all=rss.peak(), peak_read=rss.peak(tw0, t_sh), peak_shards=rss.peak(t_sh, t_fin),
-                 load_avg_1m=round(os.getloadavg()[0], 2), studies_per_s=round(n / wall, 1),
+                 load_avg_1m=round(os.getloadavg()[0], 2), studies_per_s=round((c["studies_out"] if mode == "source" else n) / wall, 1),
                  timings=t, cpus=os.cpu_count(), digest=_digest(out) if digest else None, command=cmd)
             if not keep:
                 shutil.rmtree(out, ignore_errors=True)
@@ -285,7 +292,9 @@ def main() -> None:
         _sampler_main(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=("writer", "synthetic", "openi"))
+    ap.add_argument("mode", choices=("writer", "synthetic", "openi", "source"))
+    ap.add_argument("--source", help="source: registry name (e.g. nih-cxr14)")
+    ap.add_argument("--input", action="append", default=[], help="source: an input file or folder (repeatable)")
     ap.add_argument("--rows", type=int, default=200_000, help="writer: rows to convert/write")
     ap.add_argument("--studies", default="10000", help="comma-separated study counts")
     ap.add_argument("--workers", default="1,2", help="comma-separated worker counts")
@@ -300,7 +309,7 @@ def main() -> None:
         bench_writer(a.rows)
         return
     bench_build(a.mode, [int(x) for x in a.studies.split(",")], [int(x) for x in a.workers.split(",")], a.pipeline,
-                a.data.resolve(), a.keep, a.shard_studies, a.digest)
+                a.data.resolve(), a.keep, a.shard_studies, a.digest, a.source, a.input)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 
-from radvqa.eval.aggregate import Aggregator, mean_ci
+from radvqa.eval.cells import CellAggregator, Cells, shortcut_audit
 from radvqa.eval.dataset import ImageSizes, load_qa
 from radvqa.eval.predictions import Prediction, join, load_predictions
 from radvqa.eval.scoring import PROTOCOL_VERSIONS, Scorer, Scores
@@ -51,13 +51,9 @@ def choose_split(rows: dict[str, list[Any]], pred_ids: Collection[str], split: s
     return list(range(n)), "all rows (auto)"
 
 
-def _type_metric(agg: Aggregator, idx: np.ndarray) -> tuple[str, float | None, int]:
-    b = agg.block(idx, with_ci=False)
-    if "closed" in b:
-        return "accuracy", b["closed"]["accuracy"], b["closed"]["n"]
-    if "open" in b:
-        return "token_f1", b["open"]["token_f1"], b["open"]["n"]
-    return "-", None, 0
+def _audit_agg(rows: dict[str, Any], scores: Scores) -> CellAggregator:
+    """A baseline's cells: overall and per question type, no intervals."""
+    return CellAggregator(Cells.of(rows, scores, np.arange(len(rows["qa_id"]), dtype=np.int64), full=False), B=0)
 
 
 def chance_levels(rows: dict[str, list[Any]], scores: Scores) -> np.ndarray:
@@ -74,56 +70,6 @@ def chance_levels(rows: dict[str, list[Any]], scores: Scores) -> np.ndarray:
         elif kind == "choice" and choices[i]:
             out[i] = 1.0 / len(choices[i])
     return out
-
-
-def _nanmean(x: np.ndarray) -> float | None:
-    x = x[~np.isnan(x)]
-    return float(x.mean()) if x.size else None
-
-
-def shortcut_audit(rows: dict[str, list[Any]], model: Aggregator, base: Aggregator, name: str,
-                   prior: Aggregator | None = None, prior_name: str | None = None,
-                   chance: np.ndarray | None = None) -> dict[str, Any]:
-    """Per question type: model metric - text-only baseline metric (closed accuracy, or
-    token F1 for open-only types), in percentage points; beside them the answer prior's metric
-    and the chance level (mean over the type's yes/no and choice rows) when given."""
-    out: list[dict[str, Any]] = []
-    groups = model.groups("question_type")
-    closed_rows = ~np.isnan(model.correct)
-    for qt, ix in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        idx = np.array(ix)
-        metric, m, n = _type_metric(model, idx)
-        _, b, _ = _type_metric(base, idx)
-        r = {
-            "question_type": qt,
-            "metric": metric,
-            "n": n,
-            "model": m,
-            "text_only": b,
-            "gap_pp": None if m is None or b is None else 100.0 * (m - b),
-        }
-        if prior is not None:
-            r["prior"] = _type_metric(prior, idx)[1]
-        if chance is not None:
-            r["chance"] = _nanmean(chance[idx[closed_rows[idx]]]) if metric == "accuracy" else None
-        out.append(r)
-    mo, bo = model.block(with_ci=False), base.block(with_ci=False)
-    res: dict[str, Any] = {
-        "baseline": name,
-        "overall_closed_gap_pp": (100.0 * (mo["closed"]["accuracy"] - bo["closed"]["accuracy"])) if "closed" in mo and "closed" in bo else None,
-        "by_question_type": out,
-    }
-    if prior is not None or chance is not None:
-        po = prior.block(with_ci=False) if prior is not None else {}
-        res["overall_closed"] = {
-            "model": mo.get("closed", {}).get("accuracy"),
-            "text_only": bo.get("closed", {}).get("accuracy"),
-            "prior": po.get("closed", {}).get("accuracy"),
-            "chance": _nanmean(chance[closed_rows]) if chance is not None else None,
-            "chance_rows": int(np.count_nonzero(~np.isnan(chance[closed_rows]))) if chance is not None else 0,
-        }
-        res["prior_baseline"] = prior_name
-    return res
 
 
 _BASE_COLUMNS = ("qa_id", "split", "question", "choices", "answer_short", "answer", "question_type", "template_id")
@@ -187,43 +133,11 @@ def aggregate_blocks(report: dict[str, Any], agg: Any) -> None:
     report["breakdowns"] = agg.breakdowns()
 
 
-def llava_med_block(scores: Scores) -> dict[str, Any]:
-    """The figures LLaVA-Med v1.0 printed, with ours beside them."""
-    kind = np.array(scores.kind, dtype=object)
-    return llava_med_figures(kind == "closed", kind == "open", *(np.asarray(_float_col(getattr(scores, c))) for c in
-                             ("correct", "script_score", "tok_r", "tok_p", "tok_f1", "exact")))
-
-
-def _float_col(x: Any) -> np.ndarray:
-    return x.numpy() if hasattr(x, "numpy") else np.array([np.nan if v is None else v for v in x], dtype=float)
-
-
-def llava_med_figures(closed: np.ndarray, open_: np.ndarray, correct: np.ndarray, script: np.ndarray, tok_r: np.ndarray,
-                      tok_p: np.ndarray, tok_f1: np.ndarray, exact: np.ndarray) -> dict[str, Any]:
-    """``llava_med_block`` from per-row columns (NaN for None) and the closed / open row masks."""
-    c = correct[closed]
-    s = script[closed]
-    kept = s[~np.isnan(s)]
-    r = tok_r[open_]
-    n_open = int(open_.sum())
-    return {
-        "closed_accuracy": float(c.mean()) if c.size else None,
-        "closed_n": int(c.size),
-        "closed_correct": int(c.sum()),
-        "closed_accuracy_v1_script": (float(sum(kept.tolist())) / kept.size) if kept.size else None,
-        "closed_n_v1_script": int(kept.size),
-        "closed_dropped_by_v1_script": int(c.size - kept.size),
-        "open_recall": float(r.mean()) if r.size else None,
-        "open_n": int(r.size),
-        "open_precision": float(np.mean(tok_p[open_])) if n_open else None,
-        "open_f1": float(np.mean(tok_f1[open_])) if n_open else None,
-        "open_exact": float(np.mean(exact[open_])) if n_open else None,
-        "note": (
-            "closed_accuracy: normalised gold found in normalised prediction, over every closed question. "
-            "closed_accuracy_v1_script: what llava/eval/run_eval.py printed — a prediction with 'yes'/'no' "
-            "(substrings) but not the gold left the denominator; one with neither scored 0 even if it held the gold."
-        ),
-    }
+LLAVA_NOTE = (
+    "closed_accuracy: normalised gold found in normalised prediction, over every closed question. "
+    "closed_accuracy_v1_script: what llava/eval/run_eval.py printed — a prediction with 'yes'/'no' "
+    "(substrings) but not the gold left the denominator; one with neither scored 0 even if it held the gold."
+)
 
 
 def tag_scores(rows: dict[str, list[Any]], texts: list[str | None], scores: Scores) -> dict[str, Any] | None:
@@ -374,7 +288,9 @@ def _evaluate(
     if hasattr(preds.by_id, "extras"):
         preds.by_id.extras.clear()
     t_score = time.perf_counter()
-    agg = Aggregator(rows, scores, B=bootstrap, seed=seed)
+    # the same mergeable cells the partitioned scorer adds up (one piece: every row)
+    cells = Cells.of(rows, scores, np.arange(len(rows["qa_id"]), dtype=np.int64))
+    agg = CellAggregator(cells, B=bootstrap, seed=seed)
     report: dict[str, Any] = {
         "radvqa_version": __version__,
         "protocol": protocol,
@@ -401,7 +317,7 @@ def _evaluate(
         "parse_failures": agg.parse_failures(),
     }
     if protocol == "llava-med":
-        report["llava_med"] = llava_med_block(scores)
+        report["llava_med"] = agg.llava_med()
     aggregate_blocks(report, agg)
     if protocol == "radvqa":
         tags = tag_scores(rows, texts, scores)
@@ -448,11 +364,11 @@ def _evaluate(
             prior_name = None
             if train_rows is not None:
                 pscores = Scorer(protocol, box_format=box_format).score(rows, _baseline_preds(train_rows, rows, "prior"))
-                prior_agg = Aggregator(rows, pscores, B=0)
+                prior_agg = _audit_agg(rows, pscores)
                 prior_name = f"answer prior: the most frequent answer of each answer kind in the {train_desc}"
-            report["shortcut_audit"] = shortcut_audit(rows, agg, Aggregator(rows, bscores, B=0), name or "baseline",
-                                                      prior=prior_agg, prior_name=prior_name,
-                                                      chance=chance_levels(rows, scores))
+            cells.add_chance(rows, chance_levels(rows, scores))
+            report["shortcut_audit"] = shortcut_audit(agg, _audit_agg(rows, bscores), name or "baseline",
+                                                      prior=prior_agg, prior_name=prior_name, chance=True)
         else:
             report["shortcut_audit"] = {"note": "no --baseline given and no train split outside the evaluated rows "
                                                 "(nor a parent build with one)"}

@@ -1,7 +1,10 @@
 """Streaming ``radvqa eval``: the questions and the predictions are hashed into the same
 partitions, each partition is scored on its own (by one process or a pool), and the report is
-built from what the partitions return. Memory is bounded by a partition, not by the dataset,
-except for a few bytes a row that the aggregation reads (see ``CompactAggregator``).
+built from what the partitions return. The parent keeps no per-question array: a partition
+returns mergeable statistics (eval.cells.Cells: per reported cell exact sums, counts and at most
+20,000 values for a bootstrap) and tallies, so the parent's memory depends on the number of
+cells, not of questions (the few rows of the benchmark blocks, the captioning metrics of
+Medical-Diff-VQA open answers and the judge's questions are still kept whole).
 
 Partition key: the part of an id after its last ":" (zlib.crc32). A prediction keyed by
 ``qa_id`` and one keyed by the benchmark's native id (the part of ``qa_id`` after its first
@@ -11,19 +14,22 @@ inside a partition.
 Passes:
 
 1. the parent reads the QA shards once, writing each partition's rows (Arrow IPC, lz4) with
-   their row number, and keeps the grouping columns as integer codes; it reads the predictions
-   file once (every malformed line raises here, naming it), writing each partition's records;
-2. per partition (``match_part``): which rows a prediction matches by qa_id and by native id;
-   the parent then applies ``--split`` and the join rule of the in-memory path to the totals;
-3. per partition (``score_part``): join, score, tag counts, parse-failure and box-error
-   tallies, circular-evaluation keys, per-question lines; the parent puts the per-row scores
-   into numpy columns in row order, so means and intervals are computed on the very arrays
-   the in-memory path builds (identical numbers, tests/test_eval_stream.py).
+   their row number; it reads the predictions file once (every malformed line raises here,
+   naming it), writing each partition's records;
+2. per partition (``match_part``): per split value, how many rows a prediction matches by
+   qa_id and by native id; the parent applies ``--split`` and the join rule of the in-memory
+   path to the totals;
+3. per partition (``score_part``): join, score, ``Cells`` (also for the shortcut audit's
+   baselines), tag counts, per-question lines; the choice rows' circular-evaluation keys go to
+   a file in buckets of the group hash;
+4. per bucket (``circ_bucket``): circular evaluation over whole groups, summed.
+
+The in-memory path builds the same Cells from all rows at once, and Cells sum exactly, so both
+give byte-identical reports (tests/test_eval_stream.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import json
 import os
@@ -32,23 +38,21 @@ import tempfile
 import time
 import zlib
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from radvqa.eval.aggregate import Aggregator
-from radvqa.eval.dataset import (EVAL_COLUMNS, REQUIRED, CatColumn, DatasetError, _codes, qa_files,
+from radvqa.eval.cells import CellAggregator, Cells, Circular, circular_rows, shortcut_audit
+from radvqa.eval.dataset import (EVAL_COLUMNS, REQUIRED, DatasetError, qa_files,
                                  rows_from_batches)
 from radvqa.eval.predictions import Prediction, PredictionError, PredictionStore, RecordsHead, iter_records, native_id
 
 PART_ROWS = 125_000  # rows a partition aims at: ~1.6 KB each while scored -> ~200 MB a partition
 STREAM_ABOVE = 1_000_000  # evaluate() streams datasets with more rows than this (unless told)
-KINDS = ("yes_no", "choice", "count", "short", "open", "closed")
-STATUS = ("parsed", "unparsed", "missing")
-GROUP_COLUMNS = ("split", "strategy", "question_type", "modality", "polarity")
 _LEN = struct.Struct("<I")
+_SPILL_ROWS = 4096  # rows a partition's QA spill writes at once
 
 
 def _mem(what: str) -> None:
@@ -75,87 +79,14 @@ def dataset_rows(root: str | Path) -> int:
 
 
 # -- pass 1: spill -----------------------------------------------------------------------------
-class CodeListColumn:
-    """A list<string> column as offsets + int32 codes into ``table`` (findings, regions):
-    what ``eval.dataset.ListColumn`` holds, in 4 bytes a value instead of a pointer."""
-
-    def __init__(self, offsets: np.ndarray, codes: np.ndarray, table: list[Any]) -> None:
-        self.offsets, self.codes, self.table = offsets, codes, table
-
-    def take_mask(self, mask: np.ndarray) -> "CodeListColumn":
-        lengths = np.diff(self.offsets)[mask]
-        keep = np.repeat(mask, np.diff(self.offsets))
-        off = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=off[1:])
-        return CodeListColumn(off, self.codes[keep], self.table)
-
-    def groups(self) -> dict[str, np.ndarray]:
-        """value -> rows holding it (each row once, in order); None and "" left out."""
-        n = len(self.offsets) - 1
-        rows = np.repeat(np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), np.diff(self.offsets))
-        out: dict[str, np.ndarray] = {}
-        if not rows.size:
-            return out
-        order = np.argsort(self.codes, kind="stable")  # rows ascend within a value: they are in row order
-        c, r = self.codes[order], rows[order]
-        del order, rows
-        keep = np.ones(len(c), dtype=bool)
-        keep[1:] = (c[1:] != c[:-1]) | (r[1:] != r[:-1])
-        c, r = c[keep], r[keep]
-        bounds = np.flatnonzero(np.diff(c)) + 1
-        for a, b in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(c)])).tolist()):
-            v = self.table[int(c[a])]
-            if v is None or v == "":
-                continue
-            out[v] = r[a:b]
-        return out
-
-
-class _ListCodes:
-    def __init__(self) -> None:
-        self.pool: dict[Any, int] = {}
-        self.offsets: list[np.ndarray] = []
-        self.codes: list[np.ndarray] = []
-        self.total = 0
-
-    def add(self, col: Any) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        if pa.types.is_null(arr.type):
-            self.offsets.append(np.full(len(arr), self.total, dtype=np.int64))
-            return
-        off = np.asarray(arr.offsets, dtype=np.int64)
-        start, stop = int(off[0]), int(off[-1])
-        vals = arr.values.slice(start, stop - start)
-        if not (pa.types.is_string(vals.type) or pa.types.is_large_string(vals.type)):
-            vals = pc.cast(vals, pa.string())
-        self.offsets.append(off[1:] - start + self.total)
-        self.codes.append(_codes(vals, self.pool) if len(vals) else np.zeros(0, dtype=np.int32))
-        self.total += stop - start
-
-    def build(self) -> CodeListColumn:
-        table: list[Any] = [None] * len(self.pool)
-        for v, k in self.pool.items():
-            table[k] = v
-        # the smallest types that hold them: this column is kept for every row of the dataset
-        off_t = np.int32 if self.total < 2**31 else np.int64
-        off = np.concatenate([np.zeros(1, dtype=off_t)] + [o.astype(off_t) for o in self.offsets])
-        self.offsets = []
-        codes = np.concatenate(self.codes) if self.codes else np.zeros(0, dtype=np.int32)
-        return CodeListColumn(off, codes.astype(np.int16) if len(table) < 2**15 else codes, table)
-
-
 @dataclass
 class Spilled:
-    """What the parent keeps after reading the dataset once: row count, the grouping
-    columns as codes, the partitions' files."""
+    """What the parent keeps after reading the dataset once: the row count, the columns
+    present, and whether a Medical-Diff-VQA row exists (captioning metrics may be due)."""
 
     n: int
-    groups: dict[str, Any]
     present: list[str]
-    has_mdv: bool  # a Medical-Diff-VQA row exists (captioning metrics may be due)
+    has_mdv: bool
 
 
 def spill_qa(root: str | Path, n_parts: int, tmp: Path, batch_size: int = 65_536) -> Spilled:
@@ -172,25 +103,28 @@ def spill_qa(root: str | Path, n_parts: int, tmp: Path, batch_size: int = 65_536
     present = [c for c in EVAL_COLUMNS if c in names]
     writers: list[Any] = [None] * n_parts
     opts = pa.ipc.IpcWriteOptions(compression="lz4")
-    pools: dict[str, dict[Any, int]] = {c: {} for c in GROUP_COLUMNS}
-    codes: dict[str, list[np.ndarray]] = {c: [] for c in GROUP_COLUMNS}
-    lists = {c: _ListCodes() for c in ("findings", "regions")}
     has_mdv = False
     n = 0
     pool = pa.default_memory_pool()
+    # a partition's rows are written ~_SPILL_ROWS at a time: one IPC message per batch and
+    # partition made the writes (and their per-buffer compression) grow as batches x partitions,
+    # 141,000 writes of ~300 rows at 42M questions
+    pending: list[list[Any]] = [[] for _ in range(n_parts)]
+    pend_n = [0] * n_parts
+
+    def flush(p: int, schema: Any) -> None:
+        if writers[p] is None:
+            writers[p] = pa.ipc.new_stream(str(tmp / f"qa-{p:05d}.arrows"), schema, options=opts)
+        for b in pa.Table.from_batches(pending[p]).combine_chunks().to_batches():
+            writers[p].write_batch(b)
+        pending[p].clear()
+        pend_n[p] = 0
     for batch in dset.to_batches(columns=present, batch_size=batch_size, batch_readahead=1, fragment_readahead=1, memory_pool=pool):
         m = batch.num_rows
         if not m:
             continue
         ids = batch.column("qa_id").to_pylist()
         parts = np.fromiter((part_of(str(q), n_parts) for q in ids), dtype=np.int64, count=m)
-        for c in GROUP_COLUMNS:
-            col = batch.column(c) if c in names else pa.nulls(m, pa.string())
-            if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-                col = pc.cast(col, pa.string())
-            codes[c].append(_codes(col, pools[c]))
-        for c, lc in lists.items():
-            lc.add(batch.column(c) if c in names else pa.nulls(m))
         if "strategy" in names and not has_mdv:
             has_mdv = bool(pc.any(pc.equal(batch.column("strategy"), "medical-diff-vqa")).as_py())
         order = np.argsort(parts, kind="stable")
@@ -199,21 +133,20 @@ def spill_qa(root: str | Path, n_parts: int, tmp: Path, batch_size: int = 65_536
         start = 0
         for p in np.flatnonzero(counts).tolist():
             k = int(counts[p])
-            if writers[p] is None:
-                writers[p] = pa.ipc.new_stream(str(tmp / f"qa-{p:05d}.arrows"), tagged.schema, options=opts)
-            writers[p].write_batch(tagged.slice(start, k))
+            pending[p].append(tagged.slice(start, k))
+            pend_n[p] += k
+            if pend_n[p] >= _SPILL_ROWS:
+                flush(p, tagged.schema)
             start += k
         n += m
+    for p in range(n_parts):
+        if pending[p]:
+            flush(p, pending[p][0].schema)
     for w in writers:
         if w is not None:
             w.close()
     pool.release_unused()
-    groups: dict[str, Any] = {}
-    for c in GROUP_COLUMNS:
-        groups[c] = CatColumn.build(codes.pop(c), pools[c])
-    for c, lc in lists.items():
-        groups[c] = lc.build()
-    return Spilled(n=n, groups=groups, present=present, has_mdv=has_mdv)
+    return Spilled(n=n, present=present, has_mdv=has_mdv)
 
 
 @dataclass
@@ -321,15 +254,18 @@ class Job:
     audit_train: str | None = None  # dataset whose train split trains the text-only baselines
     want_caption: bool = False
     want_judge: bool = False
+    n_parts: int = 1
+    circ_buckets: int = 1  # pass 4's buckets of choice rows (by circular group hash)
 
 
 def match_part(job: Job, p: int) -> dict[str, Any]:
-    """Per row of the partition: its row number, split, and whether a prediction has its
-    qa_id / its native id (also for the baseline file); the first repeated qa_id and
-    prediction id."""
+    """Per split value of the partition's rows: [rows, rows whose qa_id has a prediction, rows
+    whose native id has one, rows with either; the same two for the baseline file] and its
+    first (row, qa_id); the first repeated qa_id and prediction id."""
     tmp = Path(job.tmp)
     t = _read_qa(tmp, p, ["_row", "qa_id"] + (["split"] if "split" in job.present else []))
     out: dict[str, Any] = {"p": p}
+    hits: dict[str, np.ndarray] = {}
     for prefix in ("pred", "base"):
         seen: set[str] = set()
         dup = None
@@ -343,26 +279,28 @@ def match_part(job: Job, p: int) -> dict[str, Any]:
         if t is None:
             continue
         ids = t.column("qa_id").to_pylist()
-        out[f"{prefix}_direct"] = np.fromiter((q in seen for q in ids), dtype=bool, count=len(ids))
-        out[f"{prefix}_native"] = np.fromiter((native_id(q) in seen for q in ids), dtype=bool, count=len(ids))
+        hits[f"{prefix}_direct"] = np.fromiter((q in seen for q in ids), dtype=bool, count=len(ids))
+        hits[f"{prefix}_native"] = np.fromiter((native_id(q) in seen for q in ids), dtype=bool, count=len(ids))
     if t is None:
         return out
     rows = t.column("_row").to_numpy()
     ids = t.column("qa_id").to_pylist()
-    out["rows"] = rows
     seen_q: set[str] = set()
     for r, q in zip(rows.tolist(), ids):
         if q in seen_q:
             out["qa_dup"] = (r, q)
             break
         seen_q.add(q)
-    # the first row of each split value (the error message of a split without matches)
     splits = t.column("split").to_pylist() if "split" in job.present else [None] * len(ids)
-    first: dict[Any, tuple[int, str]] = {}
-    for r, q, s in zip(rows.tolist(), ids, splits):
-        if s not in first:
-            first[s] = (r, q)
-    out["first_by_split"] = first
+    codes: dict[Any, int] = {}
+    code = np.fromiter((codes.setdefault(s, len(codes)) for s in splits), dtype=np.int64, count=len(splits))
+    cols = [hits["pred_direct"], hits["pred_native"], hits["pred_direct"] | hits["pred_native"], hits["base_direct"], hits["base_native"]]
+    by: dict[Any, list[Any]] = {}
+    for s, c in codes.items():
+        m = code == c
+        first = int(np.argmax(m))
+        by[s] = [int(m.sum())] + [int(x[m].sum()) for x in cols] + [(int(rows[first]), ids[first])]
+    out["by_split"] = by
     return out
 
 
@@ -387,36 +325,6 @@ def _train_rows(path: str) -> dict[str, list[Any]]:
         _TRAIN_CACHE.clear()
         _TRAIN_CACHE[path] = hit
     return hit
-
-
-def _first_seen(counter: dict[Any, list[int]], key: Any, row: int) -> None:
-    hit = counter.get(key)
-    if hit is None:
-        counter[key] = [1, row]
-    else:
-        hit[0] += 1
-
-
-def _digest(x: Any) -> tuple[int, int]:
-    h = hashlib.blake2b(repr(x).encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    return int.from_bytes(h[:8], "little", signed=True), int.from_bytes(h[8:], "little", signed=True)
-
-
-def _floats(col: Any) -> np.ndarray:
-    return col.numpy() if hasattr(col, "numpy") else np.array([np.nan if v is None else v for v in col], dtype=float)
-
-
-_KIND_CODE = {k: i for i, k in enumerate(KINDS)}
-_STATUS_CODE = {k: i for i, k in enumerate(STATUS)}
-
-
-def _score_cols(sc: Any) -> dict[str, np.ndarray]:
-    kind = np.fromiter(map(_KIND_CODE.__getitem__, sc.kind), dtype=np.int8, count=len(sc.kind))
-    status = np.fromiter(map(_STATUS_CODE.__getitem__, sc.status), dtype=np.int8, count=len(sc.status))
-    cols = {c: _floats(getattr(sc, c)) for c in ("correct", "exact", "tok_p", "tok_r", "tok_f1", "iou", "script_score")}
-    cols["kind"] = kind
-    cols["status"] = status
-    return cols
 
 
 def _take_rows(t: Any, keep: list[Any] | None) -> Any:
@@ -490,49 +398,21 @@ def _score_part(job: Job, p: int) -> dict[str, Any]:
     scorer = Scorer(job.protocol, box_format=job.box_format, sizes=ImageSizes(job.dataset))
     sc = scorer.score(rows, aligned)
     texts = aligned.texts()
-    out: dict[str, Any] = {"p": p, "rows": rows_g, "n": n, "first": (int(rows_g[0]), qa_ids[0])}
-    out.update(_score_cols(sc))
-    out["grounding"] = np.array(sc.grounding, dtype=bool)
-    out["gold_boxes"] = np.array(sc.gold_boxes, dtype=np.int32)
-    out["pred_boxes"] = np.array([-1 if x is None else x for x in sc.pred_boxes], dtype=np.int32)
+    out: dict[str, Any] = {"p": p, "n": n}
+    # the report's numbers as mergeable cells: nothing a row goes back to the parent
+    cells = Cells.of(rows, sc, rows_g, circular=False)
+    # circular evaluation groups rows of a study across partitions: the choice rows go to
+    # bucket files by group hash, and pass 4 reduces one bucket (whole groups) at a time
+    circ = circular_rows(rows, sc, cells.a)  # type: ignore[attr-defined]
+    nb = job.circ_buckets
+    bucket = np.mod(circ[:, 1], nb)
+    circ = circ[np.argsort(bucket, kind="stable")]
+    with open(tmp / f"circ-{p:05d}.bin", "wb") as fh:
+        fh.write(np.ascontiguousarray(circ).tobytes())
+    np.save(tmp / f"circ-{p:05d}.idx.npy", np.concatenate(([0], np.cumsum(np.bincount(bucket, minlength=nb)))).astype(np.int64))
     out["missing"] = (len(missing), [(int(rows_g[i]), qa_ids[i]) for i in missing[:50]])
     extra.sort()
     out["extra"] = (len(extra), extra[:50])
-    # tallies whose ties are broken by first occurrence: (count, first row)
-    reasons: dict[tuple[str, str], list[int]] = {}
-    for i, (k, st, why) in enumerate(zip(sc.kind, sc.status, sc.reason)):
-        if st == "unparsed":
-            _first_seen(reasons, (k, why or "?"), int(rows_g[i]))
-    out["reasons"] = reasons
-    yn: dict[tuple[str, str], int] = {}
-    for i, k in enumerate(sc.kind):
-        if k == "yes_no":
-            gold = (rows["answer_short"][i] or "").strip().lower()
-            st = sc.status[i]
-            key = (gold, sc.value[i] if st == "parsed" else st)
-            yn[key] = yn.get(key, 0) + 1
-    out["yes_no"] = yn
-    g, gold_n, iou = out["grounding"], out["gold_boxes"], out["iou"]
-    gmask = (g & (gold_n > 0)) | (g & (gold_n == 0) & ~np.isnan(iou))
-    errs: dict[str, list[int]] = {}
-    for i in np.flatnonzero(gmask).tolist():
-        e = sc.box_error[i]
-        if e:
-            _first_seen(errs, e, int(rows_g[i]))
-    out["box_errors"] = errs
-    # circular evaluation: the group key and the option order of each choice row, hashed
-    circ: list[tuple[int, int, int, int, int]] = []
-    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    for i, k in enumerate(sc.kind):
-        if k != "choice":
-            continue
-        ch = rows["choices"][i] or []
-        gold = rows["answer_short"][i]
-        gold_text = ch[letters.index(gold)] if gold in letters[: len(ch)] else gold
-        a, b = _digest((rows["study_id"][i], rows["template_id"][i], tuple(sorted(ch)), gold_text))
-        c, d = _digest(tuple(rows["choices"][i]))
-        circ.append((int(rows_g[i]), a, b, c, d))
-    out["circular"] = np.array(circ, dtype=np.int64).reshape(-1, 5)
     if job.protocol == "radvqa":
         out["tags"] = tag_counts(rows, texts, sc)
     open_idx = [i for i, k in enumerate(sc.kind) if k == "open"]
@@ -561,19 +441,21 @@ def _score_part(job: Job, p: int) -> dict[str, Any]:
         "iou": pa.array(list(sc.iou), type=pa.float64()),
     })
     with pa.ipc.new_stream(str(pq_path), tbl.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as w:
-        w.write_table(tbl, max_chunksize=8192)
+        # small batches: writing per_question.jsonl holds one decoded batch of every partition
+        w.write_table(tbl, max_chunksize=512)
     del tbl
     if job.audit_train is not None or job.base_native is not None:
-        out["chance"] = chance_levels(rows, sc)
+        cells.add_chance(rows, chance_levels(rows, sc))
         if job.base_native is not None:  # --baseline FILE
             bkeys = [native_id(q) for q in qa_ids] if job.base_native else qa_ids
             base_preds = _aligned(job, p, "base", bkeys)[0]
         else:
             base_preds = _baseline_preds(_audit_rows(job.audit_train, rows), rows, "bow")
-        out["base"] = _score_cols(Scorer(job.protocol, box_format=job.box_format).score(rows, base_preds))
+        out["base"] = Cells.of(rows, Scorer(job.protocol, box_format=job.box_format).score(rows, base_preds), rows_g, full=False).detach()
         if job.audit_train is not None:
             prior = _baseline_preds(_audit_rows(job.audit_train, rows), rows, "prior")
-            out["prior"] = _score_cols(Scorer(job.protocol, box_format=job.box_format).score(rows, prior))
+            out["prior"] = Cells.of(rows, Scorer(job.protocol, box_format=job.box_format).score(rows, prior), rows_g, full=False).detach()
+    out["cells"] = cells.detach()
     import resource
 
     out["peak_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # of the process that scored it
@@ -596,150 +478,22 @@ def _audit_rows(train_path: str, rows: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# -- aggregation -----------------------------------------------------------------------------
-@dataclass
-class Columns:
-    """Per-row scores of the evaluated rows, in row order: float64 where a mean is taken,
-    int8 codes for kind and status."""
-
-    n: int
-    f: dict[str, np.ndarray] = field(default_factory=dict)
-
-    @classmethod
-    def empty(cls, n: int, floats: tuple[str, ...]) -> "Columns":
-        c = cls(n)
-        for k in floats:
-            c.f[k] = np.full(n, np.nan)
-        c.f["kind"] = np.zeros(n, dtype=np.int8)
-        c.f["status"] = np.zeros(n, dtype=np.int8)
-        return c
-
-    def put(self, pos: np.ndarray, part: dict[str, np.ndarray]) -> None:
-        for k, a in self.f.items():
-            a[pos] = part[k]
-
-
-class CompactAggregator(Aggregator):
-    """``Aggregator`` over numpy columns in row order (what the partitions returned) and the
-    tallies merged from them; block(), overall(), grounding() and the breakdowns are the
-    parent class's code on the same arrays."""
-
-    def __init__(self, cols: Columns, groups: dict[str, Any], B: int, seed: int, extra: dict[str, Any] | None = None,
-                 grounding: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
-        self.rows = groups
-        self.B = B
-        self.seed = seed
-        self.n = cols.n
-        f = cols.f
-        self.correct, self.f1, self.p, self.r = f["correct"], f["tok_f1"], f["tok_p"], f["tok_r"]
-        self.exact, self.iou = f["exact"], f["iou"]
-        self.kind_codes = f["kind"]
-        self.unparsed = f["status"] == 1
-        self.missing = f["status"] == 2
-        self.extra = extra or {}
-        self._grounding = grounding
-
-    def kinds(self) -> list[str]:
-        return sorted(KINDS[k] for k in np.unique(self.kind_codes).tolist()) if self.n else []
-
-    def kind_mask(self, k: str) -> np.ndarray:
-        return self.kind_codes == KINDS.index(k)
-
-    def polarity_mask(self, k: str) -> np.ndarray:
-        col = self.rows["polarity"]
-        hits = [c for c, v in enumerate(col.table) if (v or "none") == k]
-        return np.isin(col.codes, hits)
-
-    def groups(self, key: str) -> dict[str, Any]:  # type: ignore[override]
-        if key == "kind":
-            return {k: np.flatnonzero(self.kind_mask(k)) for k in self.kinds()}
-        col = self.rows["findings" if key == "finding" else "regions" if key == "region" else key]
-        if isinstance(col, CodeListColumn):
-            return col.groups()
-        order = np.argsort(col.codes, kind="stable")
-        sc = col.codes[order]
-        bounds = np.flatnonzero(np.diff(sc)) + 1
-        out: dict[str, np.ndarray] = {}
-        if not len(order):
-            return out
-        for a, b in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(order)])).tolist()):
-            v = col.table[int(sc[a])]
-            if v is None or v == "":
-                continue
-            out[str(v)] = order[a:b]
-        return out
-
-    def grounding_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        assert self._grounding is not None
-        return self._grounding
-
-    def box_errors(self, mask: np.ndarray) -> Any:
-        from collections import Counter
-
-        # counted in the partitions over the same mask; ties in first-row order
-        return Counter(dict(_ranked(self.extra.get("box_errors", {}))))
-
-    def parse_failures(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        by: dict[str, dict[str, list[int]]] = {}
-        for (k, why), v in self.extra.get("reasons", {}).items():
-            by.setdefault(k, {})[why] = v
-        for k in self.kinds():
-            m = self.kind_mask(k)
-            out[k] = {"n": int(m.sum()), "unparsed": int(self.unparsed[m].sum()), "missing": int(self.missing[m].sum()),
-                      "reasons": dict(_ranked(by.get(k, {})))}
-        return out
-
-    def yes_no_confusion(self) -> dict[str, dict[str, int]] | None:
-        yn: dict[tuple[str, str], int] = self.extra.get("yes_no", {})
-        if not yn:
-            return None
-        cols = ("yes", "no", "unparsed", "missing")
-        return {g: {c: int(yn.get((g, c), 0)) for c in cols} for g in ("yes", "no")}
-
-    def circular(self) -> dict[str, Any] | None:
-        from collections import Counter
-
-        from radvqa.eval.aggregate import mean_ci
-
-        c: np.ndarray = self.extra.get("circular", np.zeros((0, 5), dtype=np.int64))
-        if not len(c):
-            return None
-        # groups = equal key hashes; a group is rotated when it holds more than one option order
-        c = c[np.lexsort((c[:, 0], c[:, 4], c[:, 3], c[:, 2], c[:, 1]))]
-        pos = c[:, 0]
-        new_g = np.ones(len(c), dtype=bool)
-        new_g[1:] = (c[1:, 1] != c[:-1, 1]) | (c[1:, 2] != c[:-1, 2])
-        new_s = new_g.copy()
-        new_s[1:] |= (c[1:, 3] != c[:-1, 3]) | (c[1:, 4] != c[:-1, 4])
-        gid = np.cumsum(new_g) - 1
-        starts = np.flatnonzero(new_g)
-        orders = np.bincount(gid, weights=new_s)
-        size = np.bincount(gid)
-        first = np.minimum.reduceat(pos, starts)
-        all_right = np.minimum.reduceat((self.correct[pos] == 1.0).astype(np.int8), starts)
-        single = self.block(np.sort(pos), with_ci=False).get("closed", {})
-        out: dict[str, Any] = {"questions": int(len(c)), "single_pass_accuracy": single.get("accuracy")}
-        rot = np.flatnonzero(orders > 1)
-        rot = rot[np.argsort(first[rot], kind="stable")]  # in order of first occurrence, as the dict of groups
-        if rot.size:
-            blk = mean_ci(all_right[rot].astype(float), self.B, self.seed)
-            out.update({
-                "groups_with_rotations": int(rot.size),
-                "rotations_per_group": dict(Counter(size[rot].tolist())),
-                "circular_accuracy": blk["mean"],
-                "ci95": blk["ci95"],
-            })
-        else:
-            out["groups_with_rotations"] = 0
-            out["note"] = "no rotated copies of any question: circular accuracy not applicable"
-        return out
-
-
-def _ranked(tally: dict[Any, list[int]]) -> list[tuple[Any, int]]:
-    """(key, count), most frequent first, ties in order of first occurrence (Counter.most_common
-    over rows in order)."""
-    return [(k, v[0]) for k, v in sorted(tally.items(), key=lambda kv: (-kv[1][0], kv[1][1]))]
+# -- pass 4: circular evaluation ---------------------------------------------------------------
+def circ_bucket(job: Job, b: int) -> Circular:
+    """Circular evaluation of bucket ``b``: its slice of every partition's choice rows."""
+    tmp = Path(job.tmp)
+    parts = []
+    for p in range(job.n_parts):
+        f = tmp / f"circ-{p:05d}.bin"
+        if not f.is_file():
+            continue
+        idx = np.load(tmp / f"circ-{p:05d}.idx.npy")
+        a, z = int(idx[b]), int(idx[b + 1])
+        if z > a:
+            with open(f, "rb") as fh:
+                fh.seek(a * 48)
+                parts.append(np.frombuffer(fh.read((z - a) * 48), dtype=np.int64).reshape(-1, 6))
+    return Circular.of(np.concatenate(parts) if parts else np.zeros((0, 6), dtype=np.int64))
 
 
 class PerQuestion:
@@ -804,7 +558,8 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
     _mem("spilled")
     job = Job(tmp=str(tmp), dataset=str(dataset), present=sp.present, protocol=protocol, box_format=box_format)
     n = sp.n
-    flags = {k: np.zeros(n, dtype=bool) for k in ("pred_direct", "pred_native", "base_direct", "base_native")}
+    # per split value: [rows, pred direct, pred native, pred either, base direct, base native]
+    by_split: dict[Any, list[int]] = {}
     qa_dup = pred_dup = base_dup = None
     first_by_split: dict[Any, tuple[int, str]] = {}
     for r in _map(match_part, job, list(range(n_parts)), workers):
@@ -815,14 +570,14 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
                     pred_dup = d
                 if prefix == "base" and (base_dup is None or d < base_dup):
                     base_dup = d
-        if "rows" not in r:
+        if "by_split" not in r:
             continue
-        for k in flags:
-            flags[k][r["rows"]] = r[k]
         q = r.get("qa_dup")
         if q is not None and (qa_dup is None or q < qa_dup):
             qa_dup = q
-        for s, fr in r["first_by_split"].items():
+        for s, v in r["by_split"].items():
+            counts, fr = v[:-1], v[-1]
+            by_split[s] = [x + y for x, y in zip(by_split.get(s, [0] * len(counts)), counts)]
             if s not in first_by_split or fr < first_by_split[s]:
                 first_by_split[s] = fr
     _mem("matched")
@@ -834,9 +589,7 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
         raise PredictionError(f"{baseline}:{base_dup[0]}: duplicate prediction for id {base_dup[1]!r}")
 
     # --split, as evaluate.choose_split
-    split_col: CatColumn = sp.groups["split"]
-    present_codes = np.unique(split_col.codes).tolist() if n else []
-    present_vals = [split_col.table[c] for c in present_codes]
+    present_vals = list(by_split)
     keep: list[Any] | None = None
     if split == "all":
         rule = "all rows (--split all)"
@@ -845,27 +598,22 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
             raise EvalError(f"no rows of split {split!r} (present: {sorted(set(present_vals))})")
         keep, rule = [split], f"split {split} (--split {split})"
     else:
-        hit = flags["pred_direct"]
-        if int(hit.sum()) < min(n, ps.records):
-            hit = hit | flags["pred_native"]
-        hit_vals = {split_col.table[c] for c in np.unique(split_col.codes[hit]).tolist()}
+        col = 1 if sum(v[1] for v in by_split.values()) >= min(n, ps.records) else 3
+        hit_vals = {s for s, v in by_split.items() if v[col]}
         if hit_vals and hit_vals != set(present_vals):
             keep = sorted(hit_vals)
             rule = f"split {', '.join(keep)} (auto: the splits holding the matched predictions)"
         else:
             rule = "all rows (auto)"
-    if keep is None:
-        mask = np.ones(n, dtype=bool)
-    else:
-        mask = np.isin(split_col.codes, [c for c, v in enumerate(split_col.table) if v in keep])
-    n_sub = int(mask.sum())
+    kept = [v for s, v in by_split.items() if keep is None or s in keep]
+    n_sub = sum(v[0] for v in kept)
 
-    def join_mode(direct: np.ndarray, native: np.ndarray, records: int) -> bool:
-        d = int(direct[mask].sum())
-        return d < min(n_sub, records) and int(native[mask].sum()) > d
+    def join_mode(direct: int, native: int, records: int) -> bool:
+        d = sum(v[direct] for v in kept)
+        return d < min(n_sub, records) and sum(v[native] for v in kept) > d
 
-    job.native = join_mode(flags["pred_direct"], flags["pred_native"], ps.records)
-    matched = int(flags["pred_native" if job.native else "pred_direct"][mask].sum())
+    job.native = join_mode(1, 2, ps.records)
+    matched = sum(v[2 if job.native else 1] for v in kept)
     if matched == 0:
         firsts = [fr for s, fr in first_by_split.items() if keep is None or s in keep]
         first_q = min(firsts)[1] if firsts else None
@@ -875,15 +623,14 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
         )
     job.keep_splits = keep
     if bs is not None:
-        job.base_native = join_mode(flags["base_direct"], flags["base_native"], bs.records)
-    flags = {}
+        job.base_native = join_mode(4, 5, bs.records)
     # the shortcut audit's training rows, as evaluate._training_rows decides them
     train_desc = ""
     n_train = 0
     if audit:
         if "train" in present_vals and keep is not None and "train" not in keep:
             job.audit_train, train_desc = str(dataset), "train split"
-            n_train = int((split_col.codes == split_col.table.index("train")).sum())
+            n_train = by_split["train"][0]
         elif "train" not in present_vals:
             try:
                 m = json.loads((Path(dataset) / "manifest.json").read_text("utf-8"))
@@ -901,17 +648,13 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
                     job.audit_train, train_desc = str(parent), f"parent build's train split ({parent})"
     job.want_caption = sp.has_mdv and protocol == "radvqa"
     job.want_judge = judge is not None
+    job.n_parts = n_parts
+    job.circ_buckets = n_parts
     t_load = time.perf_counter()
 
-    # 8 bytes a row each, for every evaluated row: script_score only where it is reported
-    floats = ("correct", "exact", "tok_p", "tok_r", "tok_f1", "iou") + (("script_score",) if protocol == "llava-med" else ())
-    pos_of_row = (np.cumsum(mask, dtype=np.int64) - 1).astype(np.int32 if n < 2**31 else np.int64)
-    cols = Columns.empty(n_sub, floats)
-    audit_cols: dict[str, Columns] = {}
-    chance = None
-    # box counts in 2 bytes (a question with more than 32,767 boxes is clipped there)
-    grounding = (np.zeros(n_sub, dtype=bool), np.zeros(n_sub, dtype=np.int16), np.full(n_sub, -1, dtype=np.int16))
-    extra: dict[str, Any] = {"reasons": {}, "yes_no": {}, "box_errors": {}, "circular": []}
+    # what comes back from a partition is summed: cells, tallies, a few kept rows (the
+    # benchmark blocks, captioning, the judge's questions), never a per-question array
+    cells = base_cells = prior_cells = None
     tags: dict[str, Any] | None = None
     missing_n = extra_n = 0
     missing_ids: list[tuple[int, str]] = []
@@ -921,66 +664,47 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
     bench: list[Any] = []
     done = 0
     worker_rss = 0
+
+    def merged(a: Cells | None, b: Cells | None) -> Cells | None:
+        if a is None:
+            return b
+        if b is not None:
+            a.add(b)
+        return a
+
     for r in _map(score_part, job, list(range(n_parts)), workers):
         extra_n += r["extra"][0]
         extra_ids = heapq.nsmallest(50, extra_ids + r["extra"][1])
-        if "rows" not in r:
+        if "cells" not in r:
             continue
-        pos = pos_of_row[r["rows"]]
-        cols.put(pos, r)
-        grounding[0][pos] = r["grounding"]
-        grounding[1][pos] = np.minimum(r["gold_boxes"], 32767)
-        grounding[2][pos] = np.minimum(r["pred_boxes"], 32767)
-        for k in ("reasons", "box_errors"):
-            for key, (cnt, first) in r[k].items():
-                hit = extra[k].get(key)
-                if hit is None:
-                    extra[k][key] = [cnt, int(pos_of_row[first])]
-                else:
-                    hit[0] += cnt
-                    hit[1] = min(hit[1], int(pos_of_row[first]))
-        for key, cnt in r["yes_no"].items():
-            extra["yes_no"][key] = extra["yes_no"].get(key, 0) + cnt
-        circ = r["circular"]
-        if len(circ):
-            circ[:, 0] = pos_of_row[circ[:, 0]]
-            extra["circular"].append(circ)
+        cells = merged(cells, r["cells"])
+        base_cells = merged(base_cells, r.get("base"))
+        prior_cells = merged(prior_cells, r.get("prior"))
         tags = _merge_tags(tags, r.get("tags"))
         missing_n += r["missing"][0]
         missing_ids = heapq.nsmallest(50, missing_ids + r["missing"][1])
         caption.extend(r.get("caption", []))
         judged.extend(r.get("judge", []))
         bench.extend(r["bench"])
-        if "chance" in r:
-            if chance is None:
-                chance = np.full(n_sub, np.nan)
-                for k in ("base",) + (("prior",) if "prior" in r else ()):
-                    audit_cols[k] = Columns.empty(n_sub, floats)
-            chance[pos] = r["chance"]
-            for k, c in audit_cols.items():
-                c.put(pos, r[k])
         done += r["n"]
         worker_rss = max(worker_rss, r["peak_rss_kb"])
         if progress is not None:
             progress(done, n_sub)
-    del pos_of_row
+    if cells is None:
+        cells = Cells()
+    for circ in _map(circ_bucket, job, list(range(job.circ_buckets)), workers):
+        cells.circular.add(circ)
     _mem("scored")
-    extra["circular"] = np.concatenate(extra["circular"]) if extra["circular"] else np.zeros((0, 5), dtype=np.int64)
     t_score = time.perf_counter()
 
-    groups = {c: (sp.groups[c] if keep is None else _take(sp.groups[c], mask)) for c in (*GROUP_COLUMNS, "findings", "regions")}
-    agg = CompactAggregator(cols, groups, bootstrap, seed, extra, grounding)
+    agg = CellAggregator(cells, bootstrap, seed)
     report = _report_head(dataset, predictions, protocol, n_sub, rule, n, ps, matched, missing_n, missing_ids, extra_n, extra_ids,
                           bootstrap, seed, job.native)
     report["overall"] = agg.overall()
     _mem("overall")
     report["parse_failures"] = agg.parse_failures()
     if protocol == "llava-med":
-        from radvqa.eval.evaluate import llava_med_figures
-
-        f = cols.f
-        report["llava_med"] = llava_med_figures(agg.kind_mask("closed"), agg.kind_mask("open"), f["correct"], f["script_score"],
-                                                f["tok_r"], f["tok_p"], f["tok_f1"], f["exact"])
+        report["llava_med"] = agg.llava_med()
     from radvqa.eval.evaluate import aggregate_blocks
 
     aggregate_blocks(report, agg)
@@ -1021,20 +745,18 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
         report["judge"] = summarize(verdicts, judge.version, judge.cfg.model)
         report["judge"]["requests_sent"] = judge.requests
     if audit:
-        from radvqa.eval.evaluate import shortcut_audit
-
-        if "base" in audit_cols:
+        if base_cells is not None:
             _TRAIN_CACHE.clear()
             if baseline is not None:
                 name = str(baseline)
             else:
                 name = f"text-only bag-of-words (trained on {n_train} rows of the {train_desc})"
             prior_agg = prior_name = None
-            if "prior" in audit_cols:
-                prior_agg = CompactAggregator(audit_cols["prior"], groups, 0, seed)
+            if prior_cells is not None:
+                prior_agg = CellAggregator(prior_cells, 0, seed)
                 prior_name = f"answer prior: the most frequent answer of each answer kind in the {train_desc}"
-            report["shortcut_audit"] = shortcut_audit(groups, agg, CompactAggregator(audit_cols["base"], groups, 0, seed), name,
-                                                      prior=prior_agg, prior_name=prior_name, chance=chance)
+            report["shortcut_audit"] = shortcut_audit(agg, CellAggregator(base_cells, 0, seed), name, prior=prior_agg,
+                                                      prior_name=prior_name, chance=True)
         else:
             report["shortcut_audit"] = {"note": "no --baseline given and no train split outside the evaluated rows "
                                                 "(nor a parent build with one)"}
@@ -1050,18 +772,12 @@ def evaluate_stream(dataset: str | Path, predictions: str | Path, protocol: str,
         "aggregate_and_extras": round(time.perf_counter() - t_score, 3),
     }
     # the per-question files stay (in the temporary folder) until the report is written
-    for pattern in ("qa-*.arrows", "pred-*.msgpack", "base-*.msgpack"):
+    for pattern in ("qa-*.arrows", "pred-*.msgpack", "base-*.msgpack", "circ-*"):
         for f in tmp.glob(pattern):
             f.unlink()
     report["timings_s"].update(partitions=n_parts, workers=workers, scoring_process_peak_rss_mb=round(worker_rss / 1024))
     report["_per_question"] = PerQuestion(tmpd, n_parts)
     return report
-
-
-def _take(col: Any, mask: np.ndarray) -> Any:
-    if isinstance(col, CodeListColumn):
-        return col.take_mask(mask)
-    return CatColumn(col.codes[mask], col.table)
 
 
 def _merge_tags(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:

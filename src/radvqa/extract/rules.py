@@ -88,6 +88,17 @@ class RulesExtractor:
         if unknown:
             raise ValueError(f"context.yaml alternatives.signs: unknown finding id(s) {unknown}")
         self.alt_signs = frozenset(alt.get("signs") or [])
+        # a sign explained away as no lung opacity ("density ... representing overlying shadows")
+        ea = alt.get("explained_away") or {}
+        self.explained_away = self.explained_pre = None
+        if ea.get("cues") and ea.get("explanations"):
+            cues = "|".join(re.escape(" ".join(str(c).split())) for c in sorted(ea["cues"], key=len, reverse=True))
+            expl = "|".join(re.escape(" ".join(str(c).split())) for c in sorted(ea["explanations"], key=len, reverse=True))
+            self.explained_away = re.compile(
+                rf"(?:\s*[^\s;]+){{0,10}}?\s*\b(?:{cues})\b(?:\s+[^\s;]+){{0,{int(ea.get('max_words', 8))}}}?\s+(?:{expl})\b")
+        if ea.get("pre"):
+            pre = "|".join(re.escape(str(c)) for c in ea["pre"])
+            self.explained_pre = re.compile(rf"\b(?:{pre})\s+(?:[a-z-]+\s+)?$")
         if hedges == "commit":
             self.version = VERSION + "-commit"
             self.alt_gap = None
@@ -424,6 +435,8 @@ class RulesExtractor:
             prev_end = m.end
         if self.alt_gap is not None and len(mentions) > 1 and "present" in certs and self.alt_hint.search(seg):
             self._alternatives(seg, mentions, certs, quals)
+        if self.explained_away is not None:
+            self._explained_away(seg, mentions, certs)
         for i, m in enumerate(mentions):
             cert = certs[i]
             if cert is None:
@@ -473,6 +486,18 @@ class RulesExtractor:
         if m is None:
             return None
         return self.qualifiers.get(m.group()) or self.qualifiers.get(" ".join(m.group().split()))
+
+    def _explained_away(self, seg: str, mentions: list, certs: list) -> None:
+        """A sign ("density", "opacity") that its clause explains as something that is no lung
+        opacity (context.yaml ``alternatives.explained_away``) is no observation of its own."""
+        signs = self.alt_signs
+        for i, m in enumerate(mentions):
+            if certs[i] is None or certs[i] == "absent" or m.certainty is not None or \
+                    not all(f in signs for f in m.findings):
+                continue
+            if self.explained_away.match(seg, m.end) or (  # type: ignore[union-attr]
+                    self.explained_pre is not None and self.explained_pre.search(seg, max(0, m.start - 40), m.start)):
+                certs[i] = None
 
     def _alternatives(self, seg: str, mentions: list, certs: list, quals: list) -> None:
         """Alternatives are hedges: a chain of mentions joined by "or", "versus", "/", "and/or"

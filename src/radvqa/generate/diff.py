@@ -163,6 +163,10 @@ class Strategy:
         rng = ctx.stream("diff")
         now, before = _positives(ctx), _positives(pctx)
         changes, conflicts = compare(ctx, now, before, self.gen.vocab.severity_rank)
+        if ctx.blocked or pctx.blocked:
+            # a finding an unstated label-only finding of either study speaks for: its "new" or
+            # "resolved" would rest on the report's silence against the label (--label-only omit)
+            changes = {k: x for k, x in changes.items() if k not in ctx.blocked and k not in pctx.blocked}
         now_abs = _explicit_absent(ctx)
         labelled_now = sg.source in self.label_sources
         labelled_before = prior.source in self.label_sources

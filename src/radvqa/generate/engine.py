@@ -24,7 +24,7 @@ from radvqa.generate.priors import Priors, load_priors
 from radvqa.generate.templates import Family, Op, Template, check_unique, load_family
 from radvqa.generate.vocab import Vocab
 from radvqa.model import GRADES, QA, AnswerPart, Box, Observation, Reject, SceneGraph
-from radvqa.quality.criteria import CHANGE_TEXT_LEFT, EXTRACT_ERROR, GRADE_INDEX
+from radvqa.quality.criteria import CHANGE_TEXT_LEFT, EXTRACT_ERROR, GRADE_INDEX, label_only
 from radvqa.registry import Registry
 from radvqa.splits import assign_split, normalize_split
 
@@ -44,6 +44,8 @@ COMMON_PHRASES: dict[str, frozenset[str]] = {
     "statement_uncertain": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
     "statement_absent": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
     "statement_qualified": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location", "qualifier"}),
+    # a label-only finding of a study with a report, stated as the label it is (--label-only state-as-label)
+    "statement_label_only": frozenset({"name", "term", "be"}),
     "detail_location": frozenset({"name", "location", "be", "It", "It_be", "measures"}),
     "detail_size": frozenset({"name", "location", "size", "be", "It", "It_be", "measures"}),
     "detail_description": frozenset({"name", "location", "description", "be", "It", "It_be", "measures"}),
@@ -61,6 +63,11 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     artifact_subcategories: tuple[str, ...] = ()
     artifact_findings: tuple[str, ...] = ()
     change_words: tuple[str, ...] = ()  # a quoted report sentence still carrying one lowers the grade
+    # devices that are also abnormal findings (a study holding one is not normal): "foreign body
+    # in the soft tissues of the left chest wall" was answered "the study is normal" (hand audit #13)
+    abnormal_devices: tuple[str, ...] = ()
+    # source -> what its labels are called in a label-only statement ("MeSH term"); default "label"
+    label_terms: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def pick_index(rng: random.Random, tpl: Template) -> int:
@@ -70,6 +77,7 @@ def pick_index(rng: random.Random, tpl: Template) -> int:
 
 
 Compose = Callable[[str], tuple[str, list[AnswerPart]]]
+LABEL_ONLY_MODES = ("omit", "state-as-label")
 
 
 class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -89,6 +97,10 @@ class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     split_ratios: tuple[float, float, float] = (0.8, 0.1, 0.1)
     template_dir: str | None = None  # a folder with <family>.yaml files replacing the packaged ones
     priors: str | None = None  # a priors YAML replacing the packaged one
+    # a label-only finding of a study that has a report (a label no report observation matches):
+    # "omit" keeps it in the scene graph but states nothing from it, neither the finding nor a
+    # negative it would contradict; "state-as-label" states it as the label it is, grade C
+    label_only: str = "omit"
 
     def check(self) -> None:
         """Raise ValueError naming the first bad option (before any work starts)."""
@@ -111,6 +123,8 @@ class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError(f"template_dir {self.template_dir} is not a folder")
         if self.priors is not None and not Path(self.priors).is_file():
             raise ValueError(f"priors file {self.priors} not found")
+        if self.label_only not in LABEL_ONLY_MODES:
+            raise ValueError(f"label_only must be one of {list(LABEL_ONLY_MODES)}")
 
 
 def stable_int(*parts: object) -> int:
@@ -140,7 +154,7 @@ class StudyCtx:
     __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "sizes", "rboxes", "sentences",
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
                  "n_boxable_images", "implied", "no_strs", "no_boxes", "shared", "protos", "proto0",
-                 "label_support", "label_conflicts", "shared_sentences")
+                 "label_support", "label_conflicts", "shared_sentences", "hidden", "blocked")
 
     def __init__(self, gen: "Generator", sg: SceneGraph, split: str) -> None:
         self.gen = gen
@@ -175,10 +189,35 @@ class StudyCtx:
         self.facts: dict[str, Fact] = {}
         self.implied: dict[str, Fact] = {}
         self.by_finding: dict[str, list[Fact]] = {}
+        # label-only findings of a study with a report (--label-only omit): no fact states them, and
+        # no implied negative, "normal" region or study may contradict them (``blocked``: the
+        # findings, their ancestors and descendants); hand audit: wrong 38 of 90 times as findings
+        self.hidden: list[Observation] = []
+        omit = gen.options.label_only == "omit" and sg.report is not None
+        blocked: set[str] = set()
+        stated: set[str] = set()
+        if omit:
+            # a label copy of a report finding (same finding, ancestor or descendant) is no
+            # label-only finding even where the scene graph did not merge it (localize does)
+            v = gen.vocab
+            for obs in sg.observations:
+                if obs.source == "report":
+                    stated.add(obs.finding)
+                    stated.update(v.fancestors.get(obs.finding, ()))
+                    stated.update(v.fdescendants.get(obs.finding, ()))
         for obs in sg.observations:
+            if omit and label_only(obs, True) and obs.finding not in stated:
+                self.hidden.append(obs)
+                if obs.certainty != "absent":
+                    v = gen.vocab
+                    blocked.add(obs.finding)
+                    blocked.update(v.fancestors.get(obs.finding, ()))
+                    blocked.update(v.fdescendants.get(obs.finding, ()))
+                continue
             f = build_fact(self, obs)
             self.facts[obs.id] = f
             self.by_finding.setdefault(obs.finding, []).append(f)
+        self.blocked = frozenset(blocked)
         self.rows: list[QA] = []
         self.strategy = ""
         # empty lists shared by this study's rows and parts (rows are never mutated after
@@ -430,6 +469,8 @@ class Generator:
         self.technical_categories = frozenset(c.upper() for c in cfg.technical_categories)
         self.artifact_subcategories = frozenset(c.upper() for c in cfg.artifact_subcategories)
         self.artifact_ids = frozenset(cfg.artifact_findings)
+        # (ids a reduced ontology lacks are not an error: nothing can state them)
+        self.abnormal_devices = frozenset(cfg.abnormal_devices)
         self.change_words = tuple(w.lower() for w in cfg.change_words)
         self.strategies: list[Strategy] = []
         families: list[Family] = []

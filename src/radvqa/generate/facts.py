@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from radvqa.model import CERTAINTIES, AnswerPart, Box, Observation
-from radvqa.quality.criteria import (IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, negated_only, obs_grade,
-                                     relative_place)
+from radvqa.quality.criteria import (IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, label_only, negated_only,
+                                     obs_grade, relative_place)
 
 if TYPE_CHECKING:
     from radvqa.generate.engine import StudyCtx
@@ -265,6 +265,12 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         vars_["qualifier"] = qualifier
         vars_["in_location"] = f.in_location = (" in " + f.location) if narrowing else ""
         f.tag = f"no {qualifier} {f.tag.removeprefix('possible ').removeprefix('no ')}"
+    as_label = (obs.source == "label" and c != "absent" and gen.options.label_only == "state-as-label"
+                and label_only(obs, ctx.sg.report is not None))
+    if as_label:
+        # --label-only state-as-label: the label says what it is, not that the finding is seen
+        key = "statement_label_only"
+        vars_["term"] = gen.common.config.label_terms.get(ctx.sg.source, "label")
     text = ctx.pick(ph[key]).format_map(vars_)
     regions_l = list(regions)
     f.main = AnswerPart(part_type="main", text=text, level=0, tag=f.tag, findings=[fid],
@@ -272,7 +278,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
                         boxes=boxes)
     f._related = None
     details: list[AnswerPart] = []
-    if not f.absent and not qualifier:
+    if not f.absent and not qualifier and not as_label:
         plural = f.be == "are"
         dv = {"name": shown, "location": f.location, "be": f.be, "It": "They" if plural else "It",
               "It_be": "They are" if plural else "It is", "measures": "measure" if plural else "measures"}
@@ -296,6 +302,17 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     return f
 
 
+def obs_words(gen: Any, obs: Observation) -> tuple[Any, ...]:
+    """``_fact_words`` of an observation as extracted (no fact built, no wording drawn): name,
+    category, subcategory, is_device, is_technical, is_artifact, abnormal, side, shown name,
+    phrase, a_phrase, be, tag, default regions."""
+    wkey = (obs.finding, obs.certainty, obs.laterality, obs.severity)
+    words = gen.fact_words.get(wkey)
+    if words is None:
+        words = gen.fact_words[wkey] = _fact_words(gen, *wkey)
+    return words
+
+
 def _fact_words(gen: Any, fid: str, c: str, laterality: str | None,
                 severity: str | None) -> tuple[Any, ...]:
     """(name, category, subcategory, is_device, is_technical, is_artifact, abnormal, side, shown
@@ -308,7 +325,8 @@ def _fact_words(gen: Any, fid: str, c: str, laterality: str | None,
     is_device = category in gen.device_categories
     is_technical = category in gen.technical_categories
     is_artifact = subcategory in gen.artifact_subcategories or fid in gen.artifact_ids
-    abnormal = v.fabnormal.get(fid, True) and not is_device and not is_technical
+    # a foreign body is a finding as well as an object: a study holding one is not normal
+    abnormal = (v.fabnormal.get(fid, True) and not is_device and not is_technical) or fid in gen.abnormal_devices
     lat = laterality if laterality in ("left", "right", "bilateral") else None
     # a side on a finding the ontology does not lateralise ("bilateral hyperinflation", "right
     # catheter") is an extraction artefact: not rendered, not tagged (unknown findings keep theirs)

@@ -27,7 +27,7 @@ import msgspec
 
 from radvqa.generate.engine import (STRATEGY_REGISTRY, Generator, StudyCtx, WeightedPool, change_text_grade,
                                     sample_capped, weighted_sample)
-from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts, resolve_conflicts
+from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts, obs_words, resolve_conflicts
 from radvqa.generate.templates import Family, Op, Template
 from radvqa.model import AnswerPart, SceneGraph
 from radvqa.quality.criteria import IMPLIED_NEGATIVE, LOCALIZATION_NONE, answer_merged, combine
@@ -302,6 +302,43 @@ class Study:
         self.tech = [f for f in top if f.is_technical and not f.is_artifact and not f.absent]
         self.arts = [f for f in top if f.is_artifact and not f.absent]
         self.scopes: dict[Any, Any] = {}  # (scope, subject) -> that scope's per-study work
+        # label-only findings left unstated (StudyCtx.hidden, --label-only omit): per subject, the
+        # subcategories and regions no "no"/"normal" answer may speak for (None: every region)
+        self.hidden: dict[str, tuple[set[str], set[str] | None]] = {}
+        if ctx.hidden:
+            self._hide(ctx)
+
+    def _hide(self, ctx: StudyCtx) -> None:
+        s = self.s
+        ranc = s.gen.vocab.rancestors
+        for o in ctx.hidden:
+            if o.certainty == "absent":
+                continue
+            (_, _, sub, dev, _tech, art, abnormal, *_rest, dflt) = obs_words(s.gen, o)
+            # (technical findings answer no yes/no question: acquisition rows count views)
+            for subject, on in (("abnormal", abnormal), ("devices", dev), ("artifacts", art)):
+                if not on:
+                    continue
+                subs, regs = self.hidden.setdefault(subject, (set(), set()))
+                if sub:
+                    subs.add(sub)
+                where = list(o.regions) or list(dflt)
+                if regs is None:
+                    continue
+                if not where:
+                    self.hidden[subject] = (subs, None)
+                    continue
+                for r in where:
+                    regs.add(r)
+                    regs.update(ranc.get(r, ()))
+                    regs.update(s.rdescendants.get(r, ()))
+
+    def states(self, fid: str) -> bool:
+        """The study states the finding or a more specific one (not absent)."""
+        if fid in self.top_by:
+            return True
+        anc = self.s.gen.vocab.fancestors
+        return any(not g.absent and fid in anc.get(g.fid, ()) for g in self.top_by.values())
 
     def subject(self, name: str) -> tuple[list[Fact], list[Fact]]:
         """(positives, stated negatives) of an operation's subject."""
@@ -618,6 +655,10 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     text = ind.text.strip().rstrip(".")
     if not s._has_content(text):
         return ()  # "XXXX-year-old XXXX with XXXX": de-identification left nothing to ask about
+    blocked = ctx.blocked
+    if blocked and (any(fid in blocked and not st.states(fid) for fid in ind.evaluate)
+                    or (not ind.evaluate and not st.ab_pos and "abnormal" in st.hidden)):
+        return ()  # a label the report is silent about: "not relevant" / "no" could contradict it
     if ind.evaluate:
         facts = [st.stated_for(fid) for fid in ind.evaluate if fid in s.gen.vocab.fname]
         facts = list({id(f): f for f in facts}.values())
@@ -637,8 +678,11 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
 
 def scope_study(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     pos, neg = st.subject(op.subject)
+    if not pos and op.subject in st.hidden:
+        return ()  # "normal" / "none" beside an unstated label of the subject: not asked
     # a full description of the study lists its devices too
-    described = pos + st.devs if op.subject == "abnormal" else pos
+    # (a device that is also abnormal, a foreign body, is listed once)
+    described = pos + [d for d in st.devs if not d.abnormal] if op.subject == "abnormal" else pos
     return (Item({}, "", pos, neg, described),)
 
 
@@ -666,6 +710,11 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
                                       lambda x: x in by_pos or x in by_neg or not s.askable_subcat(x))
         hit = st.scopes[("subcategory", op.subject)] = (by_pos, by_neg, subs, sampled)
     by_pos, by_neg, subs, sampled = hit
+    hidden = st.hidden.get(op.subject)
+    if hidden and hidden[0]:
+        # no "no" for a subcategory holding an unstated label-only finding
+        subs = [x for x in subs if x in by_pos or x not in hidden[0]]
+        sampled = [x for x in sampled if x not in hidden[0]]
     chosen = s._balance([x for x in subs if x in by_pos], [x for x in subs if x not in by_pos],
                         s.gen.cap(tpl), tpl, sampled)
     return [Item({"subcategory": s.sub_name(x)}, x, by_pos.get(x, []), by_neg.get(x, [])) for x in chosen]
@@ -758,6 +807,13 @@ class _Regions:
             lists = self.split_by[subject] = (
                 [r for r in self.regions if r in index], [r for r in self.base if r not in index],
                 [r for r in self.sampled if r not in index and r not in self.base_set])
+            hidden = st.hidden.get(subject)
+            if hidden is not None:
+                # a region where an unstated label-only finding may lie is never called normal
+                regs = hidden[1]
+                lists = self.split_by[subject] = (
+                    lists[0], [r for r in lists[1] if regs is not None and r not in regs],
+                    [r for r in lists[2] if regs is not None and r not in regs])
         out = []
         for r in s._balance(lists[0], lists[1], s.gen.cap(tpl), tpl, lists[2]):
             hit = self.per_r.get(r)
@@ -809,6 +865,8 @@ class _Findings:
                 if a not in pos_by:
                     via_child.setdefault(a, []).append(f)
             unknowable.update(v.fdescendants.get(f.fid, ()))
+        # label-only findings left unstated, their ancestors and descendants (StudyCtx.blocked)
+        unknowable.update(st.ctx.blocked)
         stated = {f.fid for f in stated_f}
         if subject == "abnormal":
             mentioned = [*pos_by, *via_child, *(f.fid for f in stated_f)]

@@ -105,8 +105,9 @@ class ChestTasks:
                 has.add(o.finding)
                 has.update(v.fancestors.get(o.finding, ()))
                 has.update(v.fdescendants.get(o.finding, ()))
+        hidden = {id(o) for o in ctx.hidden}  # label-only findings of a reported study (--label-only omit)
         present: list[str] = sorted({o.finding for o in sg.observations
-                                     if o.source in LABEL_SOURCES and o.certainty == "present"
+                                     if o.source in LABEL_SOURCES and o.certainty == "present" and id(o) not in hidden
                                      and self.is_pathology(o.finding)})
         # a label beside a more specific one of the study names one thing twice ("aortic
         # enlargement ... and tortuous aorta"): the specific one says it (the audit counts a finding

@@ -35,9 +35,10 @@ Rules (contract for the generators):
      readers' boxes attach to it, as to any non-absent observation. With one labelling reader
      (REFLACX phase 3) the rule above holds: the report wins.
    - **Label-only findings** (no matching report observation) stay label observations
-     (``source="label"``); answers state them plainly but their grade says where they come from:
-     B when the study has no report (the labels are all there is), C when it has one (the report
-     is silent about what the label asserts: a coder's label, not the radiologist's words).
+     (``source="label"``). Without a report the labels are all there is: answers state them, B.
+     With a report (the report is silent about what a coder's label asserts) the generator by
+     default states nothing from them (``GenerateOptions.label_only="omit"``, docs/generation.md);
+     ``state-as-label`` says them as labels, graded C.
 3. **Boxes** (``study.boxes``; ``label`` = finding id) are checked against their image's size
    (``boxes.check_box``: clipped and noted in ``meta["box_notes"]``, or a Reject with
    ``stage="localize"``). Expert boxes are kept per reader and fused across readers

@@ -37,8 +37,10 @@ Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not pola
   -> A (the extractor's region attachment is the commonest content error of the hand audit; a
   sentence placing the finding relative to a structure, "above the carina", gets no location said
   at all: ``relative_place``, used by the generator).
-- *labels: label-only finding in a study with a report -> C; without a report -> B (A with an expert
-  box); a label that disagrees with the report (localize ``label_conflicts``) -> C.
+- *labels: label-only finding in a study with a report -> C (stated only with ``--label-only
+  state-as-label``; by default the generator states nothing from it: ``label_only``); without a
+  report -> B (A with an expert box); a label that disagrees with the report (localize
+  ``label_conflicts``) -> C.
 - *implied negative: a negative asserted only because the report is silent -> B (not inferable).
 - *boxes valid: every box inside its image with x1 < x2, y1 < y2 -> otherwise D.
 - *answer in question: the question names its own answer -> D (generators skip these; the check
@@ -58,6 +60,17 @@ A_PP, A_P, A, B, C, D = range(6)
 GRADE_INDEX = {g: i for i, g in enumerate(GRADES)}
 
 LESION_SOURCES = frozenset({"expert", "expert_fused", "derived", "predicted", "label"})
+
+
+EXPERT_BOX_SOURCES = frozenset({"expert", "expert_fused"})
+
+
+def label_only(obs: Observation, has_report: bool) -> bool:
+    """A label observation of a study with a report that no report observation matched (localize
+    merges the others into the report's) and no expert drew a box for: the report is silent about
+    what a coder's label asserts. The generator states nothing from it by default
+    (``GenerateOptions.label_only``); stated as a label, it grades C (``label:only_report_silent``)."""
+    return has_report and obs.source == "label" and not any(b.source in EXPERT_BOX_SOURCES for b in obs.boxes)
 
 
 def reason(criterion: str, value: str, grade: int) -> str:

@@ -128,6 +128,8 @@ def register(app: typer.Typer) -> None:
         priors: Optional[Path] = typer.Option(None, "--priors", exists=True, dir_okay=False,
                                               help="priors YAML replacing the packaged one (negative sampling weights)"),
         min_grade: Optional[str] = typer.Option(None, "--min-grade", help="drop QA rows graded below this (A++, A+, A, B, C or D)"),
+        label_only: str = typer.Option("omit", "--label-only",
+                                       help="a label the report does not back (no report observation matches it): omit (state nothing from it) or state-as-label (\"The study is indexed with the MeSH term ...\", grade C)"),
         cap_scale: float = typer.Option(1.0, "--cap-scale", min=0.0, help="multiply every template's per-study cap (0.5: a lighter dataset)"),
         max_per_study: Optional[int] = typer.Option(None, "--max-per-study", min=1, help="most QA rows per study (after per-template caps)"),
         vindr_positive_share: float = typer.Option(0.417, "--vindr-positive-share", min=0.0, max=1.0,
@@ -164,7 +166,7 @@ def register(app: typer.Typer) -> None:
         gen_opts = GenerateOptions(
             strategies=strat, seed=seed, max_per_study=max_per_study, cap_scale=cap_scale,
             vindr_positive_share=vindr_positive_share, vindr_questions_per_image=vindr_questions_per_image,
-            min_grade=min_grade, split_ratios=ratios,  # type: ignore[arg-type]
+            min_grade=min_grade, split_ratios=ratios, label_only=label_only,  # type: ignore[arg-type]
             template_dir=str(template_dir.resolve()) if template_dir else None,
             priors=str(priors.resolve()) if priors else None)
         from radvqa.run.executors import EXECUTORS
