@@ -71,3 +71,18 @@ def test_section_and_sentence_caches_change_no_output():
     for _ in range(2):  # the second round reads every section and sentence from the caches
         for i, text in enumerate(reports):
             assert to_json(cached.extract(text, str(i))) == to_json(plain.extract(text, str(i))), text
+
+
+def test_body_part_headings_through_the_word_filter():
+    # a sentence with a word outside every heading's vocabulary is rejected before it is taken
+    # apart; these values are what the full reading gave before that filter (bdc0941)
+    from radvqa.extract.sections import body_part_heading
+
+    want = {"left knee.": "other", "2. the knee.": "other", "chest:": "chest", "tibia and fibula": "other",
+            "left hand, wrist.": "other", "both knees": "other", "pa and lateral chest": "chest",
+            "lumbar spine.": "other", "1) chest": "chest", "abdomen and pelvis:": "other", "cxr.": "chest",
+            "  - chest -": "chest", "knee, ankle and foot.": "other", "views of the chest:": "chest",
+            "bilateral hips": "other", "the knee is normal.": None, "no pneumothorax.": None,
+            "right and left knees.": None, "chest and left knee": None, "heart normal.": None,
+            "\u00b3. knee": None, "": None}
+    assert {s: body_part_heading(s) for s in want} == want

@@ -28,29 +28,22 @@ from radvqa.extract.attributes import AttrValues
 from radvqa.model import Observation, Span
 
 _RANK = {"absent": 0, "uncertain": 1, "present": 2}
-
-
-class _Obs:
-    __slots__ = ("finding", "certainty", "laterality", "regions", "mentions", "order", "implicit")
-
-    def __init__(self, finding: str, certainty: str, laterality: str | None, regions: tuple[str, ...],
-                 order: int, implicit: bool):
-        self.finding = finding
-        self.certainty = certainty
-        self.laterality = laterality
-        self.regions = regions
-        # (span, certainty, attributes, own): own is False for a merged region-less mention
-        self.mentions: list[tuple[Span, str, AttrValues | None, bool, str | None]] = []
-        self.order = order
-        self.implicit = implicit
+# observation ids, made once ("O01", "O02", ...; a longer report formats its own)
+_IDS = tuple(f"O{n:02d}" for n in range(100))
 
 
 class Aggregator:
+    """Each observation is kept as a small list ``[certainty, implicit, mentions]`` under its key
+    (finding, laterality, regions), in creation order: a report makes a few of them, and a list
+    costs a fraction of an object with named fields; each mention is (span, certainty,
+    attributes, own, qualifier), own False for a merged region-less mention."""
+
     def __init__(self, region_side: dict[str, str | None], lateralised: frozenset[str] | set[str] | None = None):
         """``lateralised``: finding ids that can have a side; None = every finding (no check)."""
-        self._by_key: dict[tuple[str, str | None, tuple[str, ...]], _Obs] = {}
+        self._by_key: dict[tuple[str, str | None, tuple[str, ...]], list] = {}
         self._side = region_side
         self._lateralised = lateralised
+        self._regions = False  # some key has regions (else no region-less mention can be merged)
 
     def add(self, finding: str, certainty: str, span: Span, v: AttrValues | None, implicit: bool = False,
             qualifier: str | None = None) -> None:
@@ -81,75 +74,96 @@ class Aggregator:
         laterality, regions), the laterality already dropped for findings without a side (the
         rules extractor caches the keys with the sentence)."""
         by_key = self._by_key
+        mention = (span, certainty, v, True, qualifier)
         for key in keys:
             o = by_key.get(key)
             if o is None:
-                o = by_key[key] = _Obs(key[0], certainty, key[1], key[2], len(by_key), implicit)
-            else:
-                if implicit and not o.implicit and o.certainty != certainty:
-                    continue  # an implied negative never overrides an explicit statement
-                if o.implicit and not implicit:
-                    o.implicit = False
-                    o.certainty = certainty  # the explicit statement replaces the implied one
-                elif _RANK[certainty] > _RANK[o.certainty]:
-                    o.certainty = certainty
-            o.mentions.append((span, certainty, v, True, qualifier))
+                by_key[key] = [certainty, implicit, [mention]]
+                if key[2]:
+                    self._regions = True
+                continue
+            if implicit and not o[1] and o[0] != certainty:
+                continue  # an implied negative never overrides an explicit statement
+            if o[1] and not implicit:
+                o[1] = False
+                o[0] = certainty  # the explicit statement replaces the implied one
+            elif _RANK[certainty] > _RANK[o[0]]:
+                o[0] = certainty
+            o[2].append(mention)
 
-    def _merge_regionless(self) -> list[_Obs]:
-        # insertion order is creation order (``order`` counts the keys, none is removed)
-        obs = list(self._by_key.values())
-        with_regions: dict[tuple[str, str | None], list[_Obs]] = {}
-        for o in obs:
-            if o.regions:
-                k = (o.finding, o.laterality)
+    def _merge_regionless(self) -> list[tuple[tuple[str, str | None, tuple[str, ...]], list]]:
+        # insertion order is creation order (none is removed)
+        obs = list(self._by_key.items())
+        if not self._regions:
+            return obs
+        with_regions: dict[tuple[str, str | None], list[list]] = {}
+        for key, o in obs:
+            if key[2]:
+                k = (key[0], key[1])
                 same = with_regions.get(k)
                 if same is None:
                     with_regions[k] = [o]
                 else:
                     same.append(o)
-        if not with_regions:
-            return obs
         out = []
-        for o in obs:
-            targets = with_regions.get((o.finding, o.laterality)) if not o.regions else None
-            if targets is None or len(targets) != 1 or (o.implicit and not targets[0].implicit and o.certainty != targets[0].certainty):
-                out.append(o)
+        for item in obs:
+            key, o = item
+            targets = with_regions.get((key[0], key[1])) if not key[2] else None
+            if targets is None or len(targets) != 1 or (o[1] and not targets[0][1] and o[0] != targets[0][0]):
+                out.append(item)
                 continue
             t = targets[0]
-            if _RANK[o.certainty] > _RANK[t.certainty]:
-                t.certainty = o.certainty
-            t.mentions.extend((sp, c, v, False, q) for sp, c, v, _own, q in o.mentions)
-            t.mentions.sort(key=lambda m: m[0].start)
+            if _RANK[o[0]] > _RANK[t[0]]:
+                t[0] = o[0]
+            t[2].extend((sp, c, v, False, q) for sp, c, v, _own, q in o[2])
+            t[2].sort(key=lambda m: m[0].start)
         return out
 
     def observations(self) -> list[Observation]:
         out = []
-        for n, o in enumerate(self._merge_regionless(), 1):
-            cert = o.certainty
-            evidence: list[Span] = []
-            own = False
-            severity = size = change = temporal = None
-            quals: list[str | None] = []
-            for sp, c, v, mine, q in o.mentions:
-                if c != cert:
-                    continue  # a dissenting mention is neither evidence nor a source of attributes
-                evidence.append(sp)
-                quals.append(q)
-                own = own or mine
+        for n, ((finding, lat, regions), (cert, _implicit, mentions)) in enumerate(self._merge_regionless(), 1):
+            if len(mentions) == 1 and mentions[0][1] == cert:
+                # one mention (most observations): it is the evidence and gives the certainty
+                sp, _c, v, own, qualifier = mentions[0]
+                evidence = [sp]
                 if v is not None:
-                    severity = severity or v.severity
-                    change = change or v.change
-                    temporal = temporal or v.temporal
-                    if v.size_mm is not None and (size is None or v.size_mm > size):
-                        size = v.size_mm
-            # regions come from the observation's own mentions: when only merged region-less
-            # mentions support the final certainty, the regions were named by a dissenting one
-            out.append(Observation(
-                id=f"O{n:02d}", finding=o.finding, certainty=cert, laterality=o.laterality,
-                regions=list(o.regions) if own else [], severity=severity, size_mm=size, change=change,
-                temporal=temporal, evidence=evidence, source="report",
+                    severity, change, temporal, size = v.severity, v.change, v.temporal, v.size_mm
+                else:
+                    severity = size = change = temporal = None
+                if cert != "uncertain" or not qualifier:
+                    qualifier = None
+            else:
+                evidence = []
+                own = False
+                severity = size = change = temporal = None
+                quals: list[str | None] = []
+                for sp, c, v, mine, q in mentions:
+                    if c != cert:
+                        continue  # a dissenting mention is neither evidence nor a source of attributes
+                    evidence.append(sp)
+                    quals.append(q)
+                    own = own or mine
+                    if v is not None:
+                        severity = severity or v.severity
+                        change = change or v.change
+                        temporal = temporal or v.temporal
+                        if v.size_mm is not None and (size is None or v.size_mm > size):
+                            size = v.size_mm
                 # a qualified negative only when every supporting mention is one: "possible
                 # effusion ... no large effusion" is a plain hedge, not "no large effusion"
-                qualifier=quals[0] if cert == "uncertain" and quals and all(quals) else None,
+                qualifier = quals[0] if cert == "uncertain" and quals and all(quals) else None
+            oid = _IDS[n] if n < 100 else f"O{n:02d}"
+            # regions come from the observation's own mentions: when only merged region-less
+            # mentions support the final certainty, the regions were named by a dissenting one
+            if lat is None and not (own and regions) and severity is None and size is None and change is None \
+                    and temporal is None and qualifier is None:
+                # the common bare observation: the other fields keep their defaults (fewer
+                # keyword arguments to match; the same Observation)
+                out.append(Observation(id=oid, finding=finding, certainty=cert, evidence=evidence))
+                continue
+            out.append(Observation(
+                id=oid, finding=finding, certainty=cert, laterality=lat,
+                regions=list(regions) if own else [], severity=severity, size_mm=size, change=change,
+                temporal=temporal, evidence=evidence, source="report", qualifier=qualifier,
             ))
         return out

@@ -94,8 +94,10 @@ class AttributeMatcher:
             vals = get(g)
             if vals is None:
                 vals = get(" ".join(g.split()), ())
-            for kind, value in vals:
-                out.append(Attr(kind, value, m.start(), m.end()))
+            if vals:
+                a, b = m.span()
+                for kind, value in vals:
+                    out.append(Attr(kind, value, a, b))
         if lower.find("mm", start, end) < 0 and lower.find("cm", start, end) < 0 and lower.find("met", start, end) < 0:
             return out  # no unit word, no size: skip the size regex
         for m in SIZE_RE.finditer(lower, start, end):
@@ -130,9 +132,10 @@ MAX_GROUP = 8  # a longer chain of coordinated mentions is a list, not one findi
 
 def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
            share: list[bool] | None = None, signs: list[bool] | None = None,
-           fits: Callable[[int, str], bool] | None = None) -> list[AttrValues]:
+           fits: Callable[[int, str], bool] | None = None) -> list[AttrValues | None]:
     """Give each attribute to the nearest mention of the sentence; returns one AttrValues per
-    mention (same order as ``mention_spans``, which are in text order and do not overlap).
+    mention (same order as ``mention_spans``, which are in text order and do not overlap), None
+    for a mention that gets none.
 
     Only mentions within ``MAX_GAP`` characters are candidates (found by bisection), so the work
     per attribute is bounded and a sentence costs time linear in its length. Then:
@@ -146,9 +149,11 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
       marks the signs) is located where the sign is;
     - a severity / change / temporal word right after a negation only describes what follows it."""
     n = len(mention_spans)
-    vals = [AttrValues() for _ in mention_spans]
+    # None for a mention that gets no attribute (most of them: the same as an empty AttrValues
+    # to every reader, without making one)
+    vals: list[AttrValues | None] = [None] * n
     if not n:
-        return vals
+        return vals  # type: ignore[return-value]
     starts = [a for a, _ in mention_spans]
     ends = [b for _, b in mention_spans]
     lat_at: list[tuple[int, int, int] | None] = [None] * n  # (distance, start, end) of the side kept
@@ -191,6 +196,8 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
         if best < 0:
             continue
         v = vals[best]
+        if v is None:
+            v = vals[best] = AttrValues()
         if a.kind == "region":
             if a.value not in v.regions:
                 v.regions.append(a.value)
@@ -215,8 +222,11 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
             setattr(v, a.kind, a.value)
         v.spans.append((a.start, a.end))
     if n > 1 and any(own_loc):  # no location at all: nothing to share
-        _share_locations(vals, starts, ends, own_loc, lower, share, signs, fits)
-    return vals
+        for k in range(n):
+            if vals[k] is None:
+                vals[k] = AttrValues()
+        _share_locations(vals, starts, ends, own_loc, lower, share, signs, fits)  # type: ignore[arg-type]
+    return vals  # type: ignore[return-value]
 
 
 def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int], own_loc: list[list[Attr]],

@@ -85,7 +85,8 @@ class ContextRules:
             if r is None:
                 r = get(" ".join(g.split()), 0)
             if r and r != PSEUDO:
-                out.append(Cue(m.start(), m.end(), r))
+                a, b = m.span()
+                out.append(Cue(a, b, r))
         return out
 
     def certainty(self, lower: str, cues: list[Cue], m_start: int, m_end: int,

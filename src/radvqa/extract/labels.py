@@ -17,6 +17,10 @@ from radvqa.extract._data import load_data
 from radvqa.model import Extraction
 
 
+_RANK = {"absent": 0, "uncertain": -1, "present": 1}
+_ORDER = {None: 0, 0: 1, -1: 2, 1: 3}  # which value of a label wins: present > uncertain > absent > not mentioned
+
+
 class Labeler:
     def __init__(self, ontology: Any, scheme: str):
         if scheme not in ontology.schemes:
@@ -48,8 +52,8 @@ class Labeler:
         out: dict[str, int | None] = dict.fromkeys(self.labels)
         if ex.error is not None:
             return out
-        rank = {"absent": 0, "uncertain": -1, "present": 1}
-        order = {None: 0, 0: 1, -1: 2, 1: 3}
+        rank = _RANK
+        order = _ORDER
         abnormal = False
         for o in ex.observations:
             v = rank.get(o.certainty, 0)

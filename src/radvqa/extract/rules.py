@@ -22,6 +22,8 @@ from radvqa.model import Extraction, Indication, Report, Sentence, Span
 from radvqa.extract import EXTRACTORS
 
 VERSION = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, side propagation (#12)
+# sentence ids, made once ("S01", "S02", ...; a longer report formats its own)
+_SIDS = tuple(f"S{n:02d}" for n in range(1, 100))
 
 # A sentence longer than this is not report prose (a run without punctuation, a pasted table):
 # the report is rejected with this reason rather than analysed (#20; OpenI's longest sentence
@@ -49,9 +51,10 @@ class RulesExtractor:
         self.ontology = ontology
         self.max_chars = max_chars
         self.max_sentence_chars = max_sentence_chars
-        # (is indication, lower-cased sentence) -> analysed mentions; see _analyse
+        # lower-cased sentence -> analysed mentions (one dict per section kind); see _analyse
         self.cache_size = cache_size
-        self._cache: dict[tuple[bool, str], tuple] = {}
+        self._cache: dict[str, tuple] = {}
+        self._cache_ind: dict[str, tuple] = {}  # the same for sentences of an indication section
         # (role, section text, the 3 characters after it, starts the report?, lower-cased text)
         # -> its sentences' offsets and analyses; see _extract
         self._sec_cache: dict[tuple, tuple] = {}
@@ -127,6 +130,8 @@ class RulesExtractor:
         self.lateralised = frozenset(fid for fid, f in ontology.findings.items()
                                      if getattr(f, "lateralised", True) or fid in sided)
         self._props: dict[tuple[str, ...], tuple[bool, bool]] = {}
+        self._keys_memo: dict[tuple, tuple] = {}
+        self._roles: dict[str, str] = {}  # section name -> role (sections.yaml)
         # where each finding can lie (its default regions), for locations shared over a
         # coordinated group: a region governs only the members that can lie in it
         outside = set(attr_data.get("outside_cavity") or [])
@@ -169,9 +174,12 @@ class RulesExtractor:
         sec_cache = self._sec_cache
         sigma = "\u03a3" in text
         prev_loc: tuple[str | None, tuple[str, ...]] | None = None  # location of the last sentence's finding
+        roles = self._roles
         for sec in sections:
             start, end = sec.start, sec.end
-            role = section_role(sec.name)
+            role = roles.get(sec.name)
+            if role is None:
+                role = roles[sec.name] = section_role(sec.name)
             indication = role == "indication"
             # what the sentence splitter reads (sentence_spans) and what the rules read: equal
             # keys, equal sentences and analyses (about half of OpenI sections repeat one seen
@@ -201,8 +209,8 @@ class RulesExtractor:
             for a, b, entry in hit:
                 a += start
                 b += start
+                sid = _SIDS[n] if n < 99 else f"S{n + 1:02d}"
                 n += 1
-                sid = f"S{n:02d}"
                 sentences.append(Sentence(id=sid, section=name, start=a, end=b, text=text[a:b]))
                 if entry is None:
                     continue  # a skipped section
@@ -214,6 +222,9 @@ class RulesExtractor:
                     if part[1]:  # the whole sentence is the heading
                         continue
                 if not chest_part:
+                    continue
+                if not items:
+                    prev_loc = None
                     continue
                 # "opacity in the left upper lobe. This may represent scarring": a diagnosis offered
                 # for the previous sentence's finding is located where that finding is
@@ -246,45 +257,66 @@ class RulesExtractor:
         cache: a pure function of its text and of the section kind. Each item is (start, end,
         findings, certainty, implicit, attributes, qualifier, own location, wants the previous
         sentence's location, the findings' observation keys for the aggregator)."""
-        key = (indication, seg)
-        entry = self._cache.get(key)
+        cache = self._cache_ind if indication else self._cache
+        entry = cache.get(seg)
         if entry is None:
             part, items = self._analyse(seg, indication)
-            out = []
-            for a, b, findings, cert, implicit, v, qualifier in items:
-                own_loc = None
-                wants_loc = False
-                keys = ()
-                if not indication:
-                    keys = self._keys(findings, v)
+            anaphoric = False
+            if items and not indication:
+                out = []
+                wants_any = False
+                keys_of = self._keys
+                can_side = self._can_side
+                for a, b, findings, cert, implicit, v, qualifier in items:
+                    own_loc = None
+                    wants_loc = False
+                    keys = keys_of(findings, v)
                     if cert != "absent":
                         if v is not None and (v.laterality or v.regions):
                             own_loc = (v.laterality, tuple(v.regions))
                         else:
-                            wants_loc = any(f in self.lateralised for f in findings)
-                out.append((a, b, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys))
-            anaphoric = not indication and self.anaphora.match(seg) is not None
-            entry = (part, tuple(out), anaphoric)
+                            wants_loc = can_side(findings)
+                            wants_any = wants_any or wants_loc
+                    out.append((a, b, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys))
+                items = tuple(out)
+                # read only by a mention that wants the previous sentence's location
+                anaphoric = wants_any and self.anaphora.match(seg) is not None
+            elif items:
+                items = tuple((a, b, findings, cert, implicit, v, qualifier, None, False, ())
+                              for a, b, findings, cert, implicit, v, qualifier in items)
+            entry = (part, items, anaphoric)
             if self.cache_size > 0:
-                if len(self._cache) >= self.cache_size:
-                    self._cache.clear()  # bounded memory; results do not depend on the cache
-                self._cache[key] = entry
+                if len(cache) >= self.cache_size:
+                    cache.clear()  # bounded memory; results do not depend on the cache
+                cache[seg] = entry
         return entry
+
+    def _can_side(self, findings: tuple[str, ...]) -> bool:
+        p = self._props.get(findings)
+        if p is None:  # (can take a side, is a sign the alternatives explain)
+            p = self._props[findings] = (any(f in self.lateralised for f in findings),
+                                         all(f in self.alt_signs for f in findings))
+        return p[0]
 
     def _keys(self, findings: tuple[str, ...], v: AttrValues | None) -> tuple:
         """The observation key (finding, laterality, regions) of each finding of a mention: the
-        laterality stated, else from the regions' sides, and none for findings without a side."""
-        if v is None:
-            return tuple((f, None, ()) for f in findings)
-        lat = v.laterality
-        regions = tuple(v.regions)
-        if lat is None and regions:
-            sides = {self.region_side.get(r) for r in regions} - {None}
-            if len(sides) == 1:
-                lat = sides.pop()
-            elif len(sides) > 1:
-                lat = "bilateral"
-        return tuple((f, lat if lat is not None and f in self.lateralised else None, regions) for f in findings)
+        laterality stated, else from the regions' sides, and none for findings without a side
+        (memoised: a corpus names a few hundred combinations)."""
+        memo = (findings, None, ()) if v is None else (findings, v.laterality, tuple(v.regions))
+        keys = self._keys_memo.get(memo)
+        if keys is None:
+            findings, lat, regions = memo
+            if lat is None and regions:
+                sides = {self.region_side.get(r) for r in regions} - {None}
+                if len(sides) == 1:
+                    lat = sides.pop()
+                elif len(sides) > 1:
+                    lat = "bilateral"
+            keys = tuple((f, lat if lat is not None and f in self.lateralised else None, regions) for f in findings)
+            if len(self._keys_memo) >= 100_000:
+                self._keys_memo.clear()  # bounded memory
+            self._keys_memo[memo] = keys
+        return keys
 
     def _analyse(self, seg: str, indication: bool) -> tuple[tuple[str, bool] | None, tuple[tuple, ...]]:
         """(body-part heading, items) of one sentence: the heading is (part, whole sentence?)
@@ -381,6 +413,8 @@ class RulesExtractor:
                 cert = m.certainty
                 if cert == "absent" and m.rule is not None:  # "lungs are grossly clear"
                     q = self._qualifier(seg, m.start, m.end)
+            elif not cues:
+                cert = "present"  # no cue in the sentence: what certainty() says without one
             else:
                 cert, cue = ctx.certainty(seg, cues, m.start, m.end, starts)
                 if cert is not None and cue is not None and cert != "present" and cue.roles & (NEG_PRE | DOM_PRE | NEG_POST | DOM_POST):

@@ -100,19 +100,28 @@ _SIDE_WORDS = ("the ", "left ", "right ", "bilateral ", "both ")  # "2. The knee
 
 
 @lru_cache(maxsize=1)
-def _body_parts() -> tuple[frozenset[str], frozenset[str]]:
+def _body_parts() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     data = load_data("sections").get("body_parts") or {}
-    return frozenset(data.get("chest", [])), frozenset(data.get("other", []))
+    chest, other = frozenset(data.get("chest", [])), frozenset(data.get("other", []))
+    # every word a heading can hold: a sentence with any other word is no heading (most short
+    # sentences fail on their first word, before the parts are taken apart)
+    words = {w for p in chest | other for w in p.replace(",", " ").split()}
+    words |= {w.strip() for w in _SIDE_WORDS} | {"and"}
+    return chest, other, frozenset(words)
 
 
 def body_part_heading(sentence_lower: str) -> str | None:
     """"chest" or "other" when a sentence is only a body-part heading ("Left knee.", "Chest:"),
     else None."""
     t = " ".join(sentence_lower.strip(" .:;-\t\n").split())
-    t = _LIST_NO.sub("", t)  # "2. left knee"
+    if t[:1].isdigit():
+        t = _LIST_NO.sub("", t)  # "2. left knee"
     if not t or len(t) > 40:
         return None
-    chest, other = _body_parts()
+    chest, other, words = _body_parts()
+    for w in t.replace(",", " ").split():
+        if w not in words:
+            return None
     for w in _SIDE_WORDS:
         if t.startswith(w):
             t = t[len(w):]

@@ -89,14 +89,18 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
         stripped = seg.strip()
         if not stripped:
             continue
-        a += len(seg) - len(seg.lstrip())
+        first = stripped[0]
+        if first != seg[0]:  # leading white space: the first non-space character is the first of its kind
+            a += seg.find(first)
         b = a + len(stripped)
-        if stripped[0] in _MARKER_START:
+        if first in _MARKER_START:
             m = _MARKER.match(stripped)
             if m and m.end() < len(stripped):
                 a += m.end()
                 stripped = stripped[m.end():]
-        if _HAS_ALNUM.search(stripped) is None:
+                first = stripped[0]
+        # a letter or digit first (most sentences) needs no search for one
+        if not first.isalnum() and _HAS_ALNUM.search(stripped) is None:
             continue
         out.append((a, b))
     return out

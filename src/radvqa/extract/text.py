@@ -25,14 +25,15 @@ def check_text(raw: object, max_chars: int = MAX_CHARS) -> tuple[str, str | None
     if not isinstance(raw, str):
         return "", f"report text must be str or bytes, got {type(raw).__name__}"
     text = raw
-    if not text.strip():
+    if not text or text.isspace():  # (no copy, as strip() makes)
         return "", "empty report (no text)" if not text else "empty report (white space only)"
     if len(text) > max_chars:
         return "", f"report too long ({len(text):,} characters > {max_chars:,}): not a single report"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "", "text holds unpaired surrogates (undecodable bytes), not valid Unicode"
+    if not text.isascii():  # ASCII text holds no surrogate: no need to encode it
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "", "text holds unpaired surrogates (undecodable bytes), not valid Unicode"
     bad = len(_CONTROL.findall(text)) if _CONTROL.search(text) else 0
     if "\x00" in text or bad > max(2, len(text) // 20):
         return "", f"binary content ({bad} control characters in {len(text)}), not report text"
