@@ -94,8 +94,11 @@ class RulesExtractor:
         if ea.get("cues") and ea.get("explanations"):
             cues = "|".join(re.escape(" ".join(str(c).split())) for c in sorted(ea["cues"], key=len, reverse=True))
             expl = "|".join(re.escape(" ".join(str(c).split())) for c in sorted(ea["explanations"], key=len, reverse=True))
+            # every word of the gap before the cue starts after whitespace: with an optional
+            # separator ("\s*[^\s;]+") a word could be cut into pieces in 2^(length-1) ways, and a
+            # clause with no cue took seconds to fail (CXR1016: 6 s for one report)
             self.explained_away = re.compile(
-                rf"(?:\s*[^\s;]+){{0,10}}?\s*\b(?:{cues})\b(?:\s+[^\s;]+){{0,{int(ea.get('max_words', 8))}}}?\s+(?:{expl})\b")
+                rf"[^\s;]*(?:\s+[^\s;]+){{0,10}}?\s+[^\w\s;]*(?:{cues})\b(?:\s+[^\s;]+){{0,{int(ea.get('max_words', 8))}}}?\s+(?:{expl})\b")
         if ea.get("pre"):
             pre = "|".join(re.escape(str(c)) for c in ea["pre"])
             self.explained_pre = re.compile(rf"\b(?:{pre})\s+(?:[a-z-]+\s+)?$")
