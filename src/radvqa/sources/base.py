@@ -28,7 +28,7 @@ import io
 import itertools
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -310,23 +310,33 @@ def read_csv_rows(path: Path) -> Iterator[tuple[int, list[str] | None, str | Non
                 row = next(reader)
             except StopIteration:
                 return
-            except UnicodeDecodeError as e:
-                yield lines.n, None, f"not UTF-8 text ({e.reason} at byte {e.start})"
-                continue
-            except (EOFError, OSError, zlib.error) as e:  # a truncated or non-gzip .gz, a disk error
-                why = " ".join(f"{type(e).__name__}: {e}".split())[:200]
-                if lines.n == 0:
-                    raise SourceError(f"{path}: cannot read the table ({why})") from None
-                # the rows before the damage are kept; the unreadable rest is one reject line
-                yield lines.n + 1, None, f"file damaged after line {lines.n}, the rest is unreadable ({why})"
-                return
-            except csv.Error as e:
-                end = max(lines.n, start)
-                span = f" (a quoted field opened on line {start} runs to line {end})" if end > start else ""
-                for n in range(start, end + 1):
-                    yield n, None, f"malformed CSV: {e}{span}"
+            except (UnicodeDecodeError, EOFError, OSError, zlib.error, csv.Error) as e:
+                if (yield from _row_errors(path, lines, start, e)):
+                    return
                 continue
             yield lines.n, row, None
+
+
+def _row_errors(path: Path, lines: "_TolerantLines", start: int,
+                e: Exception) -> Generator[tuple[int, None, str], None, bool]:
+    """The reject lines of a table row that could not be read (shared by both CSV readers);
+    returns True when the rest of the file is unreadable."""
+    if isinstance(e, UnicodeDecodeError):
+        yield lines.n, None, f"not UTF-8 text ({e.reason} at byte {e.start})"
+        return False
+    if isinstance(e, csv.Error):
+        end = max(lines.n, start)
+        span = f" (a quoted field opened on line {start} runs to line {end})" if end > start else ""
+        for n in range(start, end + 1):
+            yield n, None, f"malformed CSV: {e}{span}"
+        return False
+    # a truncated or non-gzip .gz, a disk error
+    why = " ".join(f"{type(e).__name__}: {e}".split())[:200]
+    if lines.n == 0:
+        raise SourceError(f"{path}: cannot read the table ({why})") from None
+    # the rows before the damage are kept; the unreadable rest is one reject line
+    yield lines.n + 1, None, f"file damaged after line {lines.n}, the rest is unreadable ({why})"
+    return True
 
 
 def read_csv_rows_split(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
@@ -352,20 +362,9 @@ def read_csv_rows_split(path: Path) -> Iterator[tuple[int, list[str] | None, str
                 row = next(csv.reader(itertools.chain((line,), lines), strict=True))
             except StopIteration:
                 return
-            except UnicodeDecodeError as e:
-                yield lines.n, None, f"not UTF-8 text ({e.reason} at byte {e.start})"
-                continue
-            except (EOFError, OSError, zlib.error) as e:  # as read_csv_rows
-                why = " ".join(f"{type(e).__name__}: {e}".split())[:200]
-                if lines.n == 0:
-                    raise SourceError(f"{path}: cannot read the table ({why})") from None
-                yield lines.n + 1, None, f"file damaged after line {lines.n}, the rest is unreadable ({why})"
-                return
-            except csv.Error as e:
-                end = max(lines.n, start)
-                span = f" (a quoted field opened on line {start} runs to line {end})" if end > start else ""
-                for n in range(start, end + 1):
-                    yield n, None, f"malformed CSV: {e}{span}"
+            except (UnicodeDecodeError, EOFError, OSError, zlib.error, csv.Error) as e:
+                if (yield from _row_errors(path, lines, start, e)):
+                    return
                 continue
             yield lines.n, row, None
 
