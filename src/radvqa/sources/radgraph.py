@@ -58,7 +58,7 @@ from typing import Any
 from radvqa.model import Annotation, Reject, Span, Study
 from radvqa.sources import SOURCES
 from radvqa.sources.base import Record, Source, SourceError
-from radvqa.sources.tables import is_gzip
+from radvqa.sources.tables import files_depth2, is_gzip
 from radvqa.splits import normalize_split
 
 CERTAINTY = {
@@ -260,7 +260,7 @@ def split_graph_inputs(src: Source, inputs: list[Path], looks: Any = looks_like_
             graphs.append((p, data))
             continue
         found = []
-        for f in _depth2(p):
+        for f in files_depth2(p):
             if _json_candidate(f) and _starts_like_json(f):
                 try:
                     data = load_json(f)
@@ -275,23 +275,6 @@ def split_graph_inputs(src: Source, inputs: list[Path], looks: Any = looks_like_
         else:
             other.append(p)
     return graphs, other
-
-
-def _depth2(p: Path) -> list[Path]:
-    out: list[Path] = []
-    try:
-        entries = sorted(p.iterdir())
-    except OSError:
-        return out
-    for f in entries:
-        if f.is_file():
-            out.append(f)
-        elif f.is_dir():
-            try:
-                out += [g for g in sorted(f.iterdir()) if g.is_file()]
-            except OSError:
-                pass
-    return out
 
 
 def mimic_ids(key: str) -> tuple[str, str] | None:

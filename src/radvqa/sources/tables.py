@@ -96,22 +96,29 @@ class Layout:
         return miss
 
 
-def table_files(p: Path) -> list[Path]:
-    """Table-named files in a folder, depth 2 (tables sit at a dataset's top), sorted."""
+def files_depth2(p: Path, suffixes: tuple[str, ...] | None = None) -> list[Path]:
+    """Files in a folder and its direct subfolders (a dataset's top), sorted; with ``suffixes``
+    only those whose lower-cased name ends with one of them. Unreadable folders are skipped."""
     out: list[Path] = []
     try:
         entries = sorted(p.iterdir())
     except OSError:
         return out
     for f in entries:
-        if f.is_file() and f.name.lower().endswith(TABLE_NAMES):
+        if f.is_file() and (suffixes is None or f.name.lower().endswith(suffixes)):
             out.append(f)
         elif f.is_dir():
             try:
-                out += [g for g in sorted(f.iterdir()) if g.is_file() and g.name.lower().endswith(TABLE_NAMES)]
+                out += [g for g in sorted(f.iterdir())
+                        if g.is_file() and (suffixes is None or g.name.lower().endswith(suffixes))]
             except OSError:
                 pass
     return out
+
+
+def table_files(p: Path) -> list[Path]:
+    """Table-named files in a folder, depth 2 (tables sit at a dataset's top), sorted."""
+    return files_depth2(p, TABLE_NAMES)
 
 
 def recognise_tables(
