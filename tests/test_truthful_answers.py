@@ -509,3 +509,14 @@ def test_audit_counts_a_question_asked_twice_about_one_study():
     assert res["counts"]["repeated_question"] == 1 and "repeated_question" in res["failed"] and not res["ok"]
     assert res["examples"]["repeated_question"][0]["answer"] == "Yes. There is mild cardiomegaly."
     assert audit_rows([r("s1", q, "No."), r("s2", q, "No.")])["ok"]
+
+
+def test_audit_reads_a_difference_question_against_two_earlier_studies_as_two_questions():
+    from radvqa.quality.audit import audit_rows
+
+    q = "What has changed since the earlier study?"
+    rows = [{"qa_id": str(i), "study_id": "s3", "reference_study_id": ref, "question_type": "diff", "question": q,
+             "answer": a, "answer_parts": []} for i, (ref, a) in enumerate([("s1", "New effusion."), ("s2", "Nothing.")])]
+    assert audit_rows(rows)["counts"]["repeated_question"] == 0
+    rows[1]["reference_study_id"] = "s1"
+    assert audit_rows(rows)["counts"]["repeated_question"] == 1

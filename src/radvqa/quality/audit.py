@@ -17,8 +17,9 @@ any build, whoever generated it. A defect is something a reader can see is wrong
   ("the other", "the infections").
 - ``modifier_from_negated_phrase``: a stated finding carries a severity or side that the evidence
   sentences only use inside a negated phrase ("No large effusion" -> "A large effusion is seen").
-- ``repeated_question``: a study already has a row asking the same words (two answers to one
-  question, e.g. a subcategory and a region both called "the mediastinum"). Rows of a study are
+- ``repeated_question``: a study already has a row asking the same words about the same reference
+  study, if any (two answers to one question, e.g. a subcategory and a region both called "the
+  mediastinum"; a difference question asked against two earlier studies is two questions). Rows of a study are
   consecutive in a build (shards are sorted by study), so only the current study's questions are
   held.
 - ``answer_in_question``: the short answer (not yes/no) is spelled out by the question text.
@@ -58,7 +59,7 @@ DESCRIPTIONS = {
     "answer_in_question": "short answer spelled out by the question",
 }
 EXAMPLES_PER_CHECK = 3
-COLUMNS = ("qa_id", "study_id", "question_type", "question", "answer", "answer_short", "choices", "answer_parts",
+COLUMNS = ("qa_id", "study_id", "reference_study_id", "question_type", "question", "answer", "answer_short", "choices", "answer_parts",
            "provenance")
 
 _ID_UPPER = re.compile(r"\b[A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+\b")
@@ -221,7 +222,7 @@ def audit_rows(rows: Iterable[dict[str, Any]], fam: Family | None = None,
     examples: dict[str, list[dict[str, str]]] = {c: [] for c in CHECKS}
     n = 0
     study: Any = None
-    asked: set[str] = set()
+    asked: set[tuple[str, Any]] = set()
     for row in rows:
         n += 1
         found = check_row(row, fam)
@@ -229,7 +230,7 @@ def audit_rows(rows: Iterable[dict[str, Any]], fam: Family | None = None,
         if sid is not None:
             if sid != study:
                 study, asked = sid, set()
-            q = row.get("question") or ""
+            q = (row.get("question") or "", row.get("reference_study_id"))
             if q in asked:
                 found.append("repeated_question")
             asked.add(q)
