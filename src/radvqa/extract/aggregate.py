@@ -129,7 +129,7 @@ class Aggregator:
                 dropped = None
                 if v is not None:
                     severity, change, temporal, size = v.severity, v.change, v.temporal, v.size_mm
-                    if v.dropped or (v.regions and own and len(v.regions) != len(regions)):
+                    if v.dropped or (v.regions and len(v.regions) != len(regions)):
                         dropped = _dropped(v, regions, None)
                 else:
                     severity = size = change = temporal = None
@@ -148,7 +148,8 @@ class Aggregator:
                     quals.append(q)
                     own = own or mine
                     if v is not None:
-                        if v.dropped or (v.regions and mine and len(v.regions) != len(regions)):
+                        # a merged region-less mention had only places its finding cannot lie in
+                        if v.dropped or (v.regions and (len(v.regions) != len(regions) or not mine)):
                             dropped = _dropped(v, regions, dropped)
                         severity = severity or v.severity
                         change = change or v.change

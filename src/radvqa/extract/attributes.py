@@ -144,6 +144,9 @@ _SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
 _PHRASE_BREAK = re.compile(r"[,;:]|\b(?:and|or|but|with|without|is|are|was|were|has|have|appears?|remains?|which|that)\b")
 _CLAUSE_END = re.compile(r"[,;.]")
 _PRE_KINDS = frozenset(("severity", "size", "change", "temporal"))
+_MOD_BREAK = re.compile(r"[,;]|\b(?:with|without|but)\b")
+_COORD_AFTER = re.compile(r"\b(?:and|or|with)\b")
+_WORD_NEXT = re.compile(r"\s*-?\s*[a-z]")
 MAX_GAP = 80  # characters between an attribute and the mention it can describe
 MAX_GROUP = 8  # a longer chain of coordinated mentions is a list, not one finding phrase (and bounds the work)
 
@@ -198,6 +201,11 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                 gap = lower[a.end:ms]
                 if a.kind == "size" and " of " in gap:
                     d = 1 << 30  # "1.9 cm interruption of the catheter": it measures the interruption
+                elif (a.kind == "severity" or a.kind == "size") and gap.strip() and _MOD_BREAK.search(gap):
+                    # a modifier separated from the mention by a clause break or "with" modifies
+                    # a word of its own phrase ("stable moderate cardiomediastinal silhouette with
+                    # atherosclerotic calcifications": not moderate calcifications, CXR1173)
+                    d = 1 << 30
                 else:
                     # "nodules in the left base are calcified": a verb between the location and
                     # the next mention makes the location the subject's, not the predicate's
@@ -208,16 +216,23 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                     continue
                 gap = lower[me:a.start]
                 d = len(gap) + 4 + _penalty(gap)
-                if nxt == -2:
-                    nxt = bisect_left(starts, a.end)
-                if nxt < n:
+                pre = a.kind in _PRE_KINDS
+                comma = "," in gap or ";" in gap
+                if pre or comma:
+                    if nxt == -2:
+                        nxt = bisect_left(starts, a.end)
                     # the attribute opens the next mention's phrase: a modifier ("small amount of
                     # right basilar atelectasis", CXR1079), or any attribute after a clause break
                     # ("mild hyperinflation, right apical pleural-parenchymal irregularities
                     # compatible with scarring": the apex is the scarring's, CXR2516)
-                    after = lower[a.end:starts[nxt]]
-                    if (a.kind in _PRE_KINDS and len(after) <= 40 and not _PHRASE_BREAK.search(after)) or (
-                            ("," in gap or ";" in gap) and not _CLAUSE_END.search(after)):
+                    if nxt < n and ((pre and starts[nxt] - a.end <= 40 and not _PHRASE_BREAK.search(lower, a.end, starts[nxt]))
+                                    or (comma and not _CLAUSE_END.search(lower, a.end, starts[nxt]))):
+                        i += 1
+                        continue
+                    if a.kind == "severity" and _COORD_AFTER.search(gap) and _WORD_NEXT.match(lower, a.end):
+                        # "aortic tortuosity and mild ectasia": after a coordination, a modifier
+                        # followed by a word describes that word (no finding of ours), not the
+                        # finding before it (CXR2565); "effusion, small in size" still is the effusion's
                         i += 1
                         continue
             else:

@@ -325,8 +325,10 @@ class RulesExtractor:
                 # it as dropped: aggregate.py)
                 regions = regions0 if ok is None or not regions0 else tuple(r for r in regions0 if r in ok)
                 lat = lat0
-                if lat is None and regions:
-                    sides = {self.region_side.get(r) for r in regions} - {None}
+                if lat is None and regions0:
+                    # the side of a dropped place is still said ("hydropneumothorax within the
+                    # left chest": left, though not in the chest wall)
+                    sides = {self.region_side.get(r) for r in regions0} - {None}
                     if len(sides) == 1:
                         lat = sides.pop()
                     elif len(sides) > 1:

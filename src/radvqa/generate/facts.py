@@ -29,7 +29,8 @@ def _severity_words(gen: Any, level: str) -> tuple[str, ...]:
     hit = _SEV_WORDS.get(key)
     if hit is None:
         table = getattr(getattr(gen.vocab.onto, "modifiers", None), "severity", None) or {}
-        hit = _SEV_WORDS[key] = (level, *table.get(level, ()))
+        # a range ("moderate to large") is said with the words of both its levels
+        hit = _SEV_WORDS[key] = (level, *(w for lv in level.split(" to ") for w in (lv, *table.get(lv, ()))))
     return hit
 _CERTAINTIES = frozenset(CERTAINTIES)
 
@@ -265,7 +266,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
                 stexts, etexts,
                 bool(ctx.shared_sentences) and not ctx.shared_sentences.isdisjoint(sids),
                 kind, n_boxed, ctx.n_boxable_images, ctx.sg.report is not None, obs.id in ctx.label_conflicts,
-                places, tuple(b.source for b in obs.boxes) if obs.boxes else (), annotated)
+                places, tuple(b.source for b in obs.boxes) if obs.boxes else (), annotated, bool(obs.dropped))
         cache = gen.grade_cache
         hit = cache.get(gkey)
         if hit is None:
