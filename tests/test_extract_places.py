@@ -57,6 +57,12 @@ CASES = [
     ("CXR1173", "PA and moderate loss of the chest demonstrate stable moderate cardiomediastinal silhouette with "
                 "atherosclerotic calcifications of the aortic XXXX and mild aortic ectasia.",
      [("aortic_atherosclerosis", {"sev": None})]),
+    ("CXR297", "Low lung volumes with mild, XXXX left basilar opacity, atelectasis versus infiltrate.",
+     [("low_lung_volumes", {"sev": None}), ("lung_opacity", {"sev": "mild", "lat": "left"})]),
+    ("CXR1171", "Low lung volumes with mild bronchovascular crowding and right basilar airspace disease.",
+     [("low_lung_volumes", {"sev": None}), ("lung_opacity", {"sev": None, "lat": "right"})]),
+    ("CXR1076", "Borderline heart size with mild central vascular congestive changes.",
+     [("cardiomegaly", {"sev": None})]),
     ("CXR1525", "There is a large hydropneumothorax within the left chest.",
      [("hydropneumothorax", {"regions_not": {"left_chest_wall"}, "lat": "left", "dropped": "place:left_chest_wall"})]),
 ]

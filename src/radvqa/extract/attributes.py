@@ -144,7 +144,13 @@ _SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
 _PHRASE_BREAK = re.compile(r"[,;:]|\b(?:and|or|but|with|without|is|are|was|were|has|have|appears?|remains?|which|that)\b")
 _CLAUSE_END = re.compile(r"[,;.]")
 _PRE_KINDS = frozenset(("severity", "size", "change", "temporal"))
-_MOD_BREAK = re.compile(r"[,;]|\b(?:with|without|but)\b")
+# between a modifier and a later mention: a word that starts another phrase ("mild bronchovascular
+# crowding and right basilar airspace disease": not mild airspace disease, CXR1171; "mild right
+# paratracheal soft tissue may be secondary to lymphadenopathy", CXR3096); a comma right after the
+# modifier only separates adjectives ("mild, XXXX opacity", CXR297)
+_MOD_BREAK = re.compile(r"(?<=.)[,;]|\b(?:with|without|but|and|or|is|are|was|were|be|been|may|might|could|"
+                        r"represents?|which|that)\b")
+_ADJ_COMMA = re.compile(r"\s*,?")  # "mild, XXXX opacity": a comma between adjectives
 _COORD_AFTER = re.compile(r"\b(?:and|or|with)\b")
 _WORD_NEXT = re.compile(r"\s*-?\s*[a-z]")
 MAX_GAP = 80  # characters between an attribute and the mention it can describe
@@ -201,7 +207,7 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                 gap = lower[a.end:ms]
                 if a.kind == "size" and " of " in gap:
                     d = 1 << 30  # "1.9 cm interruption of the catheter": it measures the interruption
-                elif (a.kind == "severity" or a.kind == "size") and gap.strip() and _MOD_BREAK.search(gap):
+                elif (a.kind == "severity" or a.kind == "size") and gap.strip() and _MOD_BREAK.search(gap.lstrip()):
                     # a modifier separated from the mention by a clause break or "with" modifies
                     # a word of its own phrase ("stable moderate cardiomediastinal silhouette with
                     # atherosclerotic calcifications": not moderate calcifications, CXR1173)
@@ -225,7 +231,8 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                     # right basilar atelectasis", CXR1079), or any attribute after a clause break
                     # ("mild hyperinflation, right apical pleural-parenchymal irregularities
                     # compatible with scarring": the apex is the scarring's, CXR2516)
-                    if nxt < n and ((pre and starts[nxt] - a.end <= 40 and not _PHRASE_BREAK.search(lower, a.end, starts[nxt]))
+                    if nxt < n and ((pre and starts[nxt] - a.end <= 40 and not _PHRASE_BREAK.search(
+                                        lower, _ADJ_COMMA.match(lower, a.end).end(), starts[nxt]))
                                     or (comma and not _CLAUSE_END.search(lower, a.end, starts[nxt]))):
                         i += 1
                         continue
