@@ -173,3 +173,24 @@ def test_a_dropped_place_lowers_the_grade(onto):
     assert all(r.grade != "A++" for r in dropped)
     assert all("location:dropped_place->A" in r.grade_reasons for r in dropped)
     assert all("vasculature" not in r.answer for r in dropped)
+
+
+def test_an_unsided_copy_gives_no_severity_to_one_of_several_sides(onto):
+    # CXR2704: "left base streaky opacity" + "small nodular opacities projecting over the right
+    # base" + IMPRESSION "small nodular opacities" (no side) was answered "small left lung opacity"
+    s = ["There is left base streaky opacity.", "There are small nodular opacities projecting over the right base.",
+         "XXXX indeterminant small nodular opacities."]
+    obs = [Observation(id="O01", finding="lung_opacity", laterality="left", regions=["left_lower_lung_zone"],
+                       evidence=[Span(start=0, end=10, text="opacity", sentence_id="S01")]),
+           Observation(id="O02", finding="lung_opacity", laterality="right", severity="small",
+                       regions=["right_lower_lung_zone"], evidence=[Span(start=0, end=10, text="opacities", sentence_id="S02")]),
+           Observation(id="O03", finding="lung_opacity", severity="small",
+                       evidence=[Span(start=0, end=10, text="opacities", sentence_id="S03")])]
+    gen = Generator(onto, GenerateOptions(strategies=("qba",)))
+    rows = [r for r in gen.generate(_sg(obs, s)) if "lung_opacity" in r.findings and r.polarity == "positive"]
+    assert rows
+    for r in rows:
+        assert "small left" not in r.answer.lower(), r.answer
+        for p in r.answer_parts:
+            if p.laterality == "left":
+                assert p.severity is None, (r.answer, p)
