@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from radvqa.io.stats import image_counts
 from radvqa.run.builder import build
 from radvqa.sources import sample_inputs, tables
 from radvqa.sources.base import read_csv_rows
@@ -112,3 +113,6 @@ def test_nih_build_in_parts_identical(tmp_path: Path, monkeypatch: pytest.Monkey
     assert files_bytes(tmp_path / "n2") == files_bytes(tmp_path / "n1")
     assert (tmp_path / "n2" / "rejected.jsonl").read_bytes() == (tmp_path / "n1" / "rejected.jsonl").read_bytes()
     assert one["counts"] == two["counts"] and one["counts"]["studies_in"] > 40
+    # the image counts the workers took of their shards add up to one pass over the output
+    whole = image_counts(tmp_path / "n2")
+    assert {k: two["counts"][k] for k in whole} == whole and whole["qa_rows_with_image"] > 0

@@ -183,6 +183,9 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
         f"scene_graphs/{name}": (out / "scene_graphs" / name).stat().st_size,
         f"qa/{name}": (out / "qa" / name).stat().st_size,
     }
+    from radvqa.io.stats import image_counts
+
+    images = image_counts(out, [out / "qa" / name], [out / "scene_graphs" / name])
     # stages in CPU seconds of this worker; "wall" = this shard's elapsed time
     timings = {"load": t_load, **pipe.timings, "write": t_write}
     timings["total"] = time.process_time() - c_start
@@ -206,6 +209,7 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
         files=files,
         timings=timings,
         pid=os.getpid(),
+        image_counts=images,
     )
     write_text_atomic(marker_path(out, shard), json.dumps(stats.to_dict(), indent=1, sort_keys=True))
     return stats
