@@ -17,24 +17,13 @@ def _vc(col: pa.Array | pa.ChunkedArray) -> dict[Any, int]:
     return {d["values"]: d["counts"] for d in pc.value_counts(col).to_pylist()}
 
 
-def _batches(files: list[Path], columns: list[str], batch_size: int) -> Any:
-    import pyarrow.parquet as pq
-
-    for f in files:
-        yield from pq.ParquetFile(f).iter_batches(batch_size=batch_size, columns=columns)
-
-
-def image_counts(out: Path | str, qa_files: list[Path] | None = None,
-                 sg_files: list[Path] | None = None) -> dict[str, int]:
+def image_counts(out: Path | str) -> dict[str, int]:
     """Rows and images with and without an image file (#17: an NIH build had 1,877 of 771,148 rows
     with an image, and nothing said so). A row counts as having its image when every one of its
-    image paths is set (the source found the file). ``qa_files`` / ``sg_files``: count these
-    shard files only (a build worker counts its own shard, #19; the counts add up over shards)."""
+    image paths is set (the source found the file)."""
     out = Path(out)
-    qa_files = shard_files(out, "qa") if qa_files is None else qa_files
-    sg_files = shard_files(out, "scene_graphs") if sg_files is None else sg_files
     with_img = without = 0
-    for b in _batches(qa_files, ["image_paths"], 100_000):
+    for b in iter_batches(out, "qa", columns=["image_paths"], batch_size=100_000):
         col = b.column("image_paths")
         n_paths = pc.list_value_length(col).fill_null(0)
         flat = pc.list_flatten(col)
@@ -46,12 +35,12 @@ def image_counts(out: Path | str, qa_files: list[Path] | None = None,
         with_img += ok
         without += b.num_rows - ok
     files = records = 0
-    for b in _batches(sg_files, ["images"], 20_000):
+    for b in iter_batches(out, "scene_graphs", columns=["images"], batch_size=20_000):
         flat = pc.list_flatten(b.column("images"))
         records += len(flat)
         paths = pc.struct_field(flat, "path") if len(flat) else pa.array([], pa.string())
         files += int(pc.sum(pc.greater(pc.utf8_length(paths.fill_null("")), 0)).as_py() or 0)
-    if not sg_files:
+    if not shard_files(out, "scene_graphs"):
         # an imported benchmark has no scene graphs and its importer does not check files: its
         # images are the distinct paths of its rows, counted as found only when the file exists
         # (VQA-RAD's release ships the test images only)
