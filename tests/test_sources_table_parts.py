@@ -116,3 +116,63 @@ def test_nih_build_in_parts_identical(tmp_path: Path, monkeypatch: pytest.Monkey
     # the image counts the workers took of their shards add up to one pass over the output
     whole = image_counts(tmp_path / "n2")
     assert {k: two["counts"][k] for k in whole} == whole and whole["qa_rows_with_image"] > 0
+
+
+_CHEXPERT_HEADER = ("Path,Sex,Age,Frontal/Lateral,AP/PA,No Finding,Enlarged Cardiomediastinum,Cardiomegaly,"
+                    "Lung Opacity,Lung Lesion,Edema,Consolidation,Pneumonia,Atelectasis,Pneumothorax,"
+                    "Pleural Effusion,Pleural Other,Fracture,Support Devices")
+
+
+def _chexpert_inputs(tmp: Path, gz: bool) -> list[Path]:
+    """A CheXpert train table of 60 patients (1-3 studies of 1-3 views each, consecutive rows),
+    with rejected rows inside and between studies, a study whose rows come back later (duplicate),
+    a short row, a blank and a non-UTF-8 line; and a valid table repeating a train study."""
+    root = tmp / "CheXpert-v1.0-small"
+    root.mkdir()
+    lines: list[bytes] = []
+    for p in range(1, 61):
+        for s in range(1, 2 + p % 3):
+            for v in range(1, 2 + (p + s) % 3):
+                lab = ",".join(("1.0", "", "-1.0", "0.0")[(p * s + v + j) % 4] for j in range(14))
+                lines.append(f"CheXpert-v1.0-small/train/patient{p:05d}/study{s}/view{v}_frontal.jpg,"
+                             f"Female,{40 + p},Frontal,AP,{lab}".encode())
+        if p == 7:
+            lines.append(b"not/a/path.jpg,Male,41,Frontal,AP" + b"," * 14)  # between studies
+        if p == 20:
+            lines.insert(len(lines) - 1, b"CheXpert-v1.0-small/train/patient00020/study1/x.jpg,F,1")  # short, inside
+        if p == 33:
+            lines.append(b"")
+            lines.append(b"CheXpert-v1.0-small/train/patient00033/study1/view9_frontal.jpg,F\xff,1,Frontal,AP" + b"," * 14)
+        if p == 45:
+            lines.append(lines[20])  # patient 5's study again, far from its run: a duplicate
+    text = (_CHEXPERT_HEADER.encode() + b"\n" + b"\n".join(lines) + b"\n")
+    train = root / ("train.csv.gz" if gz else "train.csv")
+    train.write_bytes(gzip.compress(text, mtime=0) if gz else text)
+    valid = root / "valid.csv"
+    valid.write_bytes(_CHEXPERT_HEADER.encode() + b"\n" + lines[3].replace(b"/train/", b"/valid/") + b"\n"
+                      + lines[0] + b"\n")
+    return [train, valid]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_chexpert_parts_equal_one_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gz: bool) -> None:
+    from radvqa.sources.chexpert import CheXpertSource
+
+    monkeypatch.setattr(tables, "MIN_PART_ROWS", 1)
+    inputs = _chexpert_inputs(tmp_path, gz)
+    whole = _encoded(stream := CheXpertSource().iter_records(inputs))
+    reasons = "\n".join(r.decode() for r in whole if b'"reason"' in r)
+    for why in ("is not .../patientN/studyM/file", "duplicate study", "3 cells, header has", "not UTF-8"):
+        assert why in reasons, why
+    assert sum(b'"reason"' not in r for r in whole) > 100
+    for n in (2, 3, 7, 64):
+        specs = CheXpertSource().plan_parts(inputs, n)
+        assert specs is not None and len(specs) >= 3  # train in parts, then valid whole
+        got: list[bytes] = []
+        read = 0
+        for spec in specs:
+            got += _encoded(s := CheXpertSource().iter_part(inputs, spec))
+            read += s.counts.read
+            assert s.counts.unaccounted() == 0
+        assert got == whole, n
+        assert read == stream.counts.read

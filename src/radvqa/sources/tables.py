@@ -103,8 +103,9 @@ def plan_line_ranges(path: Path, n_parts: int, min_rows: int | None = None,
                      chunk: int = 1 << 20) -> list[dict[str, int | None]] | None:
     """Cut a table into at most ``n_parts`` consecutive byte ranges of about equal size, each
     starting at a line start, in one pass over its (decompressed) bytes that parses nothing. Each
-    range: ``{"lo", "hi" (None: to the end), "line0"}`` with ``line0`` the number of lines before
-    ``lo`` (so a part's rejects name the same line numbers as one reader's). The header is in the
+    range: ``{"lo", "hi" (None: to the end), "line0", "line_hi"}`` with ``line0`` / ``line_hi`` the
+    number of lines before ``lo`` / ``hi`` (so a part's rejects name the same line numbers as one
+    reader's). The header is in the
     first range. None (read the table whole) when it has fewer than ``min_rows`` rows a part, when
     it holds a double quote anywhere (a quoted field may span lines, so a line start need not be
     a record start; the tables of NIH, CheXpert, VinDr and MIMIC have none), or when it cannot be
@@ -148,7 +149,8 @@ def plan_line_ranges(path: Path, n_parts: int, min_rows: int | None = None,
         fewer = min(k - 1, lines // max(min_rows, 1))
         return plan_line_ranges(path, fewer, min_rows, chunk) if fewer < n_parts else None
     bounds = [(0, 0)] + cuts
-    return [{"lo": lo, "line0": l0, "hi": bounds[i + 1][0] if i + 1 < len(bounds) else None}
+    return [{"lo": lo, "line0": l0, "hi": bounds[i + 1][0] if i + 1 < len(bounds) else None,
+             "line_hi": bounds[i + 1][1] if i + 1 < len(bounds) else None}
             for i, (lo, l0) in enumerate(bounds)]
 
 
