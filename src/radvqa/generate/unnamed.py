@@ -1,0 +1,69 @@
+"""Findings the ontology does not name ("irregularity of the right fifth and sixth ribs", "stable
+postsurgical change of the left clavicle"): the extractor states nothing from them, yet the region
+they lie in is not normal. ``UnnamedFindings.find`` reads a report's observed sentences once per
+study and returns the regions (with the subcategories those regions make up) that no "normal" /
+"no abnormality" answer may speak for. Words and the region -> subcategory table are data
+(``data/unnamed_findings.yaml``); region words are the ontology's region names and synonyms."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_DATA = Path(__file__).with_name("data") / "unnamed_findings.yaml"
+
+
+def _alt(words: list[str]) -> str:
+    return "|".join(re.escape(" ".join(w.lower().split())) for w in sorted(set(words), key=len, reverse=True))
+
+
+class UnnamedFindings:
+    """Built once per generator from the vocabulary; ``find`` is a pure function of the report."""
+
+    def __init__(self, vocab: Any, path: Path = _DATA) -> None:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        words = [str(w) for w in doc.get("words") or []]
+        neg = [str(w) for w in doc.get("negations") or []]
+        self.sections = frozenset(str(s).upper() for s in doc.get("sections") or [])
+        self.word = re.compile(rf"\b(?:{_alt(words)})\b") if words else None
+        self.neg = re.compile(rf"\b(?:{_alt(neg)})\b") if neg else None
+        onto = vocab.onto
+        terms = getattr(onto, "region_terms", None)
+        index: dict[str, tuple[str, ...]] = terms() if callable(terms) else {}
+        # one region per term: an ambiguous term names no region
+        self.region_of = {t: ids[0] for t, ids in index.items() if len(ids) == 1 and ids[0] in vocab.rname}
+        self.region = re.compile(rf"\b(?:{_alt(list(self.region_of))})\b") if self.region_of else None
+        # (regions a reduced ontology lacks are not an error: no sentence can name them)
+        self.sub_of: dict[str, str] = {str(r): str(s) for r, s in (doc.get("subcategories") or {}).items()
+                                       if r in vocab.rname}
+        self.ranc = vocab.rancestors
+
+    def find(self, report: Any) -> tuple[set[str], set[str]]:
+        """(subcategories, regions) holding a finding the report states but the ontology does not
+        name. A sentence counts when it has one of ``words`` with no negation before it in the
+        sentence ("no rib irregularity") and names a region."""
+        subs: set[str] = set()
+        regions: set[str] = set()
+        if report is None or self.word is None or self.region is None:
+            return subs, regions
+        for s in report.sentences:
+            if self.sections and s.section.upper() not in self.sections:
+                continue
+            text = s.text.lower()
+            m = self.word.search(text)
+            if m is None:
+                continue
+            if self.neg is not None and self.neg.search(text, 0, m.start()):
+                continue
+            for r in self.region.finditer(text):
+                rid = self.region_of[" ".join(r.group().split())]
+                regions.add(rid)
+                for a in (rid, *self.ranc.get(rid, ())):
+                    sub = self.sub_of.get(a)
+                    if sub is not None:
+                        subs.add(sub)
+                        break
+        return subs, regions
