@@ -161,6 +161,7 @@ def test_answers_state_nothing_the_report_does_not(rows):
             assert word not in r["answer"].lower(), (n, r["question"], r["answer"])
     # "Prior cholecystectomy": no clips stated, nor an implied "no clips" (the report is not silent)
     assert not any("surgical_clips" in r["findings"] for r in _of(rows, 3658))
+    assert not any(r["answer"].startswith("No") and "device" in r["question"].lower() for r in _of(rows, 3658))
 
 
 def test_clips_in_the_abdomen_are_no_device_in_the_chest(rows):

@@ -431,9 +431,11 @@ class RulesExtractor:
                     # a qualifier inside the cue ("no definite", "no suspicious") limits the first
                     # finding after it, not the rest of a negated list ("no suspicious opacity,
                     # pneumothorax": the pneumothorax is plainly absent); a hedging cue ("no
-                    # definite consolidation or effusion") hedges and qualifies the whole list
+                    # definite consolidation or effusion") hedges and qualifies the whole list, up to
+                    # the next cue ("no definite effusion, no typical findings of edema")
                     q = self._qualifier(seg, cue.start, cue.end) \
-                        if cue.end > m.start or cue.start >= prev_end or cue.roles & DOM_PRE else None
+                        if cue.end > m.start or cue.start >= prev_end or (
+                            cue.roles & DOM_PRE and not any(cue.end <= c.start < m.start for c in cues)) else None
                     if q is None and cue.roles & (NEG_PRE | DOM_PRE) and cue.end <= m.start:
                         # the mention's own phrase: after the cue and after the previous mention
                         # (and its own words: "no displaced rib fractures" is one lexicon term)

@@ -352,6 +352,9 @@ class Study:
         self.hidden: dict[str, tuple[set[str], set[str] | None]] = {}
         if ctx.hidden:
             self._hide(ctx)
+        if not self.devs and s.unnamed.devices_unknown(ctx.sg.report):
+            # "Prior cholecystectomy": no device stated, and no "no device" answer either
+            self.hidden["devices"] = (set(), None)
         # findings the ontology does not name ("irregularity of the right ribs"): their regions and
         # subcategories are never called normal (nor is the study)
         subs_u, regs_u = s.unnamed.find(ctx.sg.report)

@@ -26,6 +26,8 @@ class UnnamedFindings:
     def __init__(self, vocab: Any, path: Path = _DATA) -> None:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         words = [str(w) for w in doc.get("words") or []]
+        ops = [str(w) for w in doc.get("past_operations") or []]
+        self.operation = re.compile(rf"\b(?:{_alt(ops)})\b") if ops else None
         neg = [str(w) for w in doc.get("negations") or []]
         self.sections = frozenset(str(s).upper() for s in doc.get("sections") or [])
         self.word = re.compile(rf"\b(?:{_alt(words)})\b") if words else None
@@ -40,6 +42,20 @@ class UnnamedFindings:
         self.sub_of: dict[str, str] = {str(r): str(s) for r, s in (doc.get("subcategories") or {}).items()
                                        if r in vocab.rname}
         self.ranc = vocab.rancestors
+
+    def devices_unknown(self, report: Any) -> bool:
+        """The report names a past operation ("Prior cholecystectomy") without stating a device:
+        clips or sutures may be on the film, so no answer may say the study has no device."""
+        if report is None or self.operation is None:
+            return False
+        for s in report.sentences:
+            if self.sections and s.section.upper() not in self.sections:
+                continue
+            text = s.text.lower()
+            m = self.operation.search(text)
+            if m is not None and (self.neg is None or self.neg.search(text, 0, m.start()) is None):
+                return True
+        return False
 
     def find(self, report: Any) -> tuple[set[str], set[str]]:
         """(subcategories, regions) holding a finding the report states but the ontology does not
