@@ -42,6 +42,7 @@ class UnnamedFindings:
         self.sub_of: dict[str, str] = {str(r): str(s) for r, s in (doc.get("subcategories") or {}).items()
                                        if r in vocab.rname}
         self.ranc = vocab.rancestors
+        self._cache: dict[str, tuple[frozenset[str], frozenset[str], bool]] = {}
 
     def devices_unknown(self, report: Any) -> bool:
         """The report names a past operation ("Prior cholecystectomy") without stating a device:
@@ -51,9 +52,7 @@ class UnnamedFindings:
         for s in report.sentences:
             if self.sections and s.section.upper() not in self.sections:
                 continue
-            text = s.text.lower()
-            m = self.operation.search(text)
-            if m is not None and (self.neg is None or self.neg.search(text, 0, m.start()) is None):
+            if self._sentence(s.text)[2]:
                 return True
         return False
 
@@ -68,13 +67,24 @@ class UnnamedFindings:
         for s in report.sentences:
             if self.sections and s.section.upper() not in self.sections:
                 continue
-            text = s.text.lower()
-            m = self.word.search(text)
-            if m is None:
-                continue
-            if self.neg is not None and self.neg.search(text, 0, m.start()):
-                continue
-            for r in self.region.finditer(text):
+            hit = self._sentence(s.text)
+            if hit[1]:
+                subs.update(hit[0])
+                regions.update(hit[1])
+        return subs, regions
+
+    def _sentence(self, text: str) -> tuple[frozenset[str], frozenset[str], bool]:
+        """(subcategories, regions, names a past operation) of one sentence, cached: report
+        sentences repeat across a corpus ("No pneumothorax." in most OpenI reports)."""
+        hit = self._cache.get(text)
+        if hit is not None:
+            return hit
+        low = text.lower()
+        subs: set[str] = set()
+        regions: set[str] = set()
+        m = self.word.search(low) if self.word is not None else None
+        if m is not None and self.region is not None and (self.neg is None or self.neg.search(low, 0, m.start()) is None):
+            for r in self.region.finditer(low):
                 rid = self.region_of[" ".join(r.group().split())]
                 regions.add(rid)
                 for a in (rid, *self.ranc.get(rid, ())):
@@ -82,4 +92,11 @@ class UnnamedFindings:
                     if sub is not None:
                         subs.add(sub)
                         break
-        return subs, regions
+        op = False
+        if self.operation is not None:
+            o = self.operation.search(low)
+            op = o is not None and (self.neg is None or self.neg.search(low, 0, o.start()) is None)
+        if len(self._cache) >= 100_000:
+            self._cache.clear()  # bounded memory; results do not depend on the cache
+        hit = self._cache[text] = (frozenset(subs) if regions else frozenset(), frozenset(regions), op)
+        return hit
