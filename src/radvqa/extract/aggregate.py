@@ -119,9 +119,52 @@ class Aggregator:
             t[2].sort(key=lambda m: m[0].start)
         return out
 
+    def _hedge_both_ways(self, items: list) -> list:
+        """A finding the report states both plainly and hedged is hedged (hand audit #13): "perihilar
+        opacities, edema ... perihilar opacities, possibly edema" (CXR2752), "sclerotic focus ...
+        a sclerotic focus cannot be excluded" (CXR1694). A hedge without a side hedges the
+        finding's only present observation; a hedge on one side of a bilateral statement leaves
+        the other side stated ("bilateral small pleural effusions ... questionable small right
+        pleural effusion", CXR1043). A qualified negative ("no large effusion") is no hedge."""
+        hedges: dict[str, set] = {}
+        for (f, lat, _r), o in items:
+            if o[1]:
+                continue
+            for m in o[2]:
+                if m[1] == "uncertain" and m[4] is None:
+                    hedges.setdefault(f, set()).add(lat)
+        if not hedges:
+            return items
+        present: dict[str, int] = {}
+        for (f, _lat, _r), o in items:
+            if o[0] == "present" and not o[1]:
+                present[f] = present.get(f, 0) + 1
+        out: list = []
+        for key, o in items:
+            f, lat, regions = key
+            sides = hedges.get(f)
+            if sides is None or o[0] != "present" or o[1]:
+                out.append((key, o))
+                continue
+            if lat in sides or (None in sides and present[f] == 1):
+                o[0] = "uncertain"
+                o[2] = [(sp, "uncertain" if c == "present" else c, v, own, q) for sp, c, v, own, q in o[2]]
+                out.append((key, o))
+                continue
+            if lat == "bilateral" and len(sides & {"left", "right"}) == 1:
+                other = "left" if "right" in sides else "right"
+                if any(k[0] == f and k[1] == other and p[0] == "present" for k, p in items):
+                    continue  # the other side is stated on its own
+                keep = tuple(r for r in regions if self._side.get(r) is None or self._side.get(r) == other)
+                out.append(((f, other, keep), o))
+                continue
+            out.append((key, o))
+        return out
+
     def observations(self) -> list[Observation]:
         out = []
-        for n, ((finding, lat, regions), (cert, _implicit, mentions)) in enumerate(self._merge_regionless(), 1):
+        for n, ((finding, lat, regions), (cert, _implicit, mentions)) in enumerate(
+                self._hedge_both_ways(self._merge_regionless()), 1):
             if len(mentions) == 1 and mentions[0][1] == cert:
                 # one mention (most observations): it is the evidence and gives the certainty
                 sp, _c, v, own, qualifier = mentions[0]

@@ -32,6 +32,11 @@ _SIDS = tuple(f"S{n:02d}" for n in range(1, 100))
 MAX_SENTENCE_CHARS = 20_000
 
 
+# the words between an explanation and a finding offered as its alternative ("overlapping
+# shadows or actual pulmonary nodule")
+_OR_NEXT = re.compile(r"[^\s;,.]*(?:\s+[^\s;,.]+){0,2}?\s*,?\s+(?:or|versus|vs\.?)\s+(?:[a-z-]+\s+){0,2}")
+
+
 @EXTRACTORS.register("rules")
 class RulesExtractor:
     """Build once (compiles the ontology and rule data), then call ``extract`` per report."""
@@ -96,6 +101,11 @@ class RulesExtractor:
         if unknown:
             raise ValueError(f"context.yaml alternatives.signs: unknown finding id(s) {unknown}")
         self.alt_signs = frozenset(alt.get("signs") or [])
+        same = [frozenset(str(f) for f in pair) for pair in alt.get("same_finding") or []]
+        unknown = sorted({f for pair in same for f in pair if f not in ontology.findings})
+        if unknown:
+            raise ValueError(f"context.yaml alternatives.same_finding: unknown finding id(s) {unknown}")
+        self.alt_same = frozenset(same)
         # a sign explained away as no lung opacity ("density ... representing overlying shadows")
         ea = alt.get("explained_away") or {}
         self.explained_away = self.explained_pre = None
@@ -447,6 +457,14 @@ class RulesExtractor:
                 cert = "present"  # no cue in the sentence: what certainty() says without one
             else:
                 cert, cue = ctx.certainty(seg, cues, m.start, m.end, starts)
+                if cert != "present" and cue is not None and cue.start >= m.end and any(
+                        o.certainty is not None and o.start <= cue.start and cue.end <= o.end for o in mentions):
+                    # a post cue that another mention's own pattern consumed decides that mention
+                    # only ("stable mild tortuosity of the thoracic aorta, and heart size within
+                    # normal limits": the aorta is not normal; hand audit #13, CXR2441)
+                    own = [c for c in cues if not (c.start >= m.end and any(
+                        o.certainty is not None and o.start <= c.start and c.end <= o.end for o in mentions))]
+                    cert, cue = ctx.certainty(seg, own, m.start, m.end, [c.start for c in own])
                 if cert is not None and cue is not None and cert != "present" and cue.roles & (NEG_PRE | DOM_PRE | NEG_POST | DOM_POST):
                     # a qualifier inside the cue ("no definite", "no suspicious") limits the first
                     # finding after it, not the rest of a negated list ("no suspicious opacity,
@@ -540,7 +558,14 @@ class RulesExtractor:
             if certs[i] is None or certs[i] == "absent" or m.certainty is not None or \
                     not all(f in signs for f in m.findings):
                 continue
-            if self.explained_away.match(seg, m.end) or (  # type: ignore[union-attr]
+            hit = self.explained_away.match(seg, m.end)  # type: ignore[union-attr]
+            if hit is not None and any(n.start >= hit.end() and _OR_NEXT.fullmatch(seg, hit.end(), n.start)
+                                       for n in mentions[i + 1:]):
+                # the explanation is one alternative of a finding ("density ... which could
+                # represent overlapping shadows or actual pulmonary nodule", hand audit #13,
+                # CXR2633): the sign may be a lung opacity, or not
+                certs[i] = "uncertain"
+            elif hit is not None or (
                     self.explained_pre is not None and self.explained_pre.search(seg, max(0, m.start - 40), m.start)):
                 certs[i] = None
 
@@ -555,7 +580,10 @@ class RulesExtractor:
             if i < n:
                 a, b = mentions[i - 1].end, mentions[i].start
                 if self.alt_gap.fullmatch(seg, a, b):  # type: ignore[union-attr]
-                    alt = True
+                    # "aortic ectasia/tortuosity": one finding named twice, no alternative
+                    if not (self.alt_same and any(frozenset((f, g)) in self.alt_same
+                                                  for f in mentions[i - 1].findings for g in mentions[i].findings)):
+                        alt = True
                     continue
                 if self.list_gap.fullmatch(seg, a, b):
                     continue

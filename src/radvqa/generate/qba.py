@@ -625,11 +625,27 @@ def _has_op(subject: str) -> Callable[[Study, Template, Item], None]:
     return render
 
 
+def _hedged_lv(facts: list[Fact]) -> dict[str, str]:
+    """The summary lead's list: a hedged finding is listed as possible ("the images show a left
+    rib fracture and a possible left pneumothorax"), never as plainly shown (hand audit #13,
+    CXR1691 "probable left pneumothorax", CXR1416 "possibly pulmonary hypertension")."""
+    items = []
+    for f in facts:
+        a = f.a_phrase
+        if f.uncertain:
+            art, _, rest = a.partition(" ")
+            a = f"{art} possible {rest}" if art in ("a", "an") and rest else f"possible {a}"
+            if a.startswith("an possible"):
+                a = "a" + a[2:]
+        items.append(a)
+    return {"list": join_list(items), "n": str(len(facts))}
+
+
 def op_indication(st: Study, tpl: Template, it: Item) -> None:
     pos, neg = it.pos, it.neg
     if pos:
         parts = [p for f in pos for p in st.parts_of(f)] + [f.main for f in neg]
-        st.say(tpl, it.slots, it.key, it.name or "positive", _lv(pos), parts, pos + neg, polarity="positive",
+        st.say(tpl, it.slots, it.key, it.name or "positive", _hedged_lv(pos), parts, pos + neg, polarity="positive",
                extra=it.extra, prov_first=it.prov)
     else:
         st.say(tpl, it.slots, it.key, "negative", _EMPTY, [f.main for f in neg], neg, polarity="negative",
