@@ -44,6 +44,9 @@ class Aggregator:
         self._side = region_side
         self._lateralised = lateralised
         self._regions = False  # some key has regions (else no region-less mention can be merged)
+        # sentence ids of the concluding sections (IMPRESSION): their statement decides a finding
+        # stated both plainly and hedged
+        self.concluding: set[str] = set()
 
     def add(self, finding: str, certainty: str, span: Span, v: AttrValues | None, implicit: bool = False,
             qualifier: str | None = None) -> None:
@@ -125,14 +128,23 @@ class Aggregator:
         a sclerotic focus cannot be excluded" (CXR1694). A hedge without a side hedges the
         finding's only present observation; a hedge on one side of a bilateral statement leaves
         the other side stated ("bilateral small pleural effusions ... questionable small right
-        pleural effusion", CXR1043). A qualified negative ("no large effusion") is no hedge."""
+        pleural effusion", CXR1043). A qualified negative ("no large effusion") is no hedge. When
+        the conclusion (IMPRESSION) states the finding only plainly, it decides: "This may be
+        artifact. ... IMPRESSION: Nodular density ... represents an artifact" (CXR163)."""
         hedges: dict[str, set] = {}
+        concluded: dict[str, set] = {}
+        concl = self.concluding
         for (f, lat, _r), o in items:
             if o[1]:
                 continue
             for m in o[2]:
                 if m[1] == "uncertain" and m[4] is None:
                     hedges.setdefault(f, set()).add(lat)
+                if concl and m[1] != "absent" and m[0].sentence_id in concl:
+                    concluded.setdefault(f, set()).add(m[1] if m[4] is None else "qualified")
+        for f, certs in concluded.items():
+            if certs == {"present"}:
+                hedges.pop(f, None)
         if not hedges:
             return items
         present: dict[str, int] = {}

@@ -153,6 +153,8 @@ class RulesExtractor:
         self._props: dict[tuple[str, ...], tuple[bool, bool]] = {}
         self._keys_memo: dict[tuple, tuple] = {}
         self._roles: dict[str, str] = {}  # section name -> role (sections.yaml)
+        # the sections whose statement decides a finding the report states both plainly and hedged
+        self.concluding = frozenset(str(n) for n in load_data("sections").get("concluding") or [])
         # where each finding can lie (its default regions), for locations shared over a
         # coordinated group: a region governs only the members that can lie in it
         outside = set(attr_data.get("outside_cavity") or [])
@@ -203,6 +205,7 @@ class RulesExtractor:
         sigma = "\u03a3" in text
         prev_loc: tuple[str | None, tuple[str, ...]] | None = None  # location of the last sentence's finding
         roles = self._roles
+        concluding = self.concluding
         for sec in sections:
             start, end = sec.start, sec.end
             role = roles.get(sec.name)
@@ -274,6 +277,8 @@ class RulesExtractor:
                     if own_loc is not None:
                         prev_loc = own_loc
                     add(keys, cert, span, v, implicit, qualifier)
+                    if name in concluding:
+                        agg.concluding.add(sid)
         ind = None
         if ind_texts:
             ind = Indication(text=" ".join(ind_texts), evaluate=ind_findings, evidence=ind_spans)

@@ -355,6 +355,10 @@ class Study:
         if not self.devs and s.unnamed.devices_unknown(ctx.sg.report):
             # "Prior cholecystectomy": no device stated, and no "no device" answer either
             self.hidden["devices"] = (set(), None)
+        if not self.arts and s.talks_about(s.report_text(ctx), "artifact"):
+            # "attenuation from overlying breast shadows", "densities ... compatible with piercings"
+            # (hand audit #13, CXR1565, CXR1116): no artifact stated, and no "no artifacts" either
+            self.hidden["artifacts"] = (set(), None)
         # findings the ontology does not name ("irregularity of the right ribs"): their regions and
         # subcategories are never called normal (nor is the study)
         subs_u, regs_u = s.unnamed.find(ctx.sg.report)
