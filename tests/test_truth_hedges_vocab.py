@@ -182,3 +182,11 @@ def test_answers_state_nothing_the_report_does_not(rows):
     # breast shadows and piercings: no artifact stated, and no "no artifacts" either
     for n in (1116, 1565):
         assert not any("artifact" in r["question"].lower() for r in _of(rows, n))
+
+
+def test_a_hedge_at_another_place_leaves_the_finding_stated(ex):
+    # CXR233 (R2Gen train): apical scarring stated, left basal "scarring or atelectasis" hedged
+    text = ("FINDINGS: Biapical pleuroparenchymal irregularities most compatible with scarring.\n"
+            "IMPRESSION: Densities in left base may be compatible with scarring or subsegmental atelectasis.")
+    got = _certs(ex, text, "scarring")
+    assert ("present", "bilateral") in got and ("uncertain", "left") in got, got

@@ -131,15 +131,15 @@ class Aggregator:
         pleural effusion", CXR1043). A qualified negative ("no large effusion") is no hedge. When
         the conclusion (IMPRESSION) states the finding only plainly, it decides: "This may be
         artifact. ... IMPRESSION: Nodular density ... represents an artifact" (CXR163)."""
-        hedges: dict[str, set] = {}
+        hedges: dict[str, list] = {}
         concluded: dict[str, set] = {}
         concl = self.concluding
-        for (f, lat, _r), o in items:
+        for (f, lat, regions), o in items:
             if o[1]:
                 continue
             for m in o[2]:
                 if m[1] == "uncertain" and m[4] is None:
-                    hedges.setdefault(f, set()).add(lat)
+                    hedges.setdefault(f, []).append((lat, _places(regions)))
                 if concl and m[1] != "absent" and m[0].sentence_id in concl:
                     concluded.setdefault(f, set()).add(m[1] if m[4] is None else "qualified")
         for f, certs in concluded.items():
@@ -154,8 +154,15 @@ class Aggregator:
         out: list = []
         for key, o in items:
             f, lat, regions = key
-            sides = hedges.get(f)
-            if sides is None or o[0] != "present" or o[1]:
+            hs = hedges.get(f)
+            if hs is None or o[0] != "present" or o[1]:
+                out.append((key, o))
+                continue
+            # a hedge elsewhere ("scarring or atelectasis in the left base") is no hedge of the
+            # finding stated at another place ("biapical ... scarring", CXR233)
+            here = _places(regions)
+            sides = {h_lat for h_lat, h_places in hs if not here or not h_places or here & h_places}
+            if not sides:
                 out.append((key, o))
                 continue
             if lat in sides or (None in sides and present[f] == 1):
@@ -229,6 +236,14 @@ class Aggregator:
                 temporal=temporal, evidence=evidence, source="report", qualifier=qualifier, dropped=dropped or [],
             ))
         return out
+
+
+def _places(regions: tuple[str, ...]) -> frozenset[str]:
+    """The places of an observation without their side ("right_pleura" -> "pleura"); empty for no
+    place or the whole chest (a place that any other place can be)."""
+    if not regions or "chest" in regions:
+        return frozenset()
+    return frozenset(r.removeprefix("left_").removeprefix("right_") for r in regions)
 
 
 def _dropped(v: AttrValues, regions: tuple[str, ...], into: list[str] | None) -> list[str]:
