@@ -190,3 +190,10 @@ def test_a_hedge_at_another_place_leaves_the_finding_stated(ex):
             "IMPRESSION: Densities in left base may be compatible with scarring or subsegmental atelectasis.")
     got = _certs(ex, text, "scarring")
     assert ("present", "bilateral") in got and ("uncertain", "left") in got, got
+
+
+def test_a_sentence_stating_the_finding_and_an_alternative_of_it_does_not_hedge_it(ex):
+    # CXR1342 / CXR2151 (OpenI): "Mildly hyperinflated lungs, air trapping versus inspiratory XXXX."
+    text = ("FINDINGS: Mildly hyperinflated lungs with flattened posterior diaphragm.\n"
+            "IMPRESSION: Mildly hyperinflated lungs, air trapping versus inspiratory XXXX.")
+    assert {c for c, _ in _certs(ex, text, "hyperinflation")} == {"present"}

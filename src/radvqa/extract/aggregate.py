@@ -134,11 +134,15 @@ class Aggregator:
         hedges: dict[str, list] = {}
         concluded: dict[str, set] = {}
         concl = self.concluding
+        # a sentence that states the finding plainly and offers it as an alternative does not hedge
+        # it ("Hyperinflated lungs, air trapping versus inspiratory effort", CXR2151)
+        plain = {(f, lat, m[0].sentence_id) for (f, lat, _r), o in items if not o[1]
+                 for m in o[2] if m[1] == "present"}
         for (f, lat, regions), o in items:
             if o[1]:
                 continue
             for m in o[2]:
-                if m[1] == "uncertain" and m[4] is None:
+                if m[1] == "uncertain" and m[4] is None and (f, lat, m[0].sentence_id) not in plain:
                     hedges.setdefault(f, []).append((lat, _places(regions)))
                 if concl and m[1] != "absent" and m[0].sentence_id in concl:
                     concluded.setdefault(f, set()).add(m[1] if m[4] is None else "qualified")
