@@ -47,6 +47,8 @@ class Aggregator:
         # sentence ids of the concluding sections (IMPRESSION): their statement decides a finding
         # stated both plainly and hedged
         self.concluding: set[str] = set()
+        # (sentence id, start) of uncertain mentions that hedge no statement elsewhere
+        self.no_hedge: set[tuple[str, int]] = set()
 
     def add(self, finding: str, certainty: str, span: Span, v: AttrValues | None, implicit: bool = False,
             qualifier: str | None = None) -> None:
@@ -142,7 +144,8 @@ class Aggregator:
             if o[1]:
                 continue
             for m in o[2]:
-                if m[1] == "uncertain" and m[4] is None and (f, lat, m[0].sentence_id) not in plain:
+                if m[1] == "uncertain" and m[4] is None and (f, lat, m[0].sentence_id) not in plain \
+                        and (m[0].sentence_id, m[0].start) not in self.no_hedge:
                     hedges.setdefault(f, []).append((lat, _places(regions)))
                 if concl and m[1] != "absent" and m[0].sentence_id in concl:
                     concluded.setdefault(f, set()).add(m[1] if m[4] is None else "qualified")

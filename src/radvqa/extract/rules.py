@@ -14,7 +14,7 @@ from radvqa.extract._trie import trie_regex
 from radvqa.extract.aggregate import Aggregator
 from radvqa.extract.attributes import AttributeMatcher, AttrValues, attach
 from radvqa.extract.places import FindingPlaces
-from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, ContextRules
+from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, UNC_PRE, ContextRules
 from radvqa.extract.mentions import MentionMatcher
 from radvqa.extract.sections import body_part_heading, section_role, split_sections
 from radvqa.extract.sentences import sentence_spans
@@ -92,7 +92,8 @@ class RulesExtractor:
             rf"(?:\s+(?:in|at|of|within|on)\s+(?:the\s+)?(?:[a-z-]+\s+){{0,3}}?[a-z-]+)?\s*,?\s*(?:{'|'.join(re.escape(c) for c in sorted(oc, key=len, reverse=True))})(?=[\s,])"
         ) if oc else None
         self.open_hint = tuple(sorted({c.rstrip('.') for c in oc}))
-        self.list_gap = re.compile(r"\s*,\s*(?:[a-z-]+\s+){0,2}")
+        # "X, with adjacent Y or Z": X is no member of the list of alternatives (CXR1704)
+        self.list_gap = re.compile(r"\s*,\s*(?:(?!with\b)[a-z-]+\s+){0,2}")
         # a cheap test first: most sentences hold no connector at all
         words = [re.escape(c) for c in alt.get("connectors") or [] if c[:1].isalnum()]
         marks = [re.escape(c) for c in alt.get("connectors") or [] if not c[:1].isalnum()]
@@ -155,6 +156,14 @@ class RulesExtractor:
         self._roles: dict[str, str] = {}  # section name -> role (sections.yaml)
         # the sections whose statement decides a finding the report states both plainly and hedged
         self.concluding = frozenset(str(n) for n in load_data("sections").get("concluding") or [])
+        bw = ctx_data.get("stated_both_ways") or {}
+        words = [" ".join(str(w).lower().split()) for w in bw.get("not_a_hedge_after") or []]
+        # a hedged mention these words open names a cause, another instance or an acuity, not a
+        # doubt about the finding stated elsewhere
+        self.not_a_hedge = re.compile(
+            rf"\b(?:{'|'.join(re.escape(w) for w in sorted(words, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,5}}$"
+        ) if words else None
+        self.sign_words = tuple(str(w).lower() for w in bw.get("sign_words") or [])
         # where each finding can lie (its default regions), for locations shared over a
         # coordinated group: a region governs only the members that can lie in it
         outside = set(attr_data.get("outside_cavity") or [])
@@ -279,6 +288,8 @@ class RulesExtractor:
                     add(keys, cert, span, v, implicit, qualifier)
                     if name in concluding:
                         agg.concluding.add(sid)
+                    if cert == "uncertain" and qualifier is None and not self._hedges(lower, a, a + i0, findings, span.text):
+                        agg.no_hedge.add((sid, span.start))
         ind = None
         if ind_texts:
             ind = Indication(text=" ".join(ind_texts), evaluate=ind_findings, evidence=ind_spans)
@@ -323,6 +334,21 @@ class RulesExtractor:
                     cache.clear()  # bounded memory; results do not depend on the cache
                 cache[seg] = entry
         return entry
+
+    def _hedges(self, lower: str, a: int, start: int, findings: tuple[str, ...], text: str) -> bool:
+        """Whether an uncertain mention hedges the same finding stated plainly elsewhere in the
+        report (context.yaml ``stated_both_ways``): not "may be secondary to low lung volumes",
+        "additional fractures cannot be excluded"; a sign only when its own word is hedged ("may
+        reflect focal airspace disease" is no doubt about the opacity, CXR1840)."""
+        if self.not_a_hedge is not None:
+            sp = text.find(" ")  # the mention's own first word ("acute fracture")
+            if self.not_a_hedge.search(lower, max(a, start - 80), start) or (
+                    sp > 0 and self.not_a_hedge.search(lower, max(a, start - 80), start + sp + 1)):
+                return False
+        if self.sign_words and all(f in self.alt_signs for f in findings):
+            t = text.lower()
+            return any(w in t for w in self.sign_words)
+        return True
 
     def _can_side(self, findings: tuple[str, ...]) -> bool:
         p = self._props.get(findings)
@@ -462,13 +488,17 @@ class RulesExtractor:
                 cert = "present"  # no cue in the sentence: what certainty() says without one
             else:
                 cert, cue = ctx.certainty(seg, cues, m.start, m.end, starts)
-                if cert != "present" and cue is not None and cue.start >= m.end and any(
-                        o.certainty is not None and o.start <= cue.start and cue.end <= o.end for o in mentions):
+                if cert != "present" and cue is not None and cue.start >= m.end and (any(
+                        o.certainty is not None and o.start <= cue.start and cue.end <= o.end for o in mentions)
+                        or (cue.roles & UNC_PRE and any(0 <= o.start - cue.end <= 2 for o in mentions))):
+                    # (a hedge word that opens the next mention is that mention's: "cardiomegaly
+                    # with vascular congestion and suspected pulmonary edema", CXR2082)
                     # a post cue that another mention's own pattern consumed decides that mention
                     # only ("stable mild tortuosity of the thoracic aorta, and heart size within
                     # normal limits": the aorta is not normal; hand audit #13, CXR2441)
-                    own = [c for c in cues if not (c.start >= m.end and any(
-                        o.certainty is not None and o.start <= c.start and c.end <= o.end for o in mentions))]
+                    own = [c for c in cues if not (c.start >= m.end and (any(
+                        o.certainty is not None and o.start <= c.start and c.end <= o.end for o in mentions)
+                        or (c.roles & UNC_PRE and any(0 <= o.start - c.end <= 2 for o in mentions))))]
                     cert, cue = ctx.certainty(seg, own, m.start, m.end, [c.start for c in own])
                 if cert is not None and cue is not None and cert != "present" and cue.roles & (NEG_PRE | DOM_PRE | NEG_POST | DOM_POST):
                     # a qualifier inside the cue ("no definite", "no suspicious") limits the first
