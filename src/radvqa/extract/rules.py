@@ -37,6 +37,10 @@ MAX_SENTENCE_CHARS = 20_000
 _OR_NEXT = re.compile(r"[^\s;,.]*(?:\s+[^\s;,.]+){0,2}?\s*,?\s+(?:or|versus|vs\.?)\s+(?:[a-z-]+\s+){0,2}")
 
 
+# a mention followed by another alternative ("secondary to cardiomegaly or pericardial effusion")
+_ALT_NEXT = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
+
+
 @EXTRACTORS.register("rules")
 class RulesExtractor:
     """Build once (compiles the ontology and rule data), then call ``extract`` per report."""
@@ -342,8 +346,9 @@ class RulesExtractor:
         reflect focal airspace disease" is no doubt about the opacity, CXR1840)."""
         if self.not_a_hedge is not None:
             sp = text.find(" ")  # the mention's own first word ("acute fracture")
-            if self.not_a_hedge.search(lower, max(a, start - 80), start) or (
-                    sp > 0 and self.not_a_hedge.search(lower, max(a, start - 80), start + sp + 1)):
+            if (self.not_a_hedge.search(lower, max(a, start - 80), start) or (
+                    sp > 0 and self.not_a_hedge.search(lower, max(a, start - 80), start + sp + 1))) \
+                    and not _ALT_NEXT.match(lower, start + len(text)):
                 return False
         if self.sign_words and all(f in self.alt_signs for f in findings):
             t = text.lower()
