@@ -4,6 +4,8 @@ Rules (documented contract of the rules backend):
 - one observation per (finding, laterality, regions);
 - certainty across mentions of one key: present beats uncertain beats absent, whatever the
   section (an IMPRESSION "no acute disease" does not erase a FINDINGS "small left effusion");
+  then a finding stated both plainly and hedged is hedged (``_hedge_both_ways``: the conclusion
+  decides when it states it only plainly);
 - implicit negatives (from normal statements such as "lungs are clear") never override an explicit
   mention of the same key, and are merged into it as evidence only when they agree;
 - laterality comes from the words, else from the sides of the regions (both sides: bilateral);

@@ -344,6 +344,8 @@ class RulesExtractor:
         report (context.yaml ``stated_both_ways``): not "may be secondary to low lung volumes",
         "additional fractures cannot be excluded"; a sign only when its own word is hedged ("may
         reflect focal airspace disease" is no doubt about the opacity, CXR1840)."""
+        if all(f in self.devices for f in findings):
+            return False  # a device seen is seen ("borderline cardiomegaly and cardiac pacemaker", CXR1862)
         if self.not_a_hedge is not None:
             sp = text.find(" ")  # the mention's own first word ("acute fracture")
             if (self.not_a_hedge.search(lower, max(a, start - 80), start) or (
