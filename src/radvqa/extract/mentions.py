@@ -13,17 +13,18 @@ the extraction patterns of ``data/patterns.yaml``:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from radvqa.extract._prefix import lookahead
 from radvqa.extract._trie import trie_regex
 
 
-# not frozen: a frozen dataclass's __init__ costs 4x (object.__setattr__ per field), and
-# these are built for every match of every sentence; nothing mutates them
-@dataclass(slots=True)
-class Mention:
+# Built for every match of every sentence: a msgspec Struct is made in C (a third of a slots
+# dataclass's Python __init__) and, holding no containers that could form a cycle, is kept out
+# of the cyclic garbage collector (gc=False); nothing mutates them
+class Mention(msgspec.Struct, gc=False):
     start: int
     end: int
     findings: tuple[str, ...]

@@ -45,6 +45,32 @@ _SENT_END = re.compile(r"[.!?][ \t]+")
 _HEAD_WINDOW = 80  # longer than any header alias with its spacing
 
 
+_UNSEEN = object()
+# (text before a colon on its line, does that line start inside the window?) -> (offset of the
+# header in it, section name), or None: a pure function of its key (the alias table is fixed)
+_heads_memo: dict[tuple[str, bool], tuple[int, str] | None] = {}
+_memo_spec: SectionSpec | None = None  # the alias table _heads_memo was filled with
+
+
+def _header_in(seg: str, whole: bool, canonical: dict[str, str]) -> tuple[int, str] | None:
+    """The header that ends at the colon after ``seg`` (the text before the colon on its line,
+    ``whole`` when the line starts inside the window): (its offset in ``seg``, section name)."""
+    if whole:  # the line starts inside the window: "FINDINGS:" at its start
+        name = canonical.get(" ".join(seg.split()).upper())
+        if name is not None:
+            return len(seg) - len(seg.lstrip()), name
+    if seg:
+        # after a sentence end on the same line
+        last = None
+        for last in _SENT_END.finditer(seg):
+            pass
+        if last is not None:
+            name = canonical.get(" ".join(seg[last.end():].split()).upper())
+            if name is not None:
+                return last.end(), name
+    return None
+
+
 def split_sections(text: str) -> list[Section]:
     """Sections in report order. ``Section.start`` is the offset of the body after the header.
 
@@ -55,6 +81,10 @@ def split_sections(text: str) -> list[Section]:
     each looked up in the alias table: much cheaper than a regex tried at every position."""
     spec = section_spec()
     canonical = spec.canonical
+    global _memo_spec
+    if _memo_spec is not spec:  # another alias table (the data reloaded): forget the old answers
+        _heads_memo.clear()
+        _memo_spec = spec
     heads: list[tuple[int, int, str]] = []  # (header start, body start, name)
     i = text.find(":")
     while i >= 0:
@@ -64,22 +94,17 @@ def split_sections(text: str) -> list[Section]:
         nl = text.rfind("\n", lo, i)
         line_start = nl + 1 if nl >= 0 or lo == 0 else lo
         seg = text[line_start:i]
-        name = None
-        if nl >= 0 or lo == 0:  # the line starts inside the window: "FINDINGS:" at its start
-            cand = " ".join(seg.split()).upper()
-            name = canonical.get(cand)
-            start = line_start + (len(seg) - len(seg.lstrip()))
-        if name is None and seg:
-            # after a sentence end on the same line
-            last = None
-            for last in _SENT_END.finditer(seg):
-                pass
-            if last is not None:
-                cand = " ".join(seg[last.end():].split()).upper()
-                name = canonical.get(cand)
-                start = line_start + last.end()
-        if name is not None:
-            heads.append((start, i + 1, name))
+        whole = nl >= 0 or lo == 0
+        # what precedes a colon repeats across reports ("FINDINGS", "IMPRESSION", "Chest"):
+        # the header found in it is looked up, not worked out again
+        found = _heads_memo.get((seg, whole), _UNSEEN)
+        if found is _UNSEEN:
+            found = _header_in(seg, whole, canonical)
+            if len(_heads_memo) >= 20_000:
+                _heads_memo.clear()  # bounded memory
+            _heads_memo[(seg, whole)] = found
+        if found is not None:
+            heads.append((line_start + found[0], i + 1, found[1]))
         i = text.find(":", i + 1)
     out: list[Section] = []
     first = heads[0][0] if heads else len(text)
