@@ -82,6 +82,8 @@ class MentionMatcher:
             raise ValueError("extraction patterns do not match the ontology:\n  " + "\n  ".join(problems))
         self._group_index = {f"p{i}": k for k, i in enumerate(
             i for i, spec in enumerate(patterns.get("patterns", []) or []))}
+        # group name -> its pattern's (id, finding ids, certainty): one lookup per match
+        self._spec_of_group = {g: self.pattern_specs[k] for g, k in self._group_index.items()}
         # the lookahead (what every pattern's match starts with) lets most positions fail after a
         # character or two instead of trying every pattern there: 3x faster on OpenI sentences
         ahead = lookahead([spec["regex"] for spec in patterns.get("patterns", []) or []])
@@ -93,20 +95,21 @@ class MentionMatcher:
         out: list[Mention] = []
         taken: list[tuple[int, int]] = []
         if self.pattern_re is not None:
+            by_group = self._spec_of_group
             for m in self.pattern_re.finditer(lower, start, end):
-                pid, ids, cert = self.pattern_specs[self._group_index[m.lastgroup]]  # type: ignore[index]
+                pid, ids, cert = by_group[m.lastgroup]  # type: ignore[index]
                 a, b = m.span()
                 out.append(Mention(a, b, ids, cert, pid))
                 taken.append((a, b))
-        lex = self.lexicon
+        get = self.lexicon.get
         for m in self.term_re.finditer(lower, start, end):
             a, b = m.span()
             if taken and any(a < tb and ta < b for ta, tb in taken):
                 continue
             g = m.group()
-            ids = lex.get(g)
+            ids = get(g)
             if ids is None:  # matched across a line break or double space
-                ids = lex.get(" ".join(g.split()))
+                ids = get(" ".join(g.split()))
             if ids:
                 out.append(Mention(a, b, ids))
         if taken:
