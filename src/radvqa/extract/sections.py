@@ -138,6 +138,16 @@ def _body_parts() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
 def body_part_heading(sentence_lower: str) -> str | None:
     """"chest" or "other" when a sentence is only a body-part heading ("Left knee.", "Chest:"),
     else None."""
+    # most sentences fail on their first word: find it without normalising the whole sentence.
+    # The first word of the normalised text is the first run of ``head`` up to white space or a
+    # comma, less a tail of ".:;-" when the rest of the sentence is all stripped characters
+    head = sentence_lower.lstrip(" .:;-\t\n")
+    if head and not head[0].isdigit():
+        first = head.split(None, 1)[0].split(",", 1)[0]
+        if first:
+            words = _body_parts()[2]
+            if first not in words and first.rstrip(".:;-") not in words:
+                return None
     t = " ".join(sentence_lower.strip(" .:;-\t\n").split())
     if t[:1].isdigit():
         t = _LIST_NO.sub("", t)  # "2. left knee"
