@@ -79,6 +79,13 @@ class RulesExtractor:
             r"\s*(?:\d{1,2}[.)]\s*)?(?:this|these|they|it|the\s+(?:findings?|opacit(?:y|ies)|densit(?:y|ies)|abnormalit(?:y|ies)))\b"
             r"[^.;]{0,60}?\b(?:represents?|representing|reflects?|reflecting|suggest\w*|concerning|suspicious|compatible|"
             r"consistent|due to|related to|secondary to|likely|may|could|might|possibly|probably)\b")
+        # an open alternative: the words after a finding up to "versus", whatever follows it
+        # (a few place words between: "effusion in the right base versus thickening")
+        oc = [str(c) for c in alt.get("open_connectors") or []]
+        self.open_alt = re.compile(
+            rf"(?:\s+(?:in|at|of|within|on)\s+(?:the\s+)?(?:[a-z-]+\s+){{0,3}}?[a-z-]+)?\s*,?\s*(?:{'|'.join(re.escape(c) for c in sorted(oc, key=len, reverse=True))})(?=[\s,])"
+        ) if oc else None
+        self.open_hint = tuple(sorted({c.rstrip('.') for c in oc}))
         self.list_gap = re.compile(r"\s*,\s*(?:[a-z-]+\s+){0,2}")
         # a cheap test first: most sentences hold no connector at all
         words = [re.escape(c) for c in alt.get("connectors") or [] if c[:1].isalnum()]
@@ -423,8 +430,12 @@ class RulesExtractor:
                 if cert is not None and cue is not None and cert != "present" and cue.roles & (NEG_PRE | DOM_PRE | NEG_POST | DOM_POST):
                     # a qualifier inside the cue ("no definite", "no suspicious") limits the first
                     # finding after it, not the rest of a negated list ("no suspicious opacity,
-                    # pneumothorax": the pneumothorax is plainly absent)
-                    q = self._qualifier(seg, cue.start, cue.end) if cue.end > m.start or cue.start >= prev_end else None
+                    # pneumothorax": the pneumothorax is plainly absent); a hedging cue ("no
+                    # definite consolidation or effusion") hedges and qualifies the whole list, up to
+                    # the next cue ("no definite effusion, no typical findings of edema")
+                    q = self._qualifier(seg, cue.start, cue.end) \
+                        if cue.end > m.start or cue.start >= prev_end or (
+                            cue.roles & DOM_PRE and not any(cue.end <= c.start < m.start for c in cues)) else None
                     if q is None and cue.roles & (NEG_PRE | DOM_PRE) and cue.end <= m.start:
                         # the mention's own phrase: after the cue and after the previous mention
                         # (and its own words: "no displaced rib fractures" is one lexicon term)
@@ -438,6 +449,11 @@ class RulesExtractor:
             prev_end = m.end
         if self.alt_gap is not None and len(mentions) > 1 and "present" in certs and self.alt_hint.search(seg):
             self._alternatives(seg, mentions, certs, quals)
+        if self.open_alt is not None and self.alt_gap is not None and "present" in certs and \
+                any(w in seg for w in self.open_hint):
+            for i, m in enumerate(mentions):  # "pleural effusion versus thickening"
+                if certs[i] == "present" and m.certainty is None and self.open_alt.match(seg, m.end):
+                    certs[i] = "uncertain"
         if self.explained_away is not None:
             self._explained_away(seg, mentions, certs)
         for i, m in enumerate(mentions):
@@ -448,6 +464,9 @@ class RulesExtractor:
             if quals[i] is not None and v is not None and v.severity is not None:
                 # "no large effusion": "large" limits the negation, it is no severity of an effusion
                 v.severity = None
+            if v is not None and v.change == "resolved" and cert == "present":
+                # "almost completely resolved pleural air": still there, so it improved
+                v = replace(v, change="improved")
             if m.certainty is not None and v is not None and (v.temporal or v.severity):
                 # "no acute cardiopulmonary disease": the pattern's own words describe the
                 # disease it negates, not each finding it implies

@@ -66,6 +66,10 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # devices that are also abnormal findings (a study holding one is not normal): "foreign body
     # in the soft tissues of the left chest wall" was answered "the study is normal" (hand audit #13)
     abnormal_devices: tuple[str, ...] = ()
+    # regions outside the chest though inside the image: a device lying only there (surgical clips
+    # in the right upper quadrant) is no device "in the chest", and the chest is not called free
+    # of devices either (hand audit #13, CXR131)
+    device_regions_outside_chest: tuple[str, ...] = ()
     # source -> what its labels are called in a label-only statement ("MeSH term"); default "label"
     label_terms: dict[str, str] = msgspec.field(default_factory=dict)
 
@@ -475,6 +479,7 @@ class Generator:
         self.artifact_ids = frozenset(cfg.artifact_findings)
         # (ids a reduced ontology lacks are not an error: nothing can state them)
         self.abnormal_devices = frozenset(cfg.abnormal_devices)
+        self.device_outside = frozenset(cfg.device_regions_outside_chest)
         self.change_words = tuple(w.lower() for w in cfg.change_words)
         self.strategies: list[Strategy] = []
         families: list[Family] = []

@@ -29,6 +29,7 @@ from radvqa.generate.engine import (STRATEGY_REGISTRY, Generator, StudyCtx, Weig
                                     sample_capped, weighted_sample)
 from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts, obs_words, resolve_conflicts
 from radvqa.generate.templates import Family, Op, Template
+from radvqa.generate.unnamed import UnnamedFindings
 from radvqa.model import AnswerPart, SceneGraph
 from radvqa.quality.criteria import IMPLIED_NEGATIVE, LOCALIZATION_NONE, answer_merged, combine
 
@@ -175,6 +176,7 @@ class Strategy:
         # family config do not change while generating)
         self._sub_shown: dict[str, str] = {}
         self.lie_cache: dict[tuple[str, str], bool] = {}  # (finding, region) -> _Regions._can_lie_in
+        self.unnamed = UnnamedFindings(v)
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
         if sg.modality.upper() not in self.modalities:
@@ -350,6 +352,20 @@ class Study:
         self.hidden: dict[str, tuple[set[str], set[str] | None]] = {}
         if ctx.hidden:
             self._hide(ctx)
+        if not self.devs and s.unnamed.devices_unknown(ctx.sg.report):
+            # "Prior cholecystectomy": no device stated, and no "no device" answer either
+            self.hidden["devices"] = (set(), None)
+        # findings the ontology does not name ("irregularity of the right ribs"): their regions and
+        # subcategories are never called normal (nor is the study)
+        subs_u, regs_u = s.unnamed.find(ctx.sg.report)
+        if regs_u:
+            subs, regs = self.hidden.setdefault("abnormal", (set(), set()))
+            subs.update(subs_u)
+            if regs is not None:
+                for r in regs_u:
+                    regs.add(r)
+                    regs.update(s.gen.vocab.rancestors.get(r, ()))
+                    regs.update(s.rdescendants.get(r, ()))
 
     def _hide(self, ctx: StudyCtx) -> None:
         s = self.s
@@ -777,10 +793,20 @@ class _Regions:
         dev_at: dict[str, list[Fact]] = {}
         art_at: dict[str, list[Fact]] = {}
         mentioned: list[str] = []
+        outside = s.gen.device_outside
+        # regions above a device that lies outside the chest (the chest above the right upper
+        # quadrant): the device is not in them, and no "no device" answer may speak for them
+        self.dev_unknown: set[str] = set()
         for lst, index, mention in ((st.ab_pos, pos_at, True), (st.devs, dev_at, True), (st.arts, art_at, False)):
             for f in lst:
                 for r in f.regions:
-                    for rr in (r, *anc.get(r, ())):
+                    line = (r, *anc.get(r, ()))
+                    if index is dev_at and outside:
+                        cut = next((i for i, rr in enumerate(line) if rr in outside), None)
+                        if cut is not None:
+                            self.dev_unknown.update(line[cut + 1:])
+                            line = line[:cut + 1]
+                    for rr in line:
                         bucket = index.setdefault(rr, [])
                         if not bucket or bucket[-1] is not f:
                             bucket.append(f)
@@ -867,6 +893,11 @@ class _Regions:
                 lists = self.split_by[subject] = (
                     lists[0], [r for r in lists[1] if regs is not None and r not in regs],
                     [r for r in lists[2] if regs is not None and r not in regs])
+            if subject == "devices" and self.dev_unknown:
+                unknown = self.dev_unknown
+                lists = self.split_by[subject] = (
+                    lists[0], [r for r in lists[1] if r not in unknown],
+                    [r for r in lists[2] if r not in unknown])
         out = []
         for r in s._balance(lists[0], lists[1], s.gen.cap(tpl), tpl, lists[2]):
             hit = self.per_r.get(r)

@@ -104,6 +104,12 @@ _NORMAL_WORD = re.compile(r"\b(?:clear|normal|unremarkable|negative|within norma
 _PARTIAL = re.compile(r"\b(?:almost|nearly|near|partial\w*|incomplete\w*|residual|mostly|largely|"
                       r"decreas\w*|improv\w*|smaller)\b")
 _CHANGE_CACHE: dict[str, tuple[bool, bool, bool]] = {}
+# a sentence that names another examination ("opacity ... seen on prior CT", "small nodules on the
+# chest CT scan"): what it states may be that examination's finding, not this film's (hand audit
+# #13, CXR2163); the extractor drops the plain "X on the CT" forms (context.yaml), the rest is
+# graded down (``evidence:other_exam``)
+_OTHER_EXAM = re.compile(r"\b(?:ct|cta|mri|mr|pet|pet-ct|ultrasound|sonogram|sonography|cat scan|ct scan|"
+                         r"cross-sectional imaging|fluoroscopy|mammogram|mammography)\b")
 
 
 def _change_flags(text: str) -> tuple[bool, bool, bool]:
@@ -244,7 +250,8 @@ def obs_grade(
         texts = [sentences[sid] for sid in sids if sid in sentences] if sentences else []
         if not texts:
             texts = [ev.text for ev in evidence]
-        # per sentence: (hedge, alternative, qualified negative, resolution, partial, normal)
+        # per sentence: (hedge, alternative, qualified negative, resolution, partial, normal,
+        # another examination)
         flags = [_sentence_flags(t, hedge_re) for t in texts]
         if not stated and not obs.severity and any(f[2] for f in flags):
             # "no typical findings of edema", "no definite effusion": a qualified negative the
@@ -252,6 +259,8 @@ def obs_grade(
             low.append(_R_QUALIFIED_UNMARKED)
         if stated and any(f[1] for f in flags):
             low.append(_R_ALTERNATIVE)
+        if stated and any(f[6] for f in flags):
+            low.append(_R_OTHER_EXAM)
         if len(sids) > 1:
             low.append(_R_MERGED)
         if any(f[3] for f in flags):
@@ -320,6 +329,7 @@ _R_QUALIFIED_UNMARKED = _lowered("evidence", "qualified_unmarked", B)
 _R_ALTERNATIVE = _lowered("evidence", "alternative", B)
 _R_MERGED = _lowered("evidence", "merged", A)
 _R_PARTIAL_RESOLUTION = _lowered("evidence", "partial_resolution", B)
+_R_OTHER_EXAM = _lowered("evidence", "other_exam", B)
 _R_RESOLUTION = _lowered("evidence", "resolution_in_sentence", A)
 _R_NORMAL = _lowered("evidence", "normal_in_sentence", A)
 _R_HEDGE_IN_SENTENCE = _lowered("evidence", "hedge_in_sentence", A)
@@ -333,18 +343,20 @@ _R_LABEL_ONLY = _lowered("label", "only", B)
 _R_LABEL_CONFLICT = _lowered("label", "conflict", C)
 _R_LOC_INCOMPLETE = _lowered("localization", "incomplete", A)
 _R_LOC_FALLBACK = _lowered("localization", "fallback", A)
-_SENTENCE_FLAGS: dict[tuple[int, str], tuple[bool, bool, bool, bool, bool, bool]] = {}
+_SENTENCE_FLAGS: dict[tuple[int, str], tuple[bool, bool, bool, bool, bool, bool, bool]] = {}
 _SIDE_SAID: dict[tuple[str, str], bool] = {}
 
 
-def _sentence_flags(text: str, hedge_re: Any) -> tuple[bool, bool, bool, bool, bool, bool]:
-    """``_text_flags`` + ``_change_flags`` of one sentence in one cached tuple."""
+def _sentence_flags(text: str, hedge_re: Any) -> tuple[bool, bool, bool, bool, bool, bool, bool]:
+    """``_text_flags`` + ``_change_flags`` + (names another examination,) of one sentence in one
+    cached tuple."""
     key = (id(hedge_re), text)
     hit = _SENTENCE_FLAGS.get(key)
     if hit is None:
         if len(_SENTENCE_FLAGS) > 200_000:
             _SENTENCE_FLAGS.clear()
-        hit = _SENTENCE_FLAGS[key] = _text_flags(text, hedge_re) + _change_flags(text)
+        hit = _SENTENCE_FLAGS[key] = _text_flags(text, hedge_re) + _change_flags(text) + (
+            _OTHER_EXAM.search(text.lower()) is not None,)
     return hit
 
 
