@@ -11,7 +11,8 @@ Modes (each prints one table row per run, and the command that reproduces it):
              replicated with new study/patient ids up to N studies (radvqa.sources.replicate, split
              into position ranges read by the workers), through the real chain.
   source     any registered source on its own inputs (``--source nih-cxr14 --input FILE ...``),
-             e.g. a table source, which is read whole by one worker (docs/scale-out.md).
+             e.g. a table source (NIH-14's Data_Entry is read in row ranges by the workers;
+             the other table sources are read whole by one worker: docs/scale-out.md).
 
 Memory: a separate process (``--sample-rss``, not a thread of the build: it takes none of the
 build's GIL or CPU) samples every 0.1 s the sum of VmRSS and of PSS (``smaps_rollup``, where it
@@ -85,12 +86,14 @@ def _pss(pid: int) -> int | None:
     return None
 
 
-def tree_memory(root: int, skip: int) -> tuple[int, int | None, int]:
-    """(sum of RSS, sum of PSS or None, number of processes) over ``root`` and its descendants,
+def tree_memory(root: int, skip: int) -> tuple[int, int | None, int, int, int]:
+    """(sum of RSS, sum of PSS or None, number of processes, largest RSS and largest PSS of one
+    process other than ``root``: a worker or the fork server) over ``root`` and its descendants,
     leaving out ``skip`` (the sampler itself). The RSS sum counts pages that forked workers share
     with their fork server once per process; PSS counts each page once in all."""
     kids = _children()
     todo, rss, pss, n = [root], 0, 0, 0
+    one_rss = one_pss = 0
     have_pss = True
     while todo:
         p = todo.pop()
@@ -98,8 +101,11 @@ def tree_memory(root: int, skip: int) -> tuple[int, int | None, int]:
             continue
         try:
             with open(f"/proc/{p}/statm") as f:
-                rss += int(f.read().split()[1]) * PAGE
+                r = int(f.read().split()[1]) * PAGE
+            rss += r
             n += 1
+            if p != root:
+                one_rss = max(one_rss, r)
         except (OSError, ValueError, IndexError):
             pass
         if have_pss:
@@ -108,8 +114,10 @@ def tree_memory(root: int, skip: int) -> tuple[int, int | None, int]:
                 have_pss = False
             else:
                 pss += v
+                if p != root:
+                    one_pss = max(one_pss, v)
         todo.extend(kids.get(p, []))
-    return rss, (pss if have_pss else None), n
+    return rss, (pss if have_pss else None), n, one_rss, one_pss
 
 
 def _sampler_main(root: int, out: str, interval: float) -> None:
@@ -121,8 +129,8 @@ def _sampler_main(root: int, out: str, interval: float) -> None:
     me = os.getpid()
     with open(out, "w") as f:
         while True:
-            rss, pss, n = tree_memory(root, me)
-            f.write(f"{time.time():.3f} {rss} {pss if pss is not None else -1} {n}\n")
+            rss, pss, n, one_rss, one_pss = tree_memory(root, me)
+            f.write(f"{time.time():.3f} {rss} {pss if pss is not None else -1} {n} {one_rss} {one_pss}\n")
             f.flush()
             r, _, _ = select.select([sys.stdin], [], [], interval)
             if r and not sys.stdin.buffer.read1(1):
@@ -134,7 +142,7 @@ class PeakRSS:
 
     def __init__(self, interval: float = 0.1) -> None:
         self.interval = interval
-        self.samples: list[tuple[float, int, int | None, int]] = []
+        self.samples: list[tuple[float, int, int | None, int, int, int]] = []
         self._file = tempfile.NamedTemporaryFile(prefix="radvqa-rss-", suffix=".txt", delete=False).name
 
     def __enter__(self) -> PeakRSS:
@@ -150,17 +158,21 @@ class PeakRSS:
         self._p.wait(timeout=30)
         with open(self._file) as f:
             for line in f:
-                t, rss, pss, n = line.split()
-                self.samples.append((float(t), int(rss), None if pss == "-1" else int(pss), int(n)))
+                t, rss, pss, n, one_rss, one_pss = line.split()
+                self.samples.append((float(t), int(rss), None if pss == "-1" else int(pss), int(n),
+                                     int(one_rss), int(one_pss)))
         os.unlink(self._file)
 
     def peak(self, t0: float = 0.0, t1: float = float("inf")) -> dict[str, int | None]:
-        """Peak RSS sum, peak PSS sum (MiB) and most processes, between wall-clock times t0 and t1."""
+        """Peak RSS sum, peak PSS sum (MiB), most processes, and the largest RSS / PSS of one child
+        process (a worker or the fork server), between wall-clock times t0 and t1."""
         win = [s for s in self.samples if t0 <= s[0] <= t1] or self.samples[-1:]
         pss = [s[2] for s in win if s[2] is not None]
         return {"rss_mib": round(max((s[1] for s in win), default=0) / 2**20),
                 "pss_mib": round(max(pss) / 2**20) if pss else None,
-                "procs": max((s[3] for s in win), default=0)}
+                "procs": max((s[3] for s in win), default=0),
+                "one_child_rss_mib": round(max((s[4] for s in win), default=0) / 2**20),
+                "one_child_pss_mib": round(max((s[5] for s in win), default=0) / 2**20) if pss else None}
 
 
 class PhaseClock:

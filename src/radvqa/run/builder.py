@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -424,9 +425,7 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
         for f in shard_files(out, kind):
             if f.name not in keep:
                 f.unlink()
-    from radvqa.io.stats import image_counts
-
-    counts.update(image_counts(out))  # rows and images with / without an image file (#17)
+    counts.update(_image_counts(out, stats_list))  # rows and images with / without an image file (#17)
     if counts.get("qa_rows", 0) == 0 and not opts.allow_empty:
         why = empty_reasons(opts.strategies, counts, by_reason=by_reason)
         _discard(out, fresh, everything=True)
@@ -483,6 +482,20 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
     return manifest
 
 
+
+
+def _image_counts(out: Path, stats: list[dict[str, Any]]) -> dict[str, int]:
+    """The shards' own image counts added up (each worker counted its shard), else (a shard
+    finished by an older version, resumed) one pass over the output."""
+    if all(s.get("image_counts") is not None for s in stats):
+        total: Counter[str] = Counter()
+        for s in stats:
+            total.update(s["image_counts"])
+        keys = ("qa_rows_with_image", "qa_rows_without_image", "image_files", "images_without_file")
+        return {k: int(total[k]) for k in keys}
+    from radvqa.io.stats import image_counts
+
+    return image_counts(out)
 
 
 def _discard(out: Path, fresh: bool, everything: bool = False) -> None:

@@ -68,6 +68,9 @@ class ShardStats(msgspec.Struct, kw_only=True):
     files: dict[str, int]  # path relative to the output folder -> size in bytes
     timings: dict[str, float]
     pid: int
+    # io.stats.image_counts of this shard's files, counted by the worker (the parent only adds
+    # them: no serial pass over the whole output); None in a marker written before this field
+    image_counts: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.structs.asdict(self)

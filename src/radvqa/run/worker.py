@@ -19,6 +19,7 @@ from collections import Counter
 from operator import attrgetter
 from pathlib import Path
 from collections.abc import Callable
+from typing import Any
 
 from radvqa.io.atomic import state_dir, write_atomic
 from radvqa.io.parquet import ShardWriter, shard_name, tmp_name
@@ -31,6 +32,13 @@ _STRATEGY = attrgetter("strategy")
 _QTYPE = attrgetter("question_type")
 _SPLIT = attrgetter("split")
 _GRADE = attrgetter("grade")
+
+
+def _has_image(q: Any) -> bool:
+    """io.stats.image_counts' rule, on a row before it is written: every one of its image paths
+    is set (a worker counts its shard's rows as it writes them; the parent adds the counts up)."""
+    p = q.image_paths
+    return bool(p) and all(p)
 
 
 def marker_path(out: Path, shard: int) -> Path:
@@ -123,6 +131,7 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
     by_split: Counter[str] = Counter()
     sg_by_split: Counter[str] = Counter()
     studies_out = studies_rejected = 0
+    rows_with_image = image_files = image_records = 0
     t_write = 0.0
     patients: set[str] = set()
     try:
@@ -160,6 +169,10 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
                 by_type.update(map(_QTYPE, qa))
                 by_grade.update(map(_GRADE, qa))
                 by_split.update(map(_SPLIT, qa))
+                rows_with_image += sum(map(_has_image, qa))
+            if sg.images:
+                image_records += len(sg.images)
+                image_files += sum(1 for im in sg.images if im.path)
             tw = time.process_time()
             sg_writer.add(sg)
             qa_writer.extend(res.qa)
@@ -183,6 +196,8 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
         f"scene_graphs/{name}": (out / "scene_graphs" / name).stat().st_size,
         f"qa/{name}": (out / "qa" / name).stat().st_size,
     }
+    images = {"qa_rows_with_image": rows_with_image, "qa_rows_without_image": qa_writer.rows - rows_with_image,
+              "image_files": image_files, "images_without_file": image_records - image_files}
     # stages in CPU seconds of this worker; "wall" = this shard's elapsed time
     timings = {"load": t_load, **pipe.timings, "write": t_write}
     timings["total"] = time.process_time() - c_start
@@ -206,6 +221,7 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
         files=files,
         timings=timings,
         pid=os.getpid(),
+        image_counts=images,
     )
     write_text_atomic(marker_path(out, shard), json.dumps(stats.to_dict(), indent=1, sort_keys=True))
     return stats

@@ -294,15 +294,20 @@ MAX_CSV_FIELD = 64 << 20
 csv.field_size_limit(max(csv.field_size_limit(), MAX_CSV_FIELD))
 
 
-def read_csv_rows(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
+def read_csv_rows(path: Path, lo: int = 0, hi: int | None = None,
+                  line0: int = 0) -> Iterator[tuple[int, list[str] | None, str | None]]:
     """Stream a CSV: yields (line number, cells, None), or (line number, None, reason) for a line
     that cannot be decoded or parsed. Line numbers are physical lines of the file (1 = header; a
     record spanning lines gets its last line). The header is the first yielded row.
 
     Quotes are read strictly: an unclosed quote that would swallow the following rows into one
     field (and hand a later row's cells to this one) is an error, and every physical line the
-    broken record consumed gets its own reject line, so no row vanishes."""
-    with open_text_bytes_tolerant(path) as lines:
+    broken record consumed gets its own reject line, so no row vanishes.
+
+    ``lo``/``hi``/``line0``: only the lines in bytes [lo, hi), the first being line ``line0 + 1``
+    (a part of a table planned by ``tables.plan_line_ranges``; the header is then not yielded
+    unless ``lo`` is 0)."""
+    with open_text_bytes_tolerant(path, lo, hi, line0) as lines:
         reader = csv.reader(lines, strict=True)
         while True:
             start = lines.n + 1
@@ -339,13 +344,15 @@ def _row_errors(path: Path, lines: "_TolerantLines", start: int,
     return True
 
 
-def read_csv_rows_split(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
+def read_csv_rows_split(path: Path, lo: int = 0, hi: int | None = None,
+                        line0: int = 0) -> Iterator[tuple[int, list[str] | None, str | None]]:
     """``read_csv_rows``, with a line that has no quote, no stray CR and no NUL split on commas
     instead of parsed by the csv module (the same cells: such a line has nothing for csv to
     interpret; about 10x less work a line). Any other line starts a csv record read on from
     there with the same strict rules, so quoted fields, line ends inside quotes and the reject
-    lines are read_csv_rows's (tests/test_sources_csv_split.py compares them)."""
-    with open_text_bytes_tolerant(path) as lines:
+    lines are read_csv_rows's (tests/test_sources_csv_split.py compares them). ``lo``/``hi``/
+    ``line0``: a byte range, as for read_csv_rows."""
+    with open_text_bytes_tolerant(path, lo, hi, line0) as lines:
         limit = csv.field_size_limit()
         while True:
             start = lines.n + 1
@@ -373,9 +380,9 @@ class _TolerantLines:
     """Iterates lines of a binary stream, decoding each as UTF-8 on its own, so one bad line
     becomes one Reject instead of aborting the whole table. ``n`` counts the lines read."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, n: int = 0) -> None:
         self.raw = raw
-        self.n = 0
+        self.n = n
 
     def __iter__(self) -> "_TolerantLines":
         return self
@@ -396,10 +403,11 @@ class _TolerantLines:
         self.raw.close()
 
 
-def open_text_bytes_tolerant(path: Path) -> _TolerantLines:
-    from radvqa.sources.tables import open_binary
+def open_text_bytes_tolerant(path: Path, lo: int = 0, hi: int | None = None, line0: int = 0) -> _TolerantLines:
+    from radvqa.sources.tables import open_binary_range
 
-    return _TolerantLines(open_binary(path))  # gzip recognised by its magic bytes, not the name
+    # gzip recognised by its magic bytes, not the name; a byte range starts at a line start
+    return _TolerantLines(open_binary_range(path, lo, hi), line0)
 
 
 def header_index(header: list[str], wanted: dict[str, tuple[str, ...]], ref: str) -> dict[str, int]:

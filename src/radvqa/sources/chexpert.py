@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from radvqa.model import Image, Label, Reject, Study
-from radvqa.sources.tables import Layout, recognise_tables, split_from_name
+from radvqa.sources.tables import Layout, plan_line_ranges, recognise_tables, split_from_name
 from radvqa.sources.base import (
     DirCache,
     LabelMapper,
@@ -41,6 +41,7 @@ from radvqa.sources.base import (
     image_size,
     parse_label_value,
     read_csv_rows,
+    read_csv_rows_split,
 )
 from radvqa.sources import SOURCES
 
@@ -57,6 +58,29 @@ class CheXpertSource(Source):
     name = "chexpert"
     counts_reads = True
     description = "CheXpert: train.csv / valid.csv (+ image folder)"
+    # the part iter_part reads: {"table": index, and a line range of it (tables.plan_line_ranges)}
+    _part: dict[str, Any] | None = None
+
+    def plan_parts(self, inputs: Any, n_parts: int, *, ontology: Any = None,
+                   limit: int | None = None) -> list[dict[str, Any]] | None:
+        """Each table in line ranges (``tables.plan_line_ranges``), the tables in input order.
+        A study's rows are consecutive, so a part owns the studies whose first row is in its
+        range: it reads on past its end to finish its last study, and the next part passes over
+        the rows that finish it (rows are cut at the first row of another study, the same rule
+        on both sides of a cut)."""
+        try:
+            tables = recognise_tables(self, [Path(p) for p in inputs], _layouts())["labels"]
+        except SourceError:
+            return None
+        specs: list[dict[str, Any]] = []
+        for i, t in enumerate(tables):
+            ranges = plan_line_ranges(t, n_parts) or [{"lo": 0, "hi": None, "line0": 0, "line_hi": None}]
+            specs += [{"table": i, **r} for r in ranges]
+        return specs if len(specs) > 1 else None
+
+    def iter_part(self, inputs: Any, part: dict[str, Any], *, ontology: Any = None) -> Any:
+        self._part = dict(part)
+        return self.iter_records(inputs, ontology=ontology)
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
         tables = recognise_tables(self, inputs, _layouts())["labels"]
@@ -66,7 +90,10 @@ class CheXpertSource(Source):
         mapper = LabelMapper(onto, "chexpert14")
         self._dirs = DirCache()
         seen: set[str] = set()
-        for t in tables:
+        part = self._part
+        for ti, t in enumerate(tables):
+            if part is not None and ti > part["table"]:
+                return
             # Paths in the table start with the dataset folder (CheXpert-v1.0-small/...): resolve
             # them against the folder above it and against the given folders.
             roots = [str(r) for r in dict.fromkeys([t.parent.parent, *image_roots, *(r.parent for r in image_roots)])]
@@ -90,7 +117,25 @@ class CheXpertSource(Source):
             split = split_from_name(t)
             group: list[tuple[str, list[str]]] = []
             key = None
-            for item in self.table_rows(rows, len(header), t):
+            if part is not None and ti < part["table"]:
+                _earlier_keys(self.table_rows(rows, len(header), t), c["path"], seen)  # duplicates
+                continue
+            prev = None  # the study of the last row before this part (finished by the part before)
+            items: Iterator[Any]
+            if part is not None and part["lo"]:
+                # the earlier parts' rows (split on commas: a split table has no quotes): the
+                # studies read before (duplicates) and the one that runs into this part
+                rows.close()
+                before = read_csv_rows_split(t, 0, part["lo"])
+                next(before, None)
+                prev = _earlier_keys(self.table_rows(before, len(header), t), c["path"], seen)
+                rows = read_csv_rows(t, part["lo"], None, part["line0"])
+                items = _skip_run(self.table_rows(rows, len(header), t), prev, c["path"])
+            else:
+                items = self.table_rows(rows, len(header), t)
+            if part is not None and part["line_hi"] is not None:
+                items = _until_next_study(items, part["line_hi"], c["path"], prev)
+            for item in items:
                 if isinstance(item, Reject):
                     self.count_read()
                     yield item
@@ -178,3 +223,51 @@ class CheXpertSource(Source):
             study_time=f"{int(study[5:]):04d}",
             meta=meta,
         )
+
+
+def _key(row: list[str], pcol: int) -> str | None:
+    """A row's study (``patientN/studyM``), None when its Path is not one (a rejected row)."""
+    m = _PATH_RE.search(row[pcol].strip().replace("\\", "/"))
+    return None if m is None else f"{m.group(1)}/study{m.group(2)}"
+
+
+def _line(item: Any) -> int:
+    """The line of a ``table_rows`` item: a usable row's, or a Reject's (its ref ends in it)."""
+    return int(item.ref.rsplit(":", 1)[1]) if isinstance(item, Reject) else int(item[1])
+
+
+def _earlier_keys(items: Iterator[Any], pcol: int, seen: set[str]) -> str | None:
+    """The studies of an earlier part's rows into ``seen`` (as reading them would put them
+    there); returns the study of the last usable row."""
+    last = None
+    for item in items:
+        if not isinstance(item, Reject) and (k := _key(item[2], pcol)) is not None:
+            seen.add(k)
+            last = k
+    return last
+
+
+def _skip_run(items: Iterator[Any], prev: str | None, pcol: int) -> Iterator[Any]:
+    """A part's rows from the first row of another study than ``prev`` (the one that runs into
+    the part; the part before reads its rest, and the rejected rows among them)."""
+    if prev is not None:
+        for item in items:
+            if not isinstance(item, Reject) and (k := _key(item[2], pcol)) is not None and k != prev:
+                yield item
+                break
+        else:
+            return
+    yield from items
+
+
+def _until_next_study(items: Iterator[Any], line_hi: int, pcol: int, key: str | None) -> Iterator[Any]:
+    """A part's rows up to its last line, and on past it until the first row of another study
+    (the rule ``_skip_run`` applies from the other side of the cut). ``key``: the study of the
+    last usable row so far."""
+    for item in items:
+        usable = not isinstance(item, Reject) and (k := _key(item[2], pcol)) is not None
+        if _line(item) > line_hi and (key is None or (usable and k != key)):
+            return
+        if usable:
+            key = k
+        yield item

@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 
 from radvqa.model import Box, Image, Label, Study
-from radvqa.sources.tables import Layout, recognise_tables
+from radvqa.sources.tables import Layout, plan_line_ranges, recognise_tables, text_before
 from radvqa.sources.base import (
     LabelMapper,
     closed_label_list,
@@ -90,6 +90,24 @@ class NIHSource(Source):
     name = "nih-cxr14"
     counts_reads = True
     description = "NIH ChestX-ray14: Data_Entry_2017*.csv(.gz) + BBox_List_2017.csv (+ images, images.csv)"
+    # the part of the Data_Entry table iter_part reads ({"lo", "hi", "line0"}); None: all of it
+    _part: dict[str, Any] | None = None
+
+    def plan_parts(self, inputs: Any, n_parts: int, *, ontology: Any = None,
+                   limit: int | None = None) -> list[dict[str, Any]] | None:
+        """Byte ranges of the Data_Entry table at line starts (``tables.plan_line_ranges``: one
+        pass over its bytes that parses nothing). Every part re-reads the small BBox and
+        images.csv tables; the first yields their rejects, the last the rejects of box rows on
+        images the table does not list."""
+        try:
+            entries = recognise_tables(self, [Path(p) for p in inputs], _LAYOUTS)["entries"]
+        except SourceError:
+            return None  # read whole: the reader reports what is wrong
+        return plan_line_ranges(entries[0], n_parts) if len(entries) == 1 else None
+
+    def iter_part(self, inputs: Any, part: dict[str, Any], *, ontology: Any = None) -> Any:
+        self._part = dict(part)
+        return self.iter_records(inputs, ontology=ontology)
 
     def _records(self, inputs: list[Path], onto: Any, limit: int | None) -> Iterator[Record]:
         entries: list[Path] = []
@@ -114,14 +132,18 @@ class NIHSource(Source):
         scheme_labels = closed_label_list("nih14")
         aliases = _aliases()
         box_refs: dict[str, list[str]] = {}
+        part = self._part or {"lo": 0, "hi": None, "line0": 0}
+        lo, hi = int(part["lo"]), part["hi"]
         boxes_by_image, box_rejects = self._read_boxes(bbox_tables, aliases, mapper, box_refs)
-        yield from box_rejects
         sizes, size_rejects = self._read_sizes(sizes_tables)
-        yield from size_rejects
+        if lo == 0:
+            yield from box_rejects
+            yield from size_rejects
         images = index_images(image_dirs) if image_dirs else {}
 
         seen: set[str] = set()
-        rows = read_csv_rows(entries[0])
+        # the header, then this part's rows or (a later part) the earlier parts' rows
+        rows = read_csv_rows(entries[0], 0, hi if lo == 0 else lo)
         first = next(rows, None)
         if first is None or first[1] is None:
             raise SourceError(f"nih-cxr14: {entries[0]}: empty or unreadable header")
@@ -132,6 +154,14 @@ class NIHSource(Source):
         scol = next((i for i, h in enumerate(header) if h.startswith("OriginalImagePixelSpacing")), None)
         ncols = max(col.values()) + 1
         short: set[str] = set()  # image indices of rows too short to use (the rest land in ``seen``)
+        if lo:
+            text = text_before(entries[0], lo)
+            if text is not None:  # the planner splits only tables without quotes: split on commas
+                rows.close()
+                _earlier_images_text(text, col["image"], ncols, seen, short)
+            else:
+                _earlier_images(rows, col["image"], ncols, seen, short)
+            rows = read_csv_rows(entries[0], lo, hi, int(part["line0"]))
         for lineno, row, err in rows:
             ref = f"{entries[0]}:{lineno}"
             if row is None:
@@ -149,6 +179,8 @@ class NIHSource(Source):
             yield self._study(
                 ref, row, col, wcol, scol, mapper, scheme_labels, boxes_by_image, sizes, images, seen
             )
+        if hi is not None:
+            return  # not the last part: the box rows are checked against every image there
         # a box row on an image that Data_Entry does not list would otherwise vanish
         for index in sorted(set(boxes_by_image) - seen - short):
             for bref in box_refs.get(index, ()):
@@ -361,6 +393,32 @@ class NIHSource(Source):
                     # the image is still used, with the size read from its file (or unknown)
                     rejects.append(self.reject_row(f"{t}:{lineno}", f"malformed images.csv row {row[:6]}: {e}"))
         return out, rejects
+
+
+def _earlier_images(rows: Iterator[tuple[int, list[str] | None, str | None]], icol: int, ncols: int,
+                    seen: set[str], short: set[str]) -> None:
+    """The image indices of an earlier part's rows, as reading them would leave them in ``seen``
+    and ``short``: a later duplicate is then rejected here as one reader rejects it, and the last
+    part knows every listed image (box rows on unlisted images)."""
+    for _, row, _ in rows:
+        if row is None or not any(c.strip() for c in row):
+            continue
+        if len(row) < ncols:
+            if len(row) > icol:
+                short.add(row[icol].strip())
+        elif index := row[icol].strip():
+            seen.add(index)
+
+
+def _earlier_images_text(text: str, icol: int, ncols: int, seen: set[str], short: set[str]) -> None:
+    """``_earlier_images`` over the text of the earlier parts (header first), split on commas."""
+    for line in text.split("\n")[1:]:
+        row = line.split(",")
+        if len(row) >= ncols:
+            if index := row[icol].strip():  # a blank row has an empty index too
+                seen.add(index)
+        elif len(row) > icol and line.replace(",", "").strip():  # not blank: every cell is whitespace
+            short.add(row[icol].strip())
 
 
 @lru_cache(maxsize=4096)
