@@ -173,6 +173,10 @@ class Observation(msgspec.Struct, kw_only=True):
     source: str = "report"
     boxes: list[Box] = []  # lesion or region boxes localising this observation
     qualifier: str | None = None  # qualified negative ("no large effusion" -> "large"); certainty is then "uncertain"
+    # what the sentence said near this finding but the extractor did not attach to it, because the
+    # finding cannot lie there (extract/data/finding_places.yaml) or the word's binding was
+    # ambiguous: "place:<region id>", "severity:<level>" (the grade reads it)
+    dropped: list[str] = []
 
 
 class Indication(msgspec.Struct, kw_only=True):

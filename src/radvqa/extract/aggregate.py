@@ -126,8 +126,11 @@ class Aggregator:
                 # one mention (most observations): it is the evidence and gives the certainty
                 sp, _c, v, own, qualifier = mentions[0]
                 evidence = [sp]
+                dropped = None
                 if v is not None:
                     severity, change, temporal, size = v.severity, v.change, v.temporal, v.size_mm
+                    if v.dropped or (v.regions and len(v.regions) != len(regions)):
+                        dropped = _dropped(v, regions, None)
                 else:
                     severity = size = change = temporal = None
                 if cert != "uncertain" or not qualifier:
@@ -136,6 +139,7 @@ class Aggregator:
                 evidence = []
                 own = False
                 severity = size = change = temporal = None
+                dropped = None
                 quals: list[str | None] = []
                 for sp, c, v, mine, q in mentions:
                     if c != cert:
@@ -144,6 +148,9 @@ class Aggregator:
                     quals.append(q)
                     own = own or mine
                     if v is not None:
+                        # a merged region-less mention had only places its finding cannot lie in
+                        if v.dropped or (v.regions and (len(v.regions) != len(regions) or not mine)):
+                            dropped = _dropped(v, regions, dropped)
                         severity = severity or v.severity
                         change = change or v.change
                         temporal = temporal or v.temporal
@@ -156,7 +163,7 @@ class Aggregator:
             # regions come from the observation's own mentions: when only merged region-less
             # mentions support the final certainty, the regions were named by a dissenting one
             if lat is None and not (own and regions) and severity is None and size is None and change is None \
-                    and temporal is None and qualifier is None:
+                    and temporal is None and qualifier is None and not dropped:
                 # the common bare observation: the other fields keep their defaults (fewer
                 # keyword arguments to match; the same Observation)
                 out.append(Observation(id=oid, finding=finding, certainty=cert, evidence=evidence))
@@ -164,6 +171,19 @@ class Aggregator:
             out.append(Observation(
                 id=oid, finding=finding, certainty=cert, laterality=lat,
                 regions=list(regions) if own else [], severity=severity, size_mm=size, change=change,
-                temporal=temporal, evidence=evidence, source="report", qualifier=qualifier,
+                temporal=temporal, evidence=evidence, source="report", qualifier=qualifier, dropped=dropped or [],
             ))
         return out
+
+
+def _dropped(v: AttrValues, regions: tuple[str, ...], into: list[str] | None) -> list[str]:
+    """What the mention's words gave that the observation does not hold: regions its finding
+    cannot lie in (left out of its key by the extractor) and words dropped at binding."""
+    out = [] if into is None else into
+    for r in v.regions:
+        if r not in regions and f"place:{r}" not in out:
+            out.append(f"place:{r}")
+    for d in v.dropped:
+        if d not in out:
+            out.append(d)
+    return out

@@ -42,6 +42,8 @@ class AttrValues:
     change: str | None = None
     temporal: str | None = None
     spans: list[tuple[int, int]] = field(default_factory=list)
+    # words of the sentence not attached because their binding was ambiguous ("severity:small")
+    dropped: list[str] = field(default_factory=list)
 
 
 class AttributeMatcher:
@@ -66,7 +68,7 @@ class AttributeMatcher:
                     add(w, kind, value)
         for kind, groups in (extra or {}).items():
             if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
-                        "outside_cavity"):
+                        "outside_cavity", "range_joint", "finding_severity"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -85,6 +87,10 @@ class AttributeMatcher:
         self.table = {p: tuple(v) for p, v in table.items()}
         self.region_side = region_side
         self.pattern = trie_regex(self.table)
+        # "moderate to large", "mild-to-moderate": two severity words joined this way are one
+        # range, kept as said ("moderate to large"), not the lower level of the ontology's table
+        joint = (extra or {}).get("range_joint")
+        self.range_joint = re.compile(joint) if joint else None
 
     def find(self, lower: str, start: int, end: int) -> list[Attr]:
         out: list[Attr] = []
@@ -97,6 +103,11 @@ class AttributeMatcher:
             if vals:
                 a, b = m.span()
                 for kind, value in vals:
+                    if kind == "severity" and out and out[-1].kind == "severity" and self.range_joint is not None \
+                            and out[-1].value != value and self.range_joint.fullmatch(lower, out[-1].end, a):
+                        prev = out[-1]
+                        out[-1] = Attr("severity", f"{prev.value} to {value}", prev.start, b)
+                        continue
                     out.append(Attr(kind, value, a, b))
         if lower.find("mm", start, end) < 0 and lower.find("cm", start, end) < 0 and lower.find("met", start, end) < 0:
             return out  # no unit word, no size: skip the size regex
@@ -125,14 +136,31 @@ _EXPLAINS = re.compile(r"(?:compatible with|consistent with|represents?|represen
                        r"\s+(?:[a-z-]+\s+){0,3}$")
 _VERB = re.compile(r"\b(?:is|are|was|were|appears?|remains?)\b")
 _APPOSITION = re.compile(r",\s*(?:[a-z-]+\s+){0,2}$")
+_WITH = re.compile(r"\bwith\b")
 _SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
+# What ends a noun phrase between an attribute and the next mention: a modifier followed by a
+# mention within the same phrase ("demonstrates small amount of right basilar atelectasis") is
+# that mention's, not the previous one's.
+_PHRASE_BREAK = re.compile(r"[,;:]|\b(?:and|or|but|with|without|is|are|was|were|has|have|appears?|remains?|which|that)\b")
+_CLAUSE_END = re.compile(r"[,;.]")
+_PRE_KINDS = frozenset(("severity", "size", "change", "temporal"))
+# between a modifier and a later mention: a word that starts another phrase ("mild bronchovascular
+# crowding and right basilar airspace disease": not mild airspace disease, CXR1171; "mild right
+# paratracheal soft tissue may be secondary to lymphadenopathy", CXR3096); a comma right after the
+# modifier only separates adjectives ("mild, XXXX opacity", CXR297)
+_MOD_BREAK = re.compile(r"(?<=.)[,;]|\b(?:with|without|but|and|or|is|are|was|were|be|been|may|might|could|"
+                        r"represents?|which|that)\b")
+_ADJ_COMMA = re.compile(r"\s*,?")  # "mild, XXXX opacity": a comma between adjectives
+_COORD_AFTER = re.compile(r"\b(?:and|or|with)\b")
+_WORD_NEXT = re.compile(r"\s*-?\s*[a-z]")
 MAX_GAP = 80  # characters between an attribute and the mention it can describe
 MAX_GROUP = 8  # a longer chain of coordinated mentions is a list, not one finding phrase (and bounds the work)
 
 
 def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
            share: list[bool] | None = None, signs: list[bool] | None = None,
-           fits: Callable[[int, str], bool] | None = None) -> list[AttrValues | None]:
+           fits: Callable[[int, str], bool] | None = None,
+           region_side: dict[str, str | None] | None = None) -> list[AttrValues | None]:
     """Give each attribute to the nearest mention of the sentence; returns one AttrValues per
     mention (same order as ``mention_spans``, which are in text order and do not overlap), None
     for a mention that gets none.
@@ -167,6 +195,7 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
         # only a distance within MAX_GAP can win; a candidate whose gap alone is no shorter than
         # the best distance so far is not looked at (its distance only adds penalties to the gap)
         best_d = MAX_GAP + 1
+        nxt = -2  # the first mention after the attribute (worked out when an earlier one is a candidate)
         i = bisect_left(ends, a.start - MAX_GAP)
         while i < n and starts[i] <= a.end + MAX_GAP:
             ms, me = starts[i], ends[i]
@@ -178,6 +207,11 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                 gap = lower[a.end:ms]
                 if a.kind == "size" and " of " in gap:
                     d = 1 << 30  # "1.9 cm interruption of the catheter": it measures the interruption
+                elif (a.kind == "severity" or a.kind == "size") and gap.strip() and _MOD_BREAK.search(gap.lstrip()):
+                    # a modifier separated from the mention by a clause break or "with" modifies
+                    # a word of its own phrase ("stable moderate cardiomediastinal silhouette with
+                    # atherosclerotic calcifications": not moderate calcifications, CXR1173)
+                    d = 1 << 30
                 else:
                     # "nodules in the left base are calcified": a verb between the location and
                     # the next mention makes the location the subject's, not the predicate's
@@ -188,6 +222,26 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                     continue
                 gap = lower[me:a.start]
                 d = len(gap) + 4 + _penalty(gap)
+                pre = a.kind in _PRE_KINDS
+                comma = "," in gap or ";" in gap
+                if pre or comma:
+                    if nxt == -2:
+                        nxt = bisect_left(starts, a.end)
+                    # the attribute opens the next mention's phrase: a modifier ("small amount of
+                    # right basilar atelectasis", CXR1079), or any attribute after a clause break
+                    # ("mild hyperinflation, right apical pleural-parenchymal irregularities
+                    # compatible with scarring": the apex is the scarring's, CXR2516)
+                    if nxt < n and ((pre and starts[nxt] - a.end <= 40 and not _PHRASE_BREAK.search(
+                                        lower, _ADJ_COMMA.match(lower, a.end).end(), starts[nxt]))
+                                    or (comma and not _CLAUSE_END.search(lower, a.end, starts[nxt]))):
+                        i += 1
+                        continue
+                    if a.kind == "severity" and _COORD_AFTER.search(gap) and _WORD_NEXT.match(lower, a.end):
+                        # "aortic tortuosity and mild ectasia": after a coordination, a modifier
+                        # followed by a word describes that word (no finding of ours), not the
+                        # finding before it (CXR2565); "effusion, small in size" still is the effusion's
+                        i += 1
+                        continue
             else:
                 d = 0
             if d < best_d:
@@ -225,13 +279,14 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
         for k in range(n):
             if vals[k] is None:
                 vals[k] = AttrValues()
-        _share_locations(vals, starts, ends, own_loc, lower, share, signs, fits)  # type: ignore[arg-type]
+        _share_locations(vals, starts, ends, own_loc, lower, share, signs, fits, region_side)  # type: ignore[arg-type]
     return vals  # type: ignore[return-value]
 
 
 def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int], own_loc: list[list[Attr]],
                      lower: str, share: list[bool] | None, signs: list[bool] | None = None,
-                     fits: Callable[[int, str], bool] | None = None) -> None:
+                     fits: Callable[[int, str], bool] | None = None,
+                     region_side: dict[str, str | None] | None = None) -> None:
     """A location outside a coordinated group of mentions governs all its members that can lie
     there (``fits(i, region)``): "bilateral calcified granulomas and degenerative change in the
     spine" puts the degenerative change in the spine, not the granulomas (CXR3825, final row read)."""
@@ -275,6 +330,14 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
             # the diaphragms are two, the lungs get no side from them)
             outside = [(k, a) for k in range(g0, i) for a in own_loc[k]
                        if a.start <= lo or a.start >= hi]
+            # "X with Y in Z": the place after the group is Y's; X is only accompanied by Y
+            # ("left pneumothorax, with partial collapse of the left upper and lower lobes": the
+            # lobes are the collapse's, CXR3945; "pneumothorax with collapse of the right lower
+            # lobe", CXR3369)
+            w0 = g0
+            for k in range(g0 + 1, i):
+                if _WITH.search(lower, ends[k - 1], starts[k]):
+                    w0 = k
             for k in range(g0, i):
                 if share is not None and not share[k]:
                     continue
@@ -282,9 +345,19 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                 own_side = any(a.kind == "laterality" for a in own_loc[k])
                 own_region = any(a.kind == "region" for a in own_loc[k])
                 for _src, a in outside:
+                    if k < w0 and a.start >= hi:
+                        continue
                     if a.kind == "region":
-                        if not own_region and a.value not in v.regions and (fits is None or fits(k, a.value)):
+                        if own_region or a.value in v.regions:
+                            continue
+                        if fits is None or fits(k, a.value):
                             v.regions.append(a.value)
+                        elif region_side is not None and not own_side and v.laterality is None \
+                                and region_side.get(a.value) and not any(
+                                    o.kind == "laterality" for _s, o in outside):
+                            # a place the member cannot lie in still gives it its side: "right
+                            # pleural effusion and atelectasis" is right atelectasis
+                            v.laterality = region_side[a.value]
                     elif own_side:
                         continue
                     elif v.laterality is None or v.laterality == a.value:

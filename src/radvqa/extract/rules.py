@@ -13,6 +13,7 @@ from radvqa.extract._data import load_data
 from radvqa.extract._trie import trie_regex
 from radvqa.extract.aggregate import Aggregator
 from radvqa.extract.attributes import AttributeMatcher, AttrValues, attach
+from radvqa.extract.places import FindingPlaces
 from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, ContextRules
 from radvqa.extract.mentions import MentionMatcher
 from radvqa.extract.sections import body_part_heading, section_role, split_sections
@@ -154,6 +155,13 @@ class RulesExtractor:
             self._outside[r] = (True in line) if line else None
         self._fdefault = {fid: tuple(getattr(f, "default_regions", ()) or ()) for fid, f in ontology.findings.items()}
         self._fits_cache: dict[tuple[tuple[str, ...], str], bool] = {}
+        # finding -> regions it can lie in (finding_places.yaml); a place word bound to a finding
+        # that cannot lie there described another finding and is dropped for this one
+        self._places = FindingPlaces(ontology).allowed_regions
+        fsev = attr_data.get("finding_severity") or {}
+        if set(fsev) - set(ontology.findings):
+            raise ValueError(f"attributes.yaml finding_severity: unknown finding id(s) {sorted(set(fsev) - set(ontology.findings))}")
+        self._finding_severity = {f: frozenset(v) for f, v in fsev.items()}
 
     # ------------------------------------------------------------------------------------------
     def extract(self, text: object, study_id: str = "") -> Extraction:
@@ -315,14 +323,25 @@ class RulesExtractor:
         memo = (findings, None, ()) if v is None else (findings, v.laterality, tuple(v.regions))
         keys = self._keys_memo.get(memo)
         if keys is None:
-            findings, lat, regions = memo
-            if lat is None and regions:
-                sides = {self.region_side.get(r) for r in regions} - {None}
-                if len(sides) == 1:
-                    lat = sides.pop()
-                elif len(sides) > 1:
-                    lat = "bilateral"
-            keys = tuple((f, lat if lat is not None and f in self.lateralised else None, regions) for f in findings)
+            findings, lat0, regions0 = memo
+            out = []
+            places = self._places
+            for f in findings:
+                ok = places.get(f)
+                # a region the finding cannot lie in is not its place (the observation records
+                # it as dropped: aggregate.py)
+                regions = regions0 if ok is None or not regions0 else tuple(r for r in regions0 if r in ok)
+                lat = lat0
+                if lat is None and regions0:
+                    # the side of a dropped place is still said ("hydropneumothorax within the
+                    # left chest": left, though not in the chest wall)
+                    sides = {self.region_side.get(r) for r in regions0} - {None}
+                    if len(sides) == 1:
+                        lat = sides.pop()
+                    elif len(sides) > 1:
+                        lat = "bilateral"
+                out.append((f, lat if lat is not None and f in self.lateralised else None, regions))
+            keys = tuple(out)
             if len(self._keys_memo) >= 100_000:
                 self._keys_memo.clear()  # bounded memory
             self._keys_memo[memo] = keys
@@ -362,9 +381,10 @@ class RulesExtractor:
         hit = self._fits_cache.get(key)
         if hit is None:
             side = self._outside.get(region)
-            hit = side is None or any(
+            places = self._places
+            hit = any(f not in places or region in places[f] for f in findings) and (side is None or any(
                 not self._fdefault.get(f) or any(self._outside.get(d) in (None, side) for d in self._fdefault[f])
-                for f in findings)
+                for f in findings))
             self._fits_cache[key] = hit
         return hit
 
@@ -413,7 +433,7 @@ class RulesExtractor:
                 share.append(p[0])
                 signs.append(p[1])
             vals = attach(attrs, [(m.start, m.end) for m in mentions], seg, share, signs,
-                          lambda k, r: self._fits(mentions[k].findings, r))
+                          lambda k, r: self._fits(mentions[k].findings, r), self.region_side)
         certs: list[str | None] = []
         quals: list[str | None] = []
         prev_end = 0
@@ -464,6 +484,9 @@ class RulesExtractor:
             if quals[i] is not None and v is not None and v.severity is not None:
                 # "no large effusion": "large" limits the negation, it is no severity of an effusion
                 v.severity = None
+            if v is not None and v.severity is not None and any(
+                    v.severity in self._finding_severity.get(f, ()) for f in m.findings):
+                v.severity = None  # "the heart is large": the word is the finding, not its degree
             if v is not None and v.change == "resolved" and cert == "present":
                 # "almost completely resolved pleural air": still there, so it improved
                 v = replace(v, change="improved")

@@ -29,7 +29,8 @@ def _severity_words(gen: Any, level: str) -> tuple[str, ...]:
     hit = _SEV_WORDS.get(key)
     if hit is None:
         table = getattr(getattr(gen.vocab.onto, "modifiers", None), "severity", None) or {}
-        hit = _SEV_WORDS[key] = (level, *table.get(level, ()))
+        # a range ("moderate to large") is said with the words of both its levels
+        hit = _SEV_WORDS[key] = (level, *(w for lv in level.split(" to ") for w in (lv, *table.get(lv, ()))))
     return hit
 _CERTAINTIES = frozenset(CERTAINTIES)
 
@@ -265,7 +266,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
                 stexts, etexts,
                 bool(ctx.shared_sentences) and not ctx.shared_sentences.isdisjoint(sids),
                 kind, n_boxed, ctx.n_boxable_images, ctx.sg.report is not None, obs.id in ctx.label_conflicts,
-                places, tuple(b.source for b in obs.boxes) if obs.boxes else (), annotated)
+                places, tuple(b.source for b in obs.boxes) if obs.boxes else (), annotated, bool(obs.dropped))
         cache = gen.grade_cache
         hit = cache.get(gkey)
         if hit is None:
@@ -511,19 +512,22 @@ def merge_facts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
             # "no left effusion" and "no right effusion" read as two identical "no effusion"
             # sentences: one negative without a side says both
             sides = {None: list(fs)}
-        elif sided and None in sides:
+        ambiguous: frozenset[int] = frozenset()
+        if sided and None in sides and not (fs[0].absent and len(sided) > 1):
+            if len(sided) > 1:  # the unsided copies may describe either side
+                ambiguous = frozenset(id(f.obs) for f in sides[None])
             sides[sided[0]].extend(sides.pop(None))
         for sub in sides.values():
             if len(sub) == 1:
                 continue
             sub.sort(key=fs.index)
-            out = _merge_group(ctx, sub)
+            out = _merge_group(ctx, sub, ambiguous)
             merged[id(sub[0])] = out
             dropped.update(id(f) for f in sub[1:])
     return [merged.get(id(f), f) for f in facts if id(f) not in dropped]
 
 
-def _merge_group(ctx: "StudyCtx", fs: list[Fact]) -> Fact:
+def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = frozenset()) -> Fact:
     # the most specific copy leads: report text over labels, then severity, regions, size
     best = max(fs, key=lambda f: (f.obs.source == "report", f.severity is not None,
                                   len(f.explicit_regions), f.obs.size_mm is not None, -fs.index(f)))
@@ -554,8 +558,16 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact]) -> Fact:
     lat = next((f.lat for f in fs if f.lat), None)
     if len({f.lat for f in fs}) > 1 and fs[0].absent and sum(1 for f in fs if f.lat) > 1:
         lat = None
+    severity, size = first("severity"), first("size_mm")
+    if ambiguous:
+        # a copy without a side joined one of several sided copies: its severity and size may be
+        # another side's ("small left lung opacity" from an impression's unsided "small nodular
+        # opacities" of the right base, CXR2704): only the other copies give them
+        same = [o for o in obs if id(o) not in ambiguous]
+        severity = next((o.severity for o in same if o.severity), None)
+        size = next((o.size_mm for o in same if o.size_mm), None)
     m = msgspec.structs.replace(
-        best.obs, laterality=lat, regions=regions, severity=first("severity"), size_mm=first("size_mm"),
+        best.obs, laterality=lat, regions=regions, severity=severity, size_mm=size,
         temporal=first("temporal"), texture=first("texture"), spread=first("spread"), children=children,
         evidence=evidence, boxes=list(boxes.values()), from_report=any(o.from_report for o in obs))
     out = build_fact(ctx, m, implied=best.implied)

@@ -180,7 +180,8 @@ def check_row(row: dict[str, Any], fam: Family) -> list[str]:
                 continue
             sev = p.get("severity")
             side = p.get("laterality")
-            if (sev and negated_only(fam.severity_words.get(sev, (sev,)), sents)) or \
+            if (sev and negated_only(fam.severity_words.get(sev) or tuple(
+                    w for lv in sev.split(" to ") for w in fam.severity_words.get(lv, (lv,))), sents)) or \
                     (side in _SIDE_WORDS and negated_only(_SIDE_WORDS[side], sents)):
                 bad.append("modifier_from_negated_phrase")
                 break

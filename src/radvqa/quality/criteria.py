@@ -37,6 +37,9 @@ Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not pola
   -> A (the extractor's region attachment is the commonest content error of the hand audit; a
   sentence placing the finding relative to a structure, "above the carina", gets no location said
   at all: ``relative_place``, used by the generator).
+- *dropped place: a stated finding that the sentence put in a place it cannot lie in (the
+  extractor dropped the place: ``Observation.dropped``, extract/data/finding_places.yaml) -> A
+  (``location:dropped_place``).
 - *labels: label-only finding in a study with a report -> C (stated only with ``--label-only
   state-as-label``; by default the generator states nothing from it: ``label_only``); without a
   report -> B (A with an expert box); a label that disagrees with the report (localize
@@ -286,6 +289,11 @@ def obs_grade(
             # several places that do not contain one another often belong to different things
             # ("cardiomegaly ... in the cardiac silhouette and the lungs"); hand audit
             low.append(_R_PLACES)
+        if stated and obs.dropped:
+            # the sentence put a place near this finding that the finding cannot lie in
+            # (extract/data/finding_places.yaml): the sentence's places belong to several findings,
+            # so what was kept may be misattributed too
+            low.append(_R_DROPPED)
         side = obs.laterality
         if stated and side in _SIDE_CUE and texts and not any(_side_said(t, side) for t in texts):
             low.append(_R_SIDE)
@@ -335,6 +343,7 @@ _R_NORMAL = _lowered("evidence", "normal_in_sentence", A)
 _R_HEDGE_IN_SENTENCE = _lowered("evidence", "hedge_in_sentence", A)
 _R_SHARED = _lowered("evidence", "shared_sentence", A)
 _R_PLACES = _lowered("location", "several_places", A)
+_R_DROPPED = _lowered("location", "dropped_place", A)
 _R_SIDE = _lowered("side", "inferred", A)
 _R_LABEL_SILENT = _lowered("label", "only_report_silent", C)
 _R_LABEL_UNCERTAIN = _lowered("label", "uncertain", B)
