@@ -342,8 +342,19 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                 if share is not None and not share[k]:
                     continue
                 v = vals[k]
-                own_side = any(a.kind == "laterality" for a in own_loc[k])
+                # a sided place of its own ("right infrahilar infiltrate") states the member's side:
+                # the group's "bilateral" (the effusions') is not its side (CXR1868)
+                own_side = any(a.kind == "laterality" or (region_side is not None and a.kind == "region"
+                                                          and region_side.get(a.value) in ("left", "right"))
+                               for a in own_loc[k])
                 own_region = any(a.kind == "region" for a in own_loc[k])
+                if not own_side and not own_region and region_side is not None and _sides_conflict(
+                        outside, lo, hi, region_side):
+                    # places of different sides before and after the group ("left lower lobe
+                    # pneumonia and minimal scarring or atelectasis in the right lung base"): each
+                    # is a neighbour's; which one a member between them shares is not said, and
+                    # both together made it bilateral (CXR808)
+                    continue
                 for _src, a in outside:
                     if k < w0 and a.start >= hi:
                         continue
@@ -365,6 +376,18 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                     else:
                         v.laterality = "bilateral"
         g0 = i
+
+
+def _sides_conflict(outside: list[tuple[int, Attr]], lo: int, hi: int,
+                    region_side: dict[str, str | None]) -> bool:
+    """The locations before a group and those after it state different sides."""
+    before: set[str] = set()
+    after: set[str] = set()
+    for _k, a in outside:
+        side = a.value if a.kind == "laterality" else region_side.get(a.value)
+        if side:
+            (before if a.start <= lo else after).add(side)
+    return bool(before and after and before != after)
 
 
 def _penalty(gap: str) -> int:

@@ -31,7 +31,7 @@ from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts, 
 from radvqa.generate.templates import Family, Op, Template
 from radvqa.generate.unnamed import UnnamedFindings
 from radvqa.model import AnswerPart, SceneGraph
-from radvqa.quality.criteria import IMPLIED_NEGATIVE, LOCALIZATION_NONE, answer_merged, combine
+from radvqa.quality.criteria import IMPLIED_NEGATIVE, LOCATION_DEFAULT, LOCALIZATION_NONE, answer_merged, combine
 
 F = frozenset
 _NONE: tuple[int, tuple[str, ...]] = (0, ())
@@ -550,7 +550,7 @@ def _describe(st: Study, tpl: Template, it: Item, pos: list[Fact], with_negative
         if with_negatives:
             parts.extend(f.related() for f in neg[:k])
         st.say(tpl, it.slots, it.key, "abnormal", _lv(pos), parts, pos + (neg[:k] if with_negatives else []),
-               polarity="positive", regions=it.regions, lead_boxes=it.boxes)
+               polarity="positive", regions=it.regions, lead_boxes=it.boxes, extra=it.extra)
     else:
         parts = [f.main for f in neg[: k + 1]] if with_negatives else []
         # the stated negatives support the "normal" answer (grade, provenance) even where the
@@ -572,7 +572,7 @@ def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
         for f in pos:
             parts.extend(st.parts_of(f))
         st.say(tpl, it.slots, it.key, key, _lv(pos), parts, pos, short=key, polarity="positive",
-               regions=it.regions, lead_boxes=it.boxes)
+               regions=it.regions, lead_boxes=it.boxes, extra=it.extra)
     else:
         nn = it.neg[: st.s.max_related + 1]
         st.say(tpl, it.slots, it.key, key, _EMPTY, [f.main for f in nn], nn, short=key, polarity="negative",
@@ -606,7 +606,8 @@ def _list_op(subject: str) -> Callable[[Study, Template, Item], None]:
         pos = it.pos
         if pos:
             parts = [p for f in pos for p in st.parts_of(f)]
-            st.say(tpl, it.slots, it.key, subject, _lv(pos), parts, pos, polarity="positive", regions=it.regions)
+            st.say(tpl, it.slots, it.key, subject, _lv(pos), parts, pos, polarity="positive", regions=it.regions,
+                   extra=it.extra)
         else:
             st.say(tpl, it.slots, it.key, "none", _EMPTY, [], [], polarity="negative", regions=it.regions,
                    lead_tag=_none_tag(subject, it), lead_boxes=it.boxes)
@@ -618,7 +619,8 @@ def _has_op(subject: str) -> Callable[[Study, Template, Item], None]:
 
     def render(st: Study, tpl: Template, it: Item) -> None:
         if it.pos:
-            _yes_no(st, tpl, Item(it.slots, it.key, it.pos, [], regions=it.regions, boxes=it.boxes), True)
+            _yes_no(st, tpl, Item(it.slots, it.key, it.pos, [], regions=it.regions, boxes=it.boxes, extra=it.extra),
+                    True)
         else:
             st.say(tpl, it.slots, it.key, "no", _EMPTY, [], [], short="no", polarity="negative",
                    regions=it.regions, lead_tag=_none_tag(subject, it), lead_boxes=it.boxes)
@@ -907,8 +909,18 @@ class _Regions:
                 hit = self.per_r[r] = (rname, {"region": rname}, rl, st.ctx.region_boxes_for(rl),
                                        self.neg_for(r))
             rname, slots, rl, rb, neg_r = hit
-            out.append(Item(slots, r, index.get(r, []), neg_r, regions=rl, boxes=rb, name=rname))
+            pos_r = index.get(r, [])
+            # a positive placed here only by some of its default regions: the report never says it
+            # is here ("granulomatous disease" asked about the hila, CXR2808); a region holding all
+            # of them holds the finding by its name (cardiomegaly in the mediastinum)
+            anc = self.anc
+            extra = _DEFAULT_PLACE if any(not f.explicit_regions and not all(
+                d == r or r in anc.get(d, ()) for d in f.regions) for f in pos_r) else None
+            out.append(Item(slots, r, pos_r, neg_r, regions=rl, boxes=rb, name=rname, extra=extra))
         return out
+
+
+_DEFAULT_PLACE = [LOCATION_DEFAULT]
 
 
 def scope_region(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
