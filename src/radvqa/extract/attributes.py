@@ -68,7 +68,7 @@ class AttributeMatcher:
                     add(w, kind, value)
         for kind, groups in (extra or {}).items():
             if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
-                        "outside_cavity", "range_joint", "finding_severity"):
+                        "outside_cavity", "range_joint", "finding_severity", "change_degree"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -91,6 +91,9 @@ class AttributeMatcher:
         # range, kept as said ("moderate to large"), not the lower level of the ontology's table
         joint = (extra or {}).get("range_joint")
         self.range_joint = re.compile(joint) if joint else None
+        # change values a severity word right before grades ("slightly improved"): the change's
+        # degree, not the finding's severity
+        self.change_degree = frozenset((extra or {}).get("change_degree") or ())
 
     def find(self, lower: str, start: int, end: int) -> list[Attr]:
         out: list[Attr] = []
@@ -108,6 +111,10 @@ class AttributeMatcher:
                         prev = out[-1]
                         out[-1] = Attr("severity", f"{prev.value} to {value}", prev.start, b)
                         continue
+                    while kind == "change" and value in self.change_degree and out and out[-1].kind == "severity" \
+                            and _DEGREE_GAP.fullmatch(lower, out[-1].end, a):
+                        # "opacities ..., slightly improved": not minimal opacities (CXR3165)
+                        out.pop()
                     out.append(Attr(kind, value, a, b))
         if lower.find("mm", start, end) < 0 and lower.find("cm", start, end) < 0 and lower.find("met", start, end) < 0:
             return out  # no unit word, no size: skip the size regex
@@ -119,6 +126,7 @@ class AttributeMatcher:
         return out
 
 
+_DEGREE_GAP = re.compile(r"[\s-]*")
 # A modifier right after a negation ("emphysema without acute disease", "no acute fracture")
 # belongs to the negated phrase: it can only describe a mention that follows it.
 _NEGATED_BEFORE = re.compile(r"(?:^|\W)(?:no|not|without|negative for|free of)\s+$")
