@@ -31,7 +31,7 @@ from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts, 
 from radvqa.generate.templates import Family, Op, Template
 from radvqa.generate.unnamed import UnnamedFindings
 from radvqa.model import AnswerPart, SceneGraph
-from radvqa.quality.criteria import IMPLIED_NEGATIVE, LOCATION_DEFAULT, LOCALIZATION_NONE, answer_merged, combine
+from radvqa.quality.criteria import IMPLIED_NEGATIVE, LOCALIZATION_NONE, answer_merged, combine
 
 F = frozenset
 _NONE: tuple[int, tuple[str, ...]] = (0, ())
@@ -799,10 +799,25 @@ class _Regions:
         # regions above a device that lies outside the chest (the chest above the right upper
         # quadrant): the device is not in them, and no "no device" answer may speak for them
         self.dev_unknown: set[str] = set()
-        for lst, index, mention in ((st.ab_pos, pos_at, True), (st.devs, dev_at, True), (st.arts, art_at, False)):
+        # per subject: regions a finding placed only by its default regions may or may not lie in
+        # ("sequelae of old granulomatous disease": its defaults are the lungs and the hila, the
+        # report names neither; CXR2808, seed 62). Only a region holding every default region
+        # holds the finding by its name ("the chest"); the others get no "yes" (the report never
+        # puts it there) and no "normal" (it may be there).
+        self.guessed: dict[str, set[str]] = {"abnormal": set(), "devices": set(), "artifacts": set()}
+        for lst, index, mention, subject in ((st.ab_pos, pos_at, True, "abnormal"), (st.devs, dev_at, True, "devices"),
+                                             (st.arts, art_at, False, "artifacts")):
             for f in lst:
+                guess = None
+                if not f.explicit_regions and len(f.regions) > 1:
+                    dflt = f.regions
+                    guess = self.guessed[subject]
                 for r in f.regions:
                     line = (r, *anc.get(r, ()))
+                    if guess is not None:
+                        held = tuple(rr for rr in line if all(d == rr or rr in anc.get(d, ()) for d in dflt))
+                        guess.update(rr for rr in line if rr not in held)
+                        line = held
                     if index is dev_at and outside:
                         cut = next((i for i, rr in enumerate(line) if rr in outside), None)
                         if cut is not None:
@@ -895,8 +910,10 @@ class _Regions:
                 lists = self.split_by[subject] = (
                     lists[0], [r for r in lists[1] if regs is not None and r not in regs],
                     [r for r in lists[2] if regs is not None and r not in regs])
+            unknown = self.guessed[subject]
             if subject == "devices" and self.dev_unknown:
-                unknown = self.dev_unknown
+                unknown = unknown | self.dev_unknown
+            if unknown:
                 lists = self.split_by[subject] = (
                     lists[0], [r for r in lists[1] if r not in unknown],
                     [r for r in lists[2] if r not in unknown])
@@ -909,18 +926,8 @@ class _Regions:
                 hit = self.per_r[r] = (rname, {"region": rname}, rl, st.ctx.region_boxes_for(rl),
                                        self.neg_for(r))
             rname, slots, rl, rb, neg_r = hit
-            pos_r = index.get(r, [])
-            # a positive placed here only by some of its default regions: the report never says it
-            # is here ("granulomatous disease" asked about the hila, CXR2808); a region holding all
-            # of them holds the finding by its name (cardiomegaly in the mediastinum)
-            anc = self.anc
-            extra = _DEFAULT_PLACE if any(not f.explicit_regions and not all(
-                d == r or r in anc.get(d, ()) for d in f.regions) for f in pos_r) else None
-            out.append(Item(slots, r, pos_r, neg_r, regions=rl, boxes=rb, name=rname, extra=extra))
+            out.append(Item(slots, r, index.get(r, []), neg_r, regions=rl, boxes=rb, name=rname))
         return out
-
-
-_DEFAULT_PLACE = [LOCATION_DEFAULT]
 
 
 def scope_region(st: Study, tpl: Template, op: Op) -> Iterable[Item]:

@@ -388,10 +388,6 @@ def answer_merged(n_sentences: int) -> tuple[int, tuple[str, ...]] | None:
 
 # a positive answer to a question that asks where, with no box of the finding's own
 LOCALIZATION_NONE = (B, (reason("localization", "none_where_asked", B),))
-# a positive answer to a question about a region the report never states for the finding: it lies
-# there only by the ontology's default region ("What is seen in the hila? Granulomatous disease."
-# for "sequelae of old granulomatous disease", CXR2808): graded like default-region boxes
-LOCATION_DEFAULT = (A, (reason("location", "default_region", A),))
 # the report states the finding both present and absent/uncertain: the answer keeps the positive
 REPORT_CONFLICT = (B, (reason("evidence", "report_conflict", B),))
 CHANGE_TEXT_LEFT = (B, (reason("change_text", "left", B),))
