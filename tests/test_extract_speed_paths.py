@@ -89,6 +89,50 @@ def test_body_part_headings_through_the_word_filter():
     assert {s: body_part_heading(s) for s in want} == want
 
 
+def test_body_part_first_word_filter_edge_cases():
+    # the first word is read before the sentence is normalised (#12 speed round): stripped
+    # punctuation at either end, a comma right after the word, a list number, a tail of
+    # stripped characters after the only word; the values are the full reading's (main f31aae3)
+    from radvqa.extract.sections import body_part_heading
+
+    want = {"chest. .": "chest", "chest.": "chest", "chest-": "chest", "knee:": "other", ", chest": None,
+            "knee,ankle": "other", "-left knee": "other", ". ; chest": "chest", "chest. left knee": None,
+            "chest.. knee": None, "chest,, knee": None, "knee and ankle": "other", "2.chest": "chest", "1) left knee,": "other",
+            "left\tknee": "other", "knee\n\nankle": None, "chest:-": "chest", "ches": None}
+    assert {s: body_part_heading(s) for s in want} == want
+
+
+def test_control_characters_counted_alike_in_ascii_and_other_text():
+    # ASCII text counts its control characters with bytes.translate, other text with the regex:
+    # the same count gives the same message
+    from radvqa.extract.text import check_text
+
+    for body in ("ab\x01cd\x02ef\x7fgh\x1fij" * 3, "\x0e\x08 x", "a\x00b c", "no control\tat all\r\n"):
+        ascii_err = check_text(body)[1]
+        other_err = check_text(body + "\u00e9")[1]
+        if ascii_err is None:
+            assert other_err is None
+        else:
+            assert other_err is not None and ascii_err.split(" in ")[0] == other_err.split(" in ")[0], (ascii_err, other_err)
+    assert check_text("ab\x01cd\x02ef\x7f" * 5)[1] == "binary content (15 control characters in 45), not report text"
+
+
+def test_section_headers_memo_changes_no_split():
+    # the header found before a colon is memoised by the text before it on its line; the same
+    # words in another position (line start or after a sentence end) still decide alone
+    from radvqa.extract.sections import split_sections
+
+    texts = ["FINDINGS: a. IMPRESSION: b.", "x FINDINGS: a.\nFINDINGS: b.", "Normal. FINDINGS: a.", "the report: FINDINGS",
+             "IMPRESSION:\n  FINDINGS  : c.", "Normal. FINDINGS: a.\nNormal. FINDINGS: a."]
+    got = [[(s.name, s.start, s.end) for s in split_sections(t)] for t in texts * 2]
+    assert got[:len(texts)] == got[len(texts):]
+    # the splits main's code (f31aae3) gives
+    assert got[:len(texts)] == [
+        [("FINDINGS", 9, 13), ("IMPRESSION", 24, 27)], [("BODY", 0, 15), ("FINDINGS", 24, 27)],
+        [("BODY", 0, 8), ("FINDINGS", 17, 20)], [("BODY", 0, 20)], [("IMPRESSION", 11, 14), ("FINDINGS", 25, 28)],
+        [("BODY", 0, 8), ("FINDINGS", 17, 29), ("FINDINGS", 38, 41)]]
+
+
 @pytest.mark.timeout(60)
 def test_explained_away_pattern_fails_fast_on_a_clause_without_its_cue():
     """The explained-away pattern once let a word be cut into pieces in 2^(length-1) ways: CXR1016's

@@ -535,10 +535,15 @@ class RulesExtractor:
     def _explained_away(self, seg: str, mentions: list, certs: list) -> None:
         """A sign ("density", "opacity") that its clause explains as something that is no lung
         opacity (context.yaml ``alternatives.explained_away``) is no observation of its own."""
-        signs = self.alt_signs
+        props = self._props
         for i, m in enumerate(mentions):
-            if certs[i] is None or certs[i] == "absent" or m.certainty is not None or \
-                    not all(f in signs for f in m.findings):
+            if certs[i] is None or certs[i] == "absent" or m.certainty is not None:
+                continue
+            p = props.get(m.findings)
+            if p is None:
+                self._can_side(m.findings)  # fills the memo (can take a side, is a sign)
+                p = props[m.findings]
+            if not p[1]:  # not every finding of the mention is a sign
                 continue
             if self.explained_away.match(seg, m.end) or (  # type: ignore[union-attr]
                     self.explained_pre is not None and self.explained_pre.search(seg, max(0, m.start - 40), m.start)):

@@ -45,6 +45,32 @@ _SENT_END = re.compile(r"[.!?][ \t]+")
 _HEAD_WINDOW = 80  # longer than any header alias with its spacing
 
 
+_UNSEEN = object()
+# (text before a colon on its line, does that line start inside the window?) -> (offset of the
+# header in it, section name), or None: a pure function of its key (the alias table is fixed)
+_heads_memo: dict[tuple[str, bool], tuple[int, str] | None] = {}
+_memo_spec: SectionSpec | None = None  # the alias table _heads_memo was filled with
+
+
+def _header_in(seg: str, whole: bool, canonical: dict[str, str]) -> tuple[int, str] | None:
+    """The header that ends at the colon after ``seg`` (the text before the colon on its line,
+    ``whole`` when the line starts inside the window): (its offset in ``seg``, section name)."""
+    if whole:  # the line starts inside the window: "FINDINGS:" at its start
+        name = canonical.get(" ".join(seg.split()).upper())
+        if name is not None:
+            return len(seg) - len(seg.lstrip()), name
+    if seg:
+        # after a sentence end on the same line
+        last = None
+        for last in _SENT_END.finditer(seg):
+            pass
+        if last is not None:
+            name = canonical.get(" ".join(seg[last.end():].split()).upper())
+            if name is not None:
+                return last.end(), name
+    return None
+
+
 def split_sections(text: str) -> list[Section]:
     """Sections in report order. ``Section.start`` is the offset of the body after the header.
 
@@ -55,6 +81,10 @@ def split_sections(text: str) -> list[Section]:
     each looked up in the alias table: much cheaper than a regex tried at every position."""
     spec = section_spec()
     canonical = spec.canonical
+    global _memo_spec
+    if _memo_spec is not spec:  # another alias table (the data reloaded): forget the old answers
+        _heads_memo.clear()
+        _memo_spec = spec
     heads: list[tuple[int, int, str]] = []  # (header start, body start, name)
     i = text.find(":")
     while i >= 0:
@@ -64,22 +94,17 @@ def split_sections(text: str) -> list[Section]:
         nl = text.rfind("\n", lo, i)
         line_start = nl + 1 if nl >= 0 or lo == 0 else lo
         seg = text[line_start:i]
-        name = None
-        if nl >= 0 or lo == 0:  # the line starts inside the window: "FINDINGS:" at its start
-            cand = " ".join(seg.split()).upper()
-            name = canonical.get(cand)
-            start = line_start + (len(seg) - len(seg.lstrip()))
-        if name is None and seg:
-            # after a sentence end on the same line
-            last = None
-            for last in _SENT_END.finditer(seg):
-                pass
-            if last is not None:
-                cand = " ".join(seg[last.end():].split()).upper()
-                name = canonical.get(cand)
-                start = line_start + last.end()
-        if name is not None:
-            heads.append((start, i + 1, name))
+        whole = nl >= 0 or lo == 0
+        # what precedes a colon repeats across reports ("FINDINGS", "IMPRESSION", "Chest"):
+        # the header found in it is looked up, not worked out again
+        found = _heads_memo.get((seg, whole), _UNSEEN)
+        if found is _UNSEEN:
+            found = _header_in(seg, whole, canonical)
+            if len(_heads_memo) >= 20_000:
+                _heads_memo.clear()  # bounded memory
+            _heads_memo[(seg, whole)] = found
+        if found is not None:
+            heads.append((line_start + found[0], i + 1, found[1]))
         i = text.find(":", i + 1)
     out: list[Section] = []
     first = heads[0][0] if heads else len(text)
@@ -113,6 +138,16 @@ def _body_parts() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
 def body_part_heading(sentence_lower: str) -> str | None:
     """"chest" or "other" when a sentence is only a body-part heading ("Left knee.", "Chest:"),
     else None."""
+    # most sentences fail on their first word: find it without normalising the whole sentence.
+    # The first word of the normalised text is the first run of ``head`` up to white space or a
+    # comma, less a tail of ".:;-" when the rest of the sentence is all stripped characters
+    head = sentence_lower.lstrip(" .:;-\t\n")
+    if head and not head[0].isdigit():
+        first = head.split(None, 1)[0].split(",", 1)[0]
+        if first:
+            words = _body_parts()[2]
+            if first not in words and first.rstrip(".:;-") not in words:
+                return None
     t = " ".join(sentence_lower.strip(" .:;-\t\n").split())
     if t[:1].isdigit():
         t = _LIST_NO.sub("", t)  # "2. left knee"

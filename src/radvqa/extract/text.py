@@ -8,6 +8,8 @@ import re
 MAX_CHARS = 100_000  # far above any real radiology report (OpenI max ~1.5k, MIMIC ~10k chars)
 # Control characters other than white space, DEL, and the Unicode specials block.
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufff0-\uffff]")
+# ASCII characters that are not in _CONTROL: tab to carriage return, space to tilde
+_ASCII_OK = bytes(range(0x09, 0x0E)) + bytes(range(0x20, 0x7F))
 
 
 def check_text(raw: object, max_chars: int = MAX_CHARS) -> tuple[str, str | None]:
@@ -34,7 +36,13 @@ def check_text(raw: object, max_chars: int = MAX_CHARS) -> tuple[str, str | None
             text.encode("utf-8")
         except UnicodeEncodeError:
             return "", "text holds unpaired surrogates (undecodable bytes), not valid Unicode"
-    bad = len(_CONTROL.findall(text)) if _CONTROL.search(text) else 0
+    if text.isascii():
+        # the same count as _CONTROL for ASCII text (most reports): bytes.translate deletes the
+        # allowed characters in one C pass; the regex's character-class test per character was
+        # 7% of the work of a report whose sentences are all cached
+        bad = len(text.encode("ascii").translate(None, _ASCII_OK))
+    else:
+        bad = len(_CONTROL.findall(text)) if _CONTROL.search(text) else 0
     if "\x00" in text or bad > max(2, len(text) // 20):
         return "", f"binary content ({bad} control characters in {len(text)}), not report text"
     return text, None
