@@ -68,7 +68,7 @@ class AttributeMatcher:
                     add(w, kind, value)
         for kind, groups in (extra or {}).items():
             if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
-                        "outside_cavity", "range_joint", "finding_severity"):
+                        "outside_cavity", "range_joint", "finding_severity", "change_degree"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -91,6 +91,9 @@ class AttributeMatcher:
         # range, kept as said ("moderate to large"), not the lower level of the ontology's table
         joint = (extra or {}).get("range_joint")
         self.range_joint = re.compile(joint) if joint else None
+        # change values a severity word right before grades ("slightly improved"): the change's
+        # degree, not the finding's severity
+        self.change_degree = frozenset((extra or {}).get("change_degree") or ())
 
     def find(self, lower: str, start: int, end: int) -> list[Attr]:
         out: list[Attr] = []
@@ -108,6 +111,10 @@ class AttributeMatcher:
                         prev = out[-1]
                         out[-1] = Attr("severity", f"{prev.value} to {value}", prev.start, b)
                         continue
+                    while kind == "change" and value in self.change_degree and out and out[-1].kind == "severity" \
+                            and _DEGREE_GAP.fullmatch(lower, out[-1].end, a):
+                        # "opacities ..., slightly improved": not minimal opacities (CXR3165)
+                        out.pop()
                     out.append(Attr(kind, value, a, b))
         if lower.find("mm", start, end) < 0 and lower.find("cm", start, end) < 0 and lower.find("met", start, end) < 0:
             return out  # no unit word, no size: skip the size regex
@@ -119,6 +126,7 @@ class AttributeMatcher:
         return out
 
 
+_DEGREE_GAP = re.compile(r"[\s-]*")
 # A modifier right after a negation ("emphysema without acute disease", "no acute fracture")
 # belongs to the negated phrase: it can only describe a mention that follows it.
 _NEGATED_BEFORE = re.compile(r"(?:^|\W)(?:no|not|without|negative for|free of)\s+$")
@@ -342,8 +350,19 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                 if share is not None and not share[k]:
                     continue
                 v = vals[k]
-                own_side = any(a.kind == "laterality" for a in own_loc[k])
+                # a sided place of its own ("right infrahilar infiltrate") states the member's side:
+                # the group's "bilateral" (the effusions') is not its side (CXR1868)
+                own_side = any(a.kind == "laterality" or (region_side is not None and a.kind == "region"
+                                                          and region_side.get(a.value) in ("left", "right"))
+                               for a in own_loc[k])
                 own_region = any(a.kind == "region" for a in own_loc[k])
+                if not own_side and not own_region and region_side is not None and _sides_conflict(
+                        outside, lo, hi, region_side):
+                    # places of different sides before and after the group ("left lower lobe
+                    # pneumonia and minimal scarring or atelectasis in the right lung base"): each
+                    # is a neighbour's; which one a member between them shares is not said, and
+                    # both together made it bilateral (CXR808)
+                    continue
                 for _src, a in outside:
                     if k < w0 and a.start >= hi:
                         continue
@@ -365,6 +384,18 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                     else:
                         v.laterality = "bilateral"
         g0 = i
+
+
+def _sides_conflict(outside: list[tuple[int, Attr]], lo: int, hi: int,
+                    region_side: dict[str, str | None]) -> bool:
+    """The locations before a group and those after it state different sides."""
+    before: set[str] = set()
+    after: set[str] = set()
+    for _k, a in outside:
+        side = a.value if a.kind == "laterality" else region_side.get(a.value)
+        if side:
+            (before if a.start <= lo else after).add(side)
+    return bool(before and after and before != after)
 
 
 def _penalty(gap: str) -> int:

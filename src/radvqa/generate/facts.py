@@ -224,6 +224,12 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     else:
         informative = narrowing = False
     f.informative = informative
+    if narrowing and lat:
+        # the place is the side's own words ("no right lung opacity in the right lung", CXR701):
+        # the name says it already
+        said = f"{lat} {name}"
+        if all(v.region_name(r) in said for r in explicit):
+            narrowing = False
     f.in_location = (" in " + f.location) if (narrowing and f.absent) else ""
     # boxes: the observation's own (lesion / own-region), else own regions', else default regions'
     # lesion boxes of an absent observation are outvoted readers' boxes (localize contract:
@@ -555,6 +561,11 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = fr
                 evidence.append(ev)
         for b in o.boxes:
             boxes.setdefault(id(b), b)
+    if len(regions) > 1:
+        # a place and its ancestor from two copies ("left ribs" and "ribs") say one place: the
+        # more specific one (hand audit: "in the left ribs and the ribs", CXR3168)
+        anc = ctx.gen.vocab.rancestors
+        regions = [r for r in regions if not any(r in anc.get(o, ()) for o in regions if o != r)]
     lat = next((f.lat for f in fs if f.lat), None)
     if len({f.lat for f in fs}) > 1 and fs[0].absent and sum(1 for f in fs if f.lat) > 1:
         lat = None

@@ -554,7 +554,7 @@ def _describe(st: Study, tpl: Template, it: Item, pos: list[Fact], with_negative
         if with_negatives:
             parts.extend(f.related() for f in neg[:k])
         st.say(tpl, it.slots, it.key, "abnormal", _lv(pos), parts, pos + (neg[:k] if with_negatives else []),
-               polarity="positive", regions=it.regions, lead_boxes=it.boxes)
+               polarity="positive", regions=it.regions, lead_boxes=it.boxes, extra=it.extra)
     else:
         parts = [f.main for f in neg[: k + 1]] if with_negatives else []
         # the stated negatives support the "normal" answer (grade, provenance) even where the
@@ -576,7 +576,7 @@ def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
         for f in pos:
             parts.extend(st.parts_of(f))
         st.say(tpl, it.slots, it.key, key, _lv(pos), parts, pos, short=key, polarity="positive",
-               regions=it.regions, lead_boxes=it.boxes)
+               regions=it.regions, lead_boxes=it.boxes, extra=it.extra)
     else:
         nn = it.neg[: st.s.max_related + 1]
         st.say(tpl, it.slots, it.key, key, _EMPTY, [f.main for f in nn], nn, short=key, polarity="negative",
@@ -610,7 +610,8 @@ def _list_op(subject: str) -> Callable[[Study, Template, Item], None]:
         pos = it.pos
         if pos:
             parts = [p for f in pos for p in st.parts_of(f)]
-            st.say(tpl, it.slots, it.key, subject, _lv(pos), parts, pos, polarity="positive", regions=it.regions)
+            st.say(tpl, it.slots, it.key, subject, _lv(pos), parts, pos, polarity="positive", regions=it.regions,
+                   extra=it.extra)
         else:
             st.say(tpl, it.slots, it.key, "none", _EMPTY, [], [], polarity="negative", regions=it.regions,
                    lead_tag=_none_tag(subject, it), lead_boxes=it.boxes)
@@ -622,7 +623,8 @@ def _has_op(subject: str) -> Callable[[Study, Template, Item], None]:
 
     def render(st: Study, tpl: Template, it: Item) -> None:
         if it.pos:
-            _yes_no(st, tpl, Item(it.slots, it.key, it.pos, [], regions=it.regions, boxes=it.boxes), True)
+            _yes_no(st, tpl, Item(it.slots, it.key, it.pos, [], regions=it.regions, boxes=it.boxes, extra=it.extra),
+                    True)
         else:
             st.say(tpl, it.slots, it.key, "no", _EMPTY, [], [], short="no", polarity="negative",
                    regions=it.regions, lead_tag=_none_tag(subject, it), lead_boxes=it.boxes)
@@ -817,10 +819,25 @@ class _Regions:
         # regions above a device that lies outside the chest (the chest above the right upper
         # quadrant): the device is not in them, and no "no device" answer may speak for them
         self.dev_unknown: set[str] = set()
-        for lst, index, mention in ((st.ab_pos, pos_at, True), (st.devs, dev_at, True), (st.arts, art_at, False)):
+        # per subject: regions a finding placed only by its default regions may or may not lie in
+        # ("sequelae of old granulomatous disease": its defaults are the lungs and the hila, the
+        # report names neither; CXR2808, seed 62). Only a region holding every default region
+        # holds the finding by its name ("the chest"); the others get no "yes" (the report never
+        # puts it there) and no "normal" (it may be there).
+        self.guessed: dict[str, set[str]] = {"abnormal": set(), "devices": set(), "artifacts": set()}
+        for lst, index, mention, subject in ((st.ab_pos, pos_at, True, "abnormal"), (st.devs, dev_at, True, "devices"),
+                                             (st.arts, art_at, False, "artifacts")):
             for f in lst:
+                guess = None
+                if not f.explicit_regions and len(f.regions) > 1:
+                    dflt = f.regions
+                    guess = self.guessed[subject]
                 for r in f.regions:
                     line = (r, *anc.get(r, ()))
+                    if guess is not None:
+                        held = tuple(rr for rr in line if all(d == rr or rr in anc.get(d, ()) for d in dflt))
+                        guess.update(rr for rr in line if rr not in held)
+                        line = held
                     if index is dev_at and outside:
                         cut = next((i for i, rr in enumerate(line) if rr in outside), None)
                         if cut is not None:
@@ -913,8 +930,10 @@ class _Regions:
                 lists = self.split_by[subject] = (
                     lists[0], [r for r in lists[1] if regs is not None and r not in regs],
                     [r for r in lists[2] if regs is not None and r not in regs])
+            unknown = self.guessed[subject]
             if subject == "devices" and self.dev_unknown:
-                unknown = self.dev_unknown
+                unknown = unknown | self.dev_unknown
+            if unknown:
                 lists = self.split_by[subject] = (
                     lists[0], [r for r in lists[1] if r not in unknown],
                     [r for r in lists[2] if r not in unknown])
