@@ -6,20 +6,18 @@ ontology does not name. Each regression uses the real OpenI report the audit mar
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
-from radvqa.cli import app
 from radvqa.extract.rules import RulesExtractor
 from radvqa.generate import GenerateOptions, Generator
 from radvqa.generate.unnamed import UnnamedFindings
 from radvqa.model import Image, Observation, Report, SceneGraph, Sentence, Span
 from radvqa.ontology import load_ontology
 from radvqa.quality.criteria import obs_grade
+
+from openi_truth import build_rows, report_text, rows_of
 
 DATA = Path(__file__).parent / "data" / "openi_issue13c"
 
@@ -35,15 +33,7 @@ def ex(onto):
 
 
 def _report(n: int) -> str:
-    """The report text as the openi source joins it ("FINDINGS: ...\\nIMPRESSION: ...")."""
-    root = ET.parse(DATA / f"{n}.xml").getroot()
-    parts = []
-    for el in root.iter("AbstractText"):
-        label = (el.get("Label") or "").strip().upper()
-        text = " ".join((el.text or "").split())
-        if label and text:
-            parts.append(f"{label}: {text}")
-    return "\n".join(parts)
+    return report_text(DATA / f"{n}.xml")
 
 
 def _obs(ex, n: int, finding: str) -> list:
@@ -129,18 +119,10 @@ def test_3847_almost_completely_resolved_is_still_there(ex):
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
-    out = tmp_path_factory.mktemp("issue13c") / "out"
-    res = CliRunner().invoke(app, ["build", "openi", "--input", str(DATA), "--out", str(out), "-q"])
-    assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(app, ["audit", str(out)])
-    assert res.exit_code == 0, res.output  # every must-be-zero count stays 0
-    return [r for f in sorted((out / "qa").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    return build_rows(DATA, tmp_path_factory.mktemp("issue13c") / "out")
 
 
-def _of(rows, n: int) -> list[dict]:
-    got = [r for r in rows if r["study_id"] == f"openi:CXR{n}"]
-    assert got, n
-    return got
+_of = rows_of
 
 
 def test_answers_hedge_what_the_report_hedges(rows):

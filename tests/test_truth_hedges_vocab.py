@@ -7,16 +7,14 @@ train)."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
-from radvqa.cli import app
 from radvqa.extract.rules import RulesExtractor
 from radvqa.ontology import load_ontology
+
+from openi_truth import build_rows, report_text, rows_of
 
 DATA = Path(__file__).parent / "data" / "openi_issue13c2"
 DATA_R4 = Path(__file__).parent / "data" / "openi_issue13c"
@@ -31,14 +29,7 @@ def _report(n: int) -> str:
     path = DATA / f"{n}.xml"
     if not path.exists():
         path = DATA_R4 / f"{n}.xml"
-    root = ET.parse(path).getroot()
-    parts = []
-    for el in root.iter("AbstractText"):
-        label = (el.get("Label") or "").strip().upper()
-        text = " ".join((el.text or "").split())
-        if label and text:
-            parts.append(f"{label}: {text}")
-    return "\n".join(parts)
+    return report_text(path)
 
 
 def _obs(ex, n: int, finding: str) -> list:
@@ -144,18 +135,10 @@ def test_2441_a_post_negation_of_another_finding_does_not_reach_back(ex):
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
-    out = tmp_path_factory.mktemp("issue13c2") / "out"
-    res = CliRunner().invoke(app, ["build", "openi", "--input", str(DATA), "--out", str(out), "-q"])
-    assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(app, ["audit", str(out)])
-    assert res.exit_code == 0, res.output
-    return [r for f in sorted((out / "qa").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    return build_rows(DATA, tmp_path_factory.mktemp("issue13c2") / "out")
 
 
-def _of(rows, n: int) -> list[dict]:
-    got = [r for r in rows if r["study_id"] == f"openi:CXR{n}"]
-    assert got, n
-    return got
+_of = rows_of
 
 
 def test_summary_leads_hedge_each_hedged_item(rows):

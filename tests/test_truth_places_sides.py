@@ -10,29 +10,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
-from radvqa.cli import app
+from openi_truth import build_rows, rows_of
 
 DATA = Path(__file__).parent / "data" / "openi_issue13l2"
 
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
-    out = tmp_path_factory.mktemp("issue13l2") / "out"
-    res = CliRunner().invoke(app, ["build", "openi", "--input", str(DATA), "--out", str(out), "-q"])
-    assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(app, ["audit", str(out)])
-    assert res.exit_code == 0, res.output  # every must-be-zero count stays 0
-    return [r for f in sorted((out / "qa").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    return build_rows(DATA, tmp_path_factory.mktemp("issue13l2") / "out")
 
 
-def _of(rows, n: int) -> list[dict]:
-    got = [r for r in rows if r["study_id"] == f"openi:CXR{n}"]
-    assert got, n
-    return got
+_of = rows_of
 
 
 def _never(rows, n: int, *words: str) -> None:

@@ -1,0 +1,41 @@
+"""Shared by the issue-13 truth tests (test_truth_*.py): the real OpenI report XMLs they keep in
+tests/data/openi_issue13*, read as the openi source joins them, and the rows a build of those
+XMLs writes (with `radvqa audit` required to pass on it)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from typer.testing import CliRunner
+
+from radvqa.cli import app
+
+
+def report_text(path: Path) -> str:
+    """The report text as the openi source joins it ("FINDINGS: ...\\nIMPRESSION: ...")."""
+    root = ET.parse(path).getroot()
+    parts = []
+    for el in root.iter("AbstractText"):
+        label = (el.get("Label") or "").strip().upper()
+        text = " ".join((el.text or "").split())
+        if label and text:
+            parts.append(f"{label}: {text}")
+    return "\n".join(parts)
+
+
+def build_rows(data: Path, out: Path) -> list[dict]:
+    """Every QA row of `radvqa build openi --input DATA`; every must-be-zero audit count stays 0."""
+    res = CliRunner().invoke(app, ["build", "openi", "--input", str(data), "--out", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["audit", str(out)])
+    assert res.exit_code == 0, res.output
+    return [r for f in sorted((out / "qa").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+
+
+def rows_of(rows: list[dict], n: int) -> list[dict]:
+    """The rows of report CXR<n> (there must be some)."""
+    got = [r for r in rows if r["study_id"] == f"openi:CXR{n}"]
+    assert got, n
+    return got
