@@ -4,25 +4,18 @@ XMLs writes (with `radvqa audit` required to pass on it)."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from radvqa.cli import app
+from radvqa.extract.inputs import openi_text
 
 
 def report_text(path: Path) -> str:
     """The report text as the openi source joins it ("FINDINGS: ...\\nIMPRESSION: ...")."""
-    root = ET.parse(path).getroot()
-    parts = []
-    for el in root.iter("AbstractText"):
-        label = (el.get("Label") or "").strip().upper()
-        text = " ".join((el.text or "").split())
-        if label and text:
-            parts.append(f"{label}: {text}")
-    return "\n".join(parts)
+    return openi_text(path.read_bytes())[1]
 
 
 def build_rows(data: Path, out: Path) -> list[dict]:
