@@ -134,11 +134,24 @@ class ContextRules:
                     if roles & f:
                         pre_cue.setdefault(f, c)
         high_post = m_end + self.max_chars_post
+        skip_to = -1  # end of a closed parenthetical the scan steps over
+        aside = 0  # words inside it: they are not between the mention and its cue
         for k in range(first_post, len(cues)):
             c = cues[k]
+            if c.start < skip_to:
+                continue
+            if c.roles & TERM and lower[c.start:c.end] == "(":
+                # a closed parenthetical after the mention is an aside of its own; the sentence
+                # goes on past it: "pneumonia seen on CT (not seen on prior chest x-ray) is not
+                # seen either on today's chest x-ray" (audit #13 r6 CXR3103). Its cues are its own.
+                close = lower.find(")", c.end, high_post)
+                if close >= 0 and "(" not in lower[c.end:close]:
+                    skip_to = close + 1
+                    aside += len(lower[c.start:skip_to].split())
+                    continue
             if c.roles & TERM or c.start > high_post:
                 break
-            if len(lower[m_end:c.start].split()) > self.max_post:
+            if len(lower[m_end:c.start].split()) - aside > self.max_post:
                 break
             if c.roles & POST_MASK:
                 post |= c.roles & POST_MASK

@@ -83,8 +83,9 @@ class RulesExtractor:
         alt = ctx_data.get("alternatives") or {}
         conn = "|".join(re.escape(c) for c in sorted(alt.get("connectors") or [], key=len, reverse=True))
         # the words between two alternatives: a connector (a comma may precede it or chain a
-        # list) and up to two modifiers of the second one ("scarring or early atelectasis")
-        self.alt_gap = re.compile(rf"\s*(?:,\s*)?(?:(?:{conn})\s*)(?:[a-z-]+\s+){{0,2}}") if conn else None
+        # list) and up to four modifiers of the second one ("scarring or early atelectasis",
+        # "scar or a small amount of loculated pleural fluid", audit #13 r6 CXR2817)
+        self.alt_gap = re.compile(rf"\s*(?:,\s*)?(?:(?:{conn})\s*)(?:[a-z-]+\s+){{0,4}}") if conn else None
         self.anaphora = re.compile(
             r"\s*(?:\d{1,2}[.)]\s*)?(?:this|these|they|it|the\s+(?:findings?|opacit(?:y|ies)|densit(?:y|ies)|abnormalit(?:y|ies)))\b"
             r"[^.;]{0,60}?\b(?:represents?|representing|reflects?|reflecting|suggest\w*|concerning|suspicious|compatible|"

@@ -301,6 +301,9 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         # effusion may be present", which reads as a positive finding
         key = "statement_qualified"
         vars_["qualifier"] = qualifier
+        # the qualifier may carry the head noun: "no typical findings of pulmonary edema are
+        # seen" (audit #13 r6 CXR3949, CXR340)
+        vars_["be"] = gen.lexicon.forms(f"{qualifier} {vars_['name']}", "x")[1]
         vars_["in_location"] = f.in_location = (" in " + f.location) if narrowing else ""
         f.tag = f"no {qualifier} {f.tag.removeprefix('possible ').removeprefix('no ')}"
     as_label = (obs.source == "label" and c != "absent" and gen.options.label_only == "state-as-label"
@@ -382,7 +385,13 @@ def _fact_words(gen: Any, fid: str, c: str, laterality: str | None,
         shown = gen.lexicon.plural(name)
     words.append(shown)
     phrase = " ".join(words)
-    a_phrase, be = gen.lexicon.forms(shown, phrase)
+    if shown != name:
+        # a name made plural here takes "are" and no article, whatever its ending: "bilateral
+        # calcified granulomas are seen", never "a bilateral calcified granulomas" (common.yaml
+        # lists "-as" as a singular ending, audit #13 r6 CXR1900)
+        a_phrase, be = phrase, "are"
+    else:
+        a_phrase, be = gen.lexicon.forms(shown, phrase)
     tag = f"{name}, {lat}" if lat else name
     if c == "absent":
         tag = "no " + tag
