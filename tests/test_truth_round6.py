@@ -72,3 +72,18 @@ def test_no_typical_findings_of_edema_are_seen(rows, n):
     assert not any("typical findings of pulmonary edema is" in a.lower() for a in answers)
     assert any("typical findings of pulmonary edema are seen" in a
                or "There are no typical findings of pulmonary edema" in a for a in answers)
+
+
+def test_irregular_plurals_and_mass_nouns_from_common_yaml():
+    # the full OpenI build said "There is a bilateral bullas" (CXR3521, CXR1417)
+    import yaml
+
+    from radvqa.generate import facts
+
+    path = Path(facts.__file__).parent / "templates" / "common.yaml"
+    lex = facts.Lexicon(yaml.safe_load(path.read_text())["config"])
+    assert lex.plural("bulla") == "bullae"
+    assert lex.plural("tension pneumothorax") == "tension pneumothoraces"
+    assert lex.plural("calcified granuloma") == "calcified granulomas"
+    assert lex.plural("gynecomastia") == "gynecomastia"
+    assert lex.forms("gynecomastia", "gynecomastia") == ("gynecomastia", "is")

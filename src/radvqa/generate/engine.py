@@ -58,6 +58,7 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     mass_nouns: tuple[str, ...] = ()  # names (or last words) used without an article
     mass_endings: tuple[str, ...] = ()  # endings of uncountable nouns ("osis", "itis")
     singular_endings: tuple[str, ...] = ("sis", "us", "ss", "xis", "ous", "ax", "is")
+    irregular_plurals: dict[str, str] = msgspec.field(default_factory=dict)  # "bulla" -> "bullae"
     device_categories: tuple[str, ...] = ("DEVICE",)
     technical_categories: tuple[str, ...] = ("TECHNICAL",)
     artifact_subcategories: tuple[str, ...] = ()

@@ -58,6 +58,7 @@ class Lexicon:
         self.singular_s = tuple(cfg.get("singular_endings", ("sis", "us", "ss", "xis", "ous", "ax", "is")))
         # endings of uncountable nouns ("sarcoidosis", "blunting", "lipomatosis")
         self.mass_endings = tuple(cfg.get("mass_endings", ()))
+        self.irregular = {str(k).lower(): str(v) for k, v in (cfg.get("irregular_plurals") or {}).items()}
         self._cache: dict[str, tuple[str, str]] = {}
 
     def plural(self, name: str) -> str:
@@ -73,7 +74,9 @@ class Lexicon:
         if last.endswith("s") and not last.endswith(self.singular_s):
             return name
         w = words[-1]
-        if w.endswith(("s", "x", "ch", "sh")):
+        if last in self.irregular:
+            w = self.irregular[last]
+        elif w.endswith(("s", "x", "ch", "sh")):
             w += "es"
         elif w.endswith("y") and w[-2:-1] not in _VOWELS:
             w = w[:-1] + "ies"
