@@ -49,6 +49,12 @@ def test_parenthetical_cues_stay_inside_it(ex):
             if o.finding == "pleural_effusion"] == ["present"]
 
 
+def test_3440_clear_airspace_disease_is_clear_of_it(ex, rows):
+    assert all(o.certainty == "absent" for o in _obs(ex, 3440, "lung_opacity"))
+    answers = [r["answer"] for r in rows_of(rows, 3440)]
+    assert not any("There is lung opacity" in a or "Lung opacity is seen" in a for a in answers)
+
+
 def test_2817_scar_or_a_small_amount_of_loculated_fluid_is_a_hedge(ex, rows):
     for fid in ("scarring", "loculated_effusion"):
         got = _obs(ex, 2817, fid)
