@@ -55,6 +55,11 @@ def test_3440_clear_airspace_disease_is_clear_of_it(ex, rows):
     assert not any("There is lung opacity" in a or "Lung opacity is seen" in a for a in answers)
 
 
+def test_2338_chronic_lung_disease_is_no_copd(ex, rows):
+    assert not _obs(ex, 2338, "copd")
+    assert not any("obstructive pulmonary disease" in r["answer"] for r in rows_of(rows, 2338))
+
+
 def test_2817_scar_or_a_small_amount_of_loculated_fluid_is_a_hedge(ex, rows):
     for fid in ("scarring", "loculated_effusion"):
         got = _obs(ex, 2817, fid)
