@@ -522,7 +522,7 @@ def merge_facts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
     for fs in groups.values():
         if len(fs) == 1:
             continue
-        sides: dict[str | None, list[Fact]] = {}
+        sides: dict[Any, list[Fact]] = {}  # side, or ("apart", places) for an unsided copy of its own place
         for f in fs:
             sides.setdefault(f.lat, []).append(f)
         sided = [k for k in sides if k is not None]
@@ -531,6 +531,20 @@ def merge_facts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
             # sentences: one negative without a side says both
             sides = {None: list(fs)}
         ambiguous: frozenset[int] = frozenset()
+        if sided and None in sides and not fs[0].absent:
+            # an unsided copy stated elsewhere than every sided copy is another finding, not a copy
+            # of them: "fracture of the midthoracic vertebral body" is no "left fracture ... in the
+            # spine and the left ribs" (CXR854), "apical opacity, scarring versus nodule" no "left
+            # scarring in the left lower lung zone and the lung apices" (CXR189; seeds 63/64)
+            v = ctx.gen.vocab
+            apart = [f for f in sides[None] if all(_places_apart(v, f, g) for k in sided for g in sides[k])]
+            if apart:
+                sides[None] = [f for f in sides[None] if f not in apart]
+                if not sides[None]:
+                    del sides[None]
+                for f in apart:  # each stays its own fact (copies of one place still merge below)
+                    sides.setdefault(("apart", tuple(f.explicit_regions)), []).append(f)
+            sided = [k for k in sides if k is not None and not isinstance(k, tuple)]
         if sided and None in sides and not (fs[0].absent and len(sided) > 1):
             if len(sided) > 1:  # the unsided copies may describe either side
                 ambiguous = frozenset(id(f.obs) for f in sides[None])
@@ -637,6 +651,28 @@ def fold_ancestors(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
             dropped.add(id(p))
             break
     return [f for f in facts if id(f) not in dropped] if dropped else facts
+
+
+def _places_apart(v: Any, a: Fact, b: Fact) -> bool:
+    """Both facts have stated places and no place of one is a place of the other, nor lies in or
+    holds one (the chest holds every place: never apart from it). A place without an extent of its
+    own (not boxable: the interstitium, the pleura, the pulmonary vasculature) spreads over its
+    parents: "interstitial and bullous disease" is not apart from bullae "in both upper lobes"
+    (CXR355)."""
+    ra, rb = _spread(v, a.explicit_regions), _spread(v, b.explicit_regions)
+    if not ra or not rb:
+        return False
+    anc = v.rancestors
+    return not any(x == y or x in anc.get(y, ()) or y in anc.get(x, ()) for x in ra for y in rb)
+
+
+def _spread(v: Any, regions: list[str]) -> set[str]:
+    out: set[str] = set()
+    for r in regions:
+        out.add(r)
+        if not v.rboxable.get(r, True):
+            out.update(v.rparents.get(r, ()))
+    return out
 
 
 def _share_sentence(a: Fact, b: Fact) -> bool:
