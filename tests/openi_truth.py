@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from radvqa.cli import app
 from radvqa.extract.inputs import openi_text
+from radvqa.model import Image, Indication, Observation, Report, SceneGraph, Sentence
 
 
 def report_text(path: Path) -> str:
@@ -32,3 +33,16 @@ def rows_of(rows: list[dict], n: int) -> list[dict]:
     got = [r for r in rows if r["study_id"] == f"openi:CXR{n}"]
     assert got, n
     return got
+
+
+def scene_graph(obs: list[Observation], sentences: list[str], indication: Indication | None = None,
+                study_id: str = "openi:T1", patient_id: str = "openi:p1") -> SceneGraph:
+    """A one-image OpenI scene graph whose FINDINGS are ``sentences`` (ids S01, S02, ...)."""
+    sents, pos = [], 0
+    for i, t in enumerate(sentences):
+        sents.append(Sentence(id=f"S{i + 1:02d}", section="FINDINGS", start=pos, end=pos + len(t), text=t))
+        pos += len(t) + 1
+    return SceneGraph(study_id=study_id, patient_id=patient_id, source="openi",
+                      images=[Image(id="i1", path="i1.png", width=100, height=100, view="PA")],
+                      report=Report(text=" ".join(sentences), sentences=sents), observations=obs,
+                      indication=indication)

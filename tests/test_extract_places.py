@@ -13,8 +13,10 @@ import pytest
 from radvqa.extract import get_extractor
 from radvqa.extract.places import FindingPlaces
 from radvqa.generate import GenerateOptions, Generator
-from radvqa.model import Image, Observation, Report, SceneGraph, Sentence, Span
+from radvqa.model import Image, Observation, SceneGraph, Span
 from radvqa.ontology import load_ontology
+
+from openi_truth import scene_graph
 
 OPENI = Path(os.environ.get("RADVQA_OPENI_REPORTS", "/work/shared/data/iu-xray/NLMCXR_reports.tgz"))
 
@@ -136,13 +138,7 @@ def test_unknown_ids_in_the_table_are_errors(onto):
 
 
 def _sg(obs, sentences) -> SceneGraph:
-    sents, pos = [], 0
-    for i, t in enumerate(sentences):
-        sents.append(Sentence(id=f"S{i + 1:02d}", section="FINDINGS", start=pos, end=pos + len(t), text=t))
-        pos += len(t) + 1
-    return SceneGraph(study_id="openi:T3", patient_id="openi:p3", source="openi",
-                      images=[Image(id="i1", path="i1.png", width=100, height=100, view="PA")],
-                      report=Report(text=" ".join(sentences), sentences=sents), observations=obs)
+    return scene_graph(obs, sentences, study_id="openi:T3", patient_id="openi:p3")
 
 
 def test_a_severity_range_is_rendered_and_answered_as_said(onto, ex):

@@ -13,11 +13,11 @@ import pytest
 from radvqa.extract.rules import RulesExtractor
 from radvqa.generate import GenerateOptions, Generator
 from radvqa.generate.unnamed import UnnamedFindings
-from radvqa.model import Image, Observation, Report, SceneGraph, Sentence, Span
+from radvqa.model import Observation, SceneGraph, Span
 from radvqa.ontology import load_ontology
 from radvqa.quality.criteria import obs_grade
 
-from openi_truth import build_rows, report_text, rows_of
+from openi_truth import build_rows, report_text, rows_of, scene_graph
 
 DATA = Path(__file__).parent / "data" / "openi_issue13c"
 
@@ -170,13 +170,7 @@ def test_no_normal_answer_beside_a_finding_of_the_region(rows):
 # ---- the general rule: findings the ontology does not name -------------------------------------------
 
 def _sg(sentences: list[str], obs: list[Observation]) -> SceneGraph:
-    sents, pos = [], 0
-    for i, t in enumerate(sentences):
-        sents.append(Sentence(id=f"S{i + 1:02d}", section="FINDINGS", start=pos, end=pos + len(t), text=t))
-        pos += len(t) + 1
-    return SceneGraph(study_id="openi:U1", patient_id="openi:p", source="openi",
-                      images=[Image(id="i1", path="i1.png", width=100, height=100, view="PA")],
-                      report=Report(text=" ".join(sentences), sentences=sents), observations=obs)
+    return scene_graph(obs, sentences, study_id="openi:U1", patient_id="openi:p")
 
 
 def test_unnamed_findings_reader(onto):

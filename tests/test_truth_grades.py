@@ -12,10 +12,12 @@ import msgspec
 import pytest
 
 from radvqa.generate import GenerateOptions, Generator
-from radvqa.model import Image, Observation, Report, SceneGraph, Sentence, Span
+from radvqa.model import Observation, SceneGraph, Span
 from radvqa.ontology import load_ontology
 from radvqa.quality.audit import Family, check_row
 from radvqa.sources.openi import _mesh_labels
+
+from openi_truth import scene_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,14 +33,7 @@ def gen(onto):
 
 
 def _sg(obs, sentences, indication=None) -> SceneGraph:
-    sents, pos = [], 0
-    for i, t in enumerate(sentences):
-        sents.append(Sentence(id=f"S{i + 1:02d}", section="FINDINGS", start=pos, end=pos + len(t), text=t))
-        pos += len(t) + 1
-    return SceneGraph(study_id="openi:T2", patient_id="openi:p2", source="openi",
-                      images=[Image(id="i1", path="i1.png", width=100, height=100, view="PA")],
-                      report=Report(text=" ".join(sentences), sentences=sents), observations=obs,
-                      indication=indication)
+    return scene_graph(obs, sentences, indication, study_id="openi:T2", patient_id="openi:p2")
 
 
 def _ev(sid: str, text: str) -> list[Span]:

@@ -26,12 +26,23 @@ Rules (documented contract of the rules backend):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from radvqa.extract.attributes import AttrValues
 from radvqa.model import Observation, Span
 
 _RANK = {"absent": 0, "uncertain": 1, "present": 2}
 # observation ids, made once ("O01", "O02", ...; a longer report formats its own)
 _IDS = tuple(f"O{n:02d}" for n in range(100))
+
+
+def regions_side(regions: Iterable[str], region_side: dict[str, str | None]) -> str | None:
+    """The side the places say when the words give none: the one side of the sided regions, or
+    "bilateral" when they name both; None when no region has a side."""
+    sides = {region_side.get(r) for r in regions} - {None}
+    if len(sides) == 1:
+        return sides.pop()
+    return "bilateral" if sides else None
 
 
 class Aggregator:
@@ -60,11 +71,7 @@ class Aggregator:
             lat = v.laterality
             regions = tuple(v.regions)
             if lat is None and regions:
-                sides = {self._side.get(r) for r in regions} - {None}
-                if len(sides) == 1:
-                    lat = sides.pop()
-                elif len(sides) > 1:
-                    lat = "bilateral"
+                lat = regions_side(regions, self._side)
         self.add_located(finding, certainty, span, v, lat, regions, implicit, qualifier)
 
     def add_located(self, finding: str, certainty: str, span: Span, v: AttrValues | None, lat: str | None,

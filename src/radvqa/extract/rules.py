@@ -11,7 +11,7 @@ from typing import Any
 
 from radvqa.extract._data import load_data
 from radvqa.extract._trie import trie_regex
-from radvqa.extract.aggregate import Aggregator
+from radvqa.extract.aggregate import Aggregator, regions_side
 from radvqa.extract.attributes import AttributeMatcher, AttrValues, attach
 from radvqa.extract.places import FindingPlaces
 from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, UNC_PRE, ContextRules
@@ -384,11 +384,7 @@ class RulesExtractor:
                 if lat is None and regions0:
                     # the side of a dropped place is still said ("hydropneumothorax within the
                     # left chest": left, though not in the chest wall)
-                    sides = {self.region_side.get(r) for r in regions0} - {None}
-                    if len(sides) == 1:
-                        lat = sides.pop()
-                    elif len(sides) > 1:
-                        lat = "bilateral"
+                    lat = regions_side(regions0, self.region_side)
                 out.append((f, lat if lat is not None and f in self.lateralised else None, regions))
             keys = tuple(out)
             if len(self._keys_memo) >= 100_000:
