@@ -62,6 +62,8 @@ class Aggregator:
         self.concluding: set[str] = set()
         # (sentence id, start) of uncertain mentions that hedge no statement elsewhere
         self.no_hedge: set[tuple[str, int]] = set()
+        # some mention was added uncertain (else no finding is stated both ways: most reports)
+        self._uncertain = False
 
     def add(self, finding: str, certainty: str, span: Span, v: AttrValues | None, implicit: bool = False,
             qualifier: str | None = None) -> None:
@@ -89,6 +91,8 @@ class Aggregator:
         rules extractor caches the keys with the sentence)."""
         by_key = self._by_key
         mention = (span, certainty, v, True, qualifier)
+        if certainty == "uncertain":
+            self._uncertain = True
         for key in keys:
             o = by_key.get(key)
             if o is None:
@@ -142,20 +146,26 @@ class Aggregator:
         pleural effusion", CXR1043). A qualified negative ("no large effusion") is no hedge. When
         the conclusion (IMPRESSION) states the finding only plainly, it decides: "This may be
         artifact. ... IMPRESSION: Nodular density ... represents an artifact" (CXR163)."""
+        if not self._uncertain:
+            return items  # no uncertain mention, no hedge
         hedges: dict[str, list] = {}
         concluded: dict[str, set] = {}
         concl = self.concluding
         # a sentence that states the finding plainly and offers it as an alternative does not hedge
         # it ("Hyperinflated lungs, air trapping versus inspiratory effort", CXR2151)
-        plain = {(f, lat, m[0].sentence_id) for (f, lat, _r), o in items if not o[1]
-                 for m in o[2] if m[1] == "present"}
+        # (made when the first candidate hedge needs it)
+        plain: set | None = None
+        no_hedge = self.no_hedge
         for (f, lat, regions), o in items:
             if o[1]:
                 continue
             for m in o[2]:
-                if m[1] == "uncertain" and m[4] is None and (f, lat, m[0].sentence_id) not in plain \
-                        and (m[0].sentence_id, m[0].start) not in self.no_hedge:
-                    hedges.setdefault(f, []).append((lat, _places(regions)))
+                if m[1] == "uncertain" and m[4] is None and (m[0].sentence_id, m[0].start) not in no_hedge:
+                    if plain is None:
+                        plain = {(f2, lat2, m2[0].sentence_id) for (f2, lat2, _r), o2 in items if not o2[1]
+                                 for m2 in o2[2] if m2[1] == "present"}
+                    if (f, lat, m[0].sentence_id) not in plain:
+                        hedges.setdefault(f, []).append((lat, _places(regions)))
                 if concl and m[1] != "absent" and m[0].sentence_id in concl:
                     concluded.setdefault(f, set()).add(m[1] if m[4] is None else "qualified")
         for f, certs in concluded.items():
