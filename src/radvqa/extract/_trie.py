@@ -48,6 +48,42 @@ def _build(phrases: list[str]) -> str:
     return _node_pattern(root)
 
 
+# One ASCII character that is no word character. In ASCII text, "no word character before
+# position p" (``\b`` / ``(?<!\w)`` before a phrase that starts with a word character) is "p == 0,
+# or the character at p - 1 is one of these". A pattern led by this class instead of the
+# zero-width test gets the regex engine's character-set prefix scan: it skips in C to the
+# characters that can stand before a word, instead of starting a full match attempt at every
+# position (a fifth fewer instructions per sentence for the term and attribute tries).
+ASCII_NOT_WORD = "[^0-9A-Z_a-z]"
+_ASCII_WORD = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
+
+
+def starts_with_ascii_word(prefixes: Iterable[str] | None) -> bool:
+    """Every string of ``prefixes`` (what every match starts with) starts with an ASCII word
+    character: the condition for a word-start scanner."""
+    if prefixes is None:
+        return False
+    pres = list(prefixes)
+    return bool(pres) and all(p[:1] in _ASCII_WORD and p[:1] != "" for p in pres)
+
+
+def word_spans(pattern: re.Pattern[str], fast: re.Pattern[str] | None, lower: str, start: int,
+               end: int) -> list[tuple[int, int]]:
+    """The spans of ``pattern.finditer(lower, start, end)``. ``fast``: the same phrases led by
+    ``ASCII_NOT_WORD`` instead of a word-start test (``trie_regexes``); used for a whole ASCII
+    string, where it finds the same matches: a match at 0 by ``pattern``, every later one right
+    after the non-word character ``fast`` consumes (every phrase ends with a word character, so
+    the next match cannot start where the previous one ends)."""
+    if fast is None or start or end != len(lower) or not lower.isascii():
+        return [m.span() for m in pattern.finditer(lower, start, end)]
+    m = pattern.match(lower)
+    if m is None:
+        return [(x.start() + 1, x.end()) for x in fast.finditer(lower)]
+    out = [m.span()]
+    out += [(x.start() + 1, x.end()) for x in fast.finditer(lower, m.end())]
+    return out
+
+
 def trie_regex(phrases: Iterable[str], *, word_bounded: bool = True) -> re.Pattern[str]:
     """One compiled pattern matching any of ``phrases`` (already lower case), longest first.
 
@@ -55,11 +91,17 @@ def trie_regex(phrases: Iterable[str], *, word_bounded: bool = True) -> re.Patte
     end with a word character use plain ``\\b`` guards (the fast path: about twice as fast as
     look-arounds in CPython's engine); the few that begin or end with punctuation ("?", ";")
     get look-around guards in a second branch."""
+    return trie_regexes(phrases, word_bounded=word_bounded)[0]
+
+
+def trie_regexes(phrases: Iterable[str], *, word_bounded: bool = True) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+    """``trie_regex``, and the word-start scanner of ``word_spans`` when every phrase starts and
+    ends with a word character (else None)."""
     clean = sorted({" ".join(p.split()) for p in phrases} - {""})
     if not clean:
-        return re.compile(r"(?!x)x")  # matches nothing
+        return re.compile(r"(?!x)x"), None  # matches nothing
     if not word_bounded:
-        return re.compile(_build(clean))
+        return re.compile(_build(clean)), None
     edged = [p for p in clean if (p[0].isalnum() or p[0] == "_") and (p[-1].isalnum() or p[-1] == "_")]
     punct = [p for p in clean if not any(ch.isalnum() or ch == "_" for ch in p)]
     done = set(edged) | set(punct)  # built once: inside the comprehension it was rebuilt per phrase
@@ -72,4 +114,7 @@ def trie_regex(phrases: Iterable[str], *, word_bounded: bool = True) -> re.Patte
     if other:
         # A phrase that starts (ends) with a word character must start (end) on a word edge.
         parts.append(rf"(?:(?<!\w)(?=\w)|(?=\W))(?:{_build(other)})(?:(?<=\w)(?!\w)|(?<=\W))")
-    return re.compile("|".join(parts))
+    fast = None
+    if edged and not punct and not other and starts_with_ascii_word(edged):
+        fast = re.compile(rf"{ASCII_NOT_WORD}(?:{_build(edged)})\b")
+    return re.compile("|".join(parts)), fast

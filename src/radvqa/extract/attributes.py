@@ -13,7 +13,9 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from radvqa.extract._trie import trie_regex
+import msgspec
+
+from radvqa.extract._trie import trie_regexes, word_spans
 
 KINDS = ("region", "laterality", "severity", "change", "temporal")
 
@@ -25,8 +27,10 @@ SIZE_RE = re.compile(
 _UNIT_MM = {"mm": 1.0, "cm": 10.0}
 
 
-@dataclass(slots=True)
-class Attr:
+# Made for every attribute word of every analysed sentence: a msgspec Struct is made in C (a
+# third of a slots dataclass's Python __init__) and, holding only strings and ints, is kept out of
+# the cyclic garbage collector (gc=False); nothing mutates them
+class Attr(msgspec.Struct, gc=False):
     kind: str
     value: str
     start: int
@@ -86,7 +90,7 @@ class AttributeMatcher:
             table[" ".join(str(p).lower().split())] = []
         self.table = {p: tuple(v) for p, v in table.items()}
         self.region_side = region_side
-        self.pattern = trie_regex(self.table)
+        self.pattern, self._fast = trie_regexes(self.table)
         # "moderate to large", "mild-to-moderate": two severity words joined this way are one
         # range, kept as said ("moderate to large"), not the lower level of the ontology's table
         joint = (extra or {}).get("range_joint")
@@ -98,13 +102,12 @@ class AttributeMatcher:
     def find(self, lower: str, start: int, end: int) -> list[Attr]:
         out: list[Attr] = []
         get = self.table.get
-        for m in self.pattern.finditer(lower, start, end):
-            g = m.group()
+        for a, b in word_spans(self.pattern, self._fast, lower, start, end):
+            g = lower[a:b]
             vals = get(g)
             if vals is None:
                 vals = get(" ".join(g.split()), ())
             if vals:
-                a, b = m.span()
                 for kind, value in vals:
                     if kind == "severity" and out and out[-1].kind == "severity" and self.range_joint is not None \
                             and out[-1].value != value and self.range_joint.fullmatch(lower, out[-1].end, a):
