@@ -155,6 +155,7 @@ _SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
 _PHRASE_BREAK = re.compile(r"[,;:]|\b(?:and|or|but|with|without|is|are|was|were|has|have|appears?|remains?|which|that)\b")
 _CLAUSE_END = re.compile(r"[,;.]")
 _PRE_KINDS = frozenset(("severity", "size", "change", "temporal"))
+_NEG_KINDS = frozenset(("severity", "change", "temporal"))
 # between a modifier and a later mention: a word that starts another phrase ("mild bronchovascular
 # crowding and right basilar airspace disease": not mild airspace disease, CXR1171; "mild right
 # paratracheal soft tissue may be secondary to lymphadenopathy", CXR3096); a comma right after the
@@ -196,10 +197,10 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
     starts = [a for a, _ in mention_spans]
     ends = [b for _, b in mention_spans]
     lat_at: list[tuple[int, int, int] | None] = [None] * n  # (distance, start, end) of the side kept
-    own_loc: list[list[Attr]] = [[] for _ in range(n)]
+    # each mention's location words; () until it gets one (most mentions get none)
+    own_loc: list = [()] * n
     for a in attrs:
-        negated_mod = a.kind in ("severity", "change", "temporal") and _NEGATED_BEFORE.search(
-            lower, max(0, a.start - 16), a.start) is not None
+        negated_mod = None  # worked out when a mention before the attribute is a candidate
         if a.kind == "size" and _DISTANCE_AFTER.match(lower, a.end):
             continue
         best = -1
@@ -228,6 +229,9 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                     # the next mention makes the location the subject's, not the predicate's
                     d = len(gap) + _penalty(gap) + (20 if _VERB.search(gap) else 0)
             elif a.start >= me:  # after
+                if negated_mod is None:
+                    negated_mod = a.kind in _NEG_KINDS and _NEGATED_BEFORE.search(
+                        lower, max(0, a.start - 16), a.start) is not None
                 if negated_mod or a.start - me + 4 >= best_d:
                     i += 1
                     continue
@@ -266,7 +270,11 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
         if a.kind == "region":
             if a.value not in v.regions:
                 v.regions.append(a.value)
-            own_loc[best].append(a)
+            ol = own_loc[best]
+            if ol:
+                ol.append(a)
+            else:
+                own_loc[best] = [a]
         elif a.kind == "size":
             size = float(a.value)
             v.size_mm = size if v.size_mm is None else max(v.size_mm, size)
@@ -282,7 +290,11 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                 elif best_d < prev[0]:  # the side stated nearer the finding wins
                     v.laterality = a.value
                     lat_at[best] = (best_d, a.start, a.end)
-            own_loc[best].append(a)
+            ol = own_loc[best]
+            if ol:
+                ol.append(a)
+            else:
+                own_loc[best] = [a]
         elif getattr(v, a.kind) is None:
             setattr(v, a.kind, a.value)
         v.spans.append((a.start, a.end))
