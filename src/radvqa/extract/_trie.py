@@ -84,6 +84,16 @@ def word_spans(pattern: re.Pattern[str], fast: re.Pattern[str] | None, lower: st
     return out
 
 
+def split_phrases(clean: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(phrases that start and end with a word character, phrases without one, the others) of
+    normalised phrases: the three parts of a word-bounded ``trie_regex``."""
+    edged = [p for p in clean if (p[0].isalnum() or p[0] == "_") and (p[-1].isalnum() or p[-1] == "_")]
+    punct = [p for p in clean if not any(ch.isalnum() or ch == "_" for ch in p)]
+    done = set(edged) | set(punct)  # built once: inside the comprehension it was rebuilt per phrase
+    other = [p for p in clean if p not in done]
+    return edged, punct, other
+
+
 def trie_regex(phrases: Iterable[str], *, word_bounded: bool = True) -> re.Pattern[str]:
     """One compiled pattern matching any of ``phrases`` (already lower case), longest first.
 
@@ -102,10 +112,7 @@ def trie_regexes(phrases: Iterable[str], *, word_bounded: bool = True) -> tuple[
         return re.compile(r"(?!x)x"), None  # matches nothing
     if not word_bounded:
         return re.compile(_build(clean)), None
-    edged = [p for p in clean if (p[0].isalnum() or p[0] == "_") and (p[-1].isalnum() or p[-1] == "_")]
-    punct = [p for p in clean if not any(ch.isalnum() or ch == "_" for ch in p)]
-    done = set(edged) | set(punct)  # built once: inside the comprehension it was rebuilt per phrase
-    other = [p for p in clean if p not in done]
+    edged, punct, other = split_phrases(clean)
     parts = []
     if edged:
         parts.append(rf"\b(?:{_build(edged)})\b")

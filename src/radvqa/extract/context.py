@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from radvqa.extract._trie import trie_regex
+from radvqa.extract._trie import split_phrases, trie_regex, trie_regexes, word_spans
 
 # Roles a cue phrase can play (bit flags: one phrase may be a pre and a post cue).
 DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST, PSEUDO, TERM, HYPO_POST = (
@@ -69,6 +69,17 @@ class ContextRules:
                 roles[p] = PSEUDO
         self.roles = roles
         self.pattern = trie_regex(roles)
+        # the same matches in two faster scans of an ASCII sentence (see cues): the word-edged
+        # phrases by a word-start scanner, the punctuation ones ("(", ";", "?") by a trie of their
+        # own. Their matches cannot overlap when no character of a punctuation phrase occurs in a
+        # word phrase, so the one alternation's matches are the two lists merged in text order
+        edged, punct, other = split_phrases(sorted({" ".join(p.split()) for p in roles} - {""}))
+        self._edged = self._edged_fast = self._punct = None
+        marks = set("".join(punct))
+        if edged and not other and not any(ch.isspace() for ch in marks) \
+                and not any(ch in p for p in edged for ch in marks):
+            self._edged, self._edged_fast = trie_regexes(edged)
+            self._punct = trie_regex(punct, word_bounded=False) if punct else None
         self.max_pre = int(data.get("max_words_pre", 14))
         self.max_post = int(data.get("max_words_post", 8))
         self.max_hypo = int(data.get("max_words_hypothetical", 6))
@@ -80,13 +91,20 @@ class ContextRules:
     def cues(self, lower: str, start: int, end: int) -> list[Cue]:
         get = self.roles.get
         out = []
-        for m in self.pattern.finditer(lower, start, end):
-            g = m.group()
+        if self._edged_fast is not None and not start and end == len(lower) and lower.isascii():
+            spans = word_spans(self._edged, self._edged_fast, lower, 0, end)  # type: ignore[arg-type]
+            if self._punct is not None:
+                marks = [m.span() for m in self._punct.finditer(lower)]
+                if marks:
+                    spans = sorted(spans + marks)
+        else:
+            spans = [m.span() for m in self.pattern.finditer(lower, start, end)]
+        for a, b in spans:
+            g = lower[a:b]
             r = get(g)
             if r is None:
                 r = get(" ".join(g.split()), 0)
             if r and r != PSEUDO:
-                a, b = m.span()
                 out.append(Cue(a, b, r))
         return out
 
