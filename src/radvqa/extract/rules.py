@@ -241,8 +241,17 @@ class RulesExtractor:
                         return Extraction(report=Report(text=text), extractor=self.version,
                                           error=f"sentence too long ({b - a:,} characters > {limit:,} at "
                                                 f"offset {a:,}): not report prose (no sentence punctuation?)")
-                hit = tuple((a - start, b - start, None if role == "skip" else self._sentence(lower[a:b], indication))
-                            for a, b in spans)
+                if role == "skip":
+                    hit = tuple((a - start, b - start, None) for a, b in spans)
+                else:
+                    # the sentence cache read here (most sentences are in it), _sentence on a miss
+                    cache = self._cache_ind if indication else self._cache
+                    entries = []
+                    for a, b in spans:
+                        seg = lower[a:b]
+                        entry = cache.get(seg)
+                        entries.append((a - start, b - start, entry if entry is not None else self._sentence(seg, indication)))
+                    hit = tuple(entries)
                 if self.cache_size > 0:
                     if len(sec_cache) >= self.cache_size:
                         sec_cache.clear()  # bounded memory; results do not depend on the cache
@@ -250,17 +259,19 @@ class RulesExtractor:
             # False after a heading of another body part ("Left knee."); a section starts as chest
             chest_part = True
             name = sec.name
+            in_conclusion = name in concluding
             n = len(sentences)
             for a, b, entry in hit:
                 a += start
                 b += start
                 sid = _SIDS[n] if n < 99 else f"S{n + 1:02d}"
                 n += 1
-                sentences.append(Sentence(id=sid, section=name, start=a, end=b, text=text[a:b]))
+                stext = text[a:b]
+                sentences.append(Sentence(id=sid, section=name, start=a, end=b, text=stext))
                 if entry is None:
                     continue  # a skipped section
                 if indication:
-                    ind_texts.append(text[a:b])
+                    ind_texts.append(stext)
                 part, items, anaphoric = entry
                 if part is not None:
                     chest_part = part[0] == "chest"
@@ -291,7 +302,7 @@ class RulesExtractor:
                     if own_loc is not None:
                         prev_loc = own_loc
                     add(keys, cert, span, v, implicit, qualifier)
-                    if name in concluding:
+                    if in_conclusion:
                         agg.concluding.add(sid)
                     if cert == "uncertain" and qualifier is None and not self._hedges(lower, a, a + i0, findings, span.text):
                         agg.no_hedge.add((sid, span.start))
