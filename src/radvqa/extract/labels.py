@@ -55,13 +55,18 @@ class Labeler:
         rank = _RANK
         order = _ORDER
         abnormal = False
+        for_finding = self._for_finding
         for o in ex.observations:
-            v = rank.get(o.certainty, 0)
-            if o.certainty == "present" and o.finding in self._abnormal:
+            cert = o.certainty
+            if cert == "present" and not abnormal and o.finding in self._abnormal:
                 abnormal = True
-            for lab in self._for_finding.get(o.finding, ()):
-                if order[v] > order[out[lab]]:
-                    out[lab] = v
+            labs = for_finding.get(o.finding)
+            if labs:  # most findings count for no label of the scheme
+                v = rank.get(cert, 0)
+                ov = order[v]
+                for lab in labs:
+                    if ov > order[out[lab]]:
+                        out[lab] = v
         for lab in self.normal_labels:
             out[lab] = 0 if abnormal else 1
         return out
