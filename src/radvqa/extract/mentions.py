@@ -130,8 +130,14 @@ class MentionMatcher:
                     pos -= 1
         get = self.lexicon.get
         for a, b in word_spans(self.term_re, self._term_fast, lower, start, end):
-            if taken and any(a < tb and ta < b for ta, tb in taken):
-                continue
+            if taken:  # a term inside a pattern match is that match's (a loop: no generator per term)
+                for ta, tb in taken:
+                    if a < tb and ta < b:
+                        break
+                else:
+                    ta = -1
+                if ta >= 0:
+                    continue
             g = lower[a:b]
             ids = get(g)
             if ids is None:  # matched across a line break or double space

@@ -138,6 +138,7 @@ class RulesExtractor:
         self.redacted_device = frozenset(" ".join(str(p).lower().split())
                                          for p in patterns.get("redacted_device_phrases", []) or [])
         self.devices = frozenset(fid for fid, f in ontology.findings.items() if f.category == "DEVICE")
+        self._is_device: dict[tuple[str, ...], bool] = {}  # mention findings -> names a device?
         side = {rid: r.side for rid, r in ontology.regions.items()}
         attr_data = load_data("attributes")
         for rid in attr_data.get("bilateral_regions") or []:
@@ -423,10 +424,14 @@ class RulesExtractor:
         "tracheostomy tube tip at the clavicles" is one tracheostomy tube, not also a catheter."""
         out = []
         named = False
+        is_device = self._is_device
         for m in mentions:
             if named and m.rule is None and seg[m.start:m.end] in self.redacted_device:
                 continue
-            named = named or any(f in self.devices for f in m.findings)
+            if not named:
+                named = is_device.get(m.findings)  # type: ignore[assignment]
+                if named is None:  # memoised: a corpus names a few hundred combinations
+                    named = is_device[m.findings] = any(f in self.devices for f in m.findings)
             out.append(m)
         return out
 
