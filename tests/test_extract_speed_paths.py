@@ -152,3 +152,61 @@ def test_explained_away_pattern_fails_fast_on_a_clause_without_its_cue():
     for i in range(40):
         e = ex.extract(text, f"r{i}")
     assert e.error is None and any(o.finding == "atelectasis" for o in e.observations)
+
+
+# Texts where a word-start scanner could go wrong: a phrase at 0, phrases right after one another,
+# after punctuation, inside words, across line breaks and runs of spaces, at the end, a non-ASCII
+# letter before a phrase (the scanner is then not used), digits and underscores next to a phrase
+_EDGE_TEXTS = [
+    "effusion", "left effusion", "effusion.", "(effusion)", "no effusion; no pneumothorax?",
+    "left lower lobe atelectasis, right upper lobe opacity", "lefteffusion", "effusionleft",
+    "left\nlower  lobe", "xleft left_ 3left left3 _left", "left-sided effusion", "mild/moderate",
+    "éleft effusion", "left éffusion", "heart size is normal. lungs are clear.", "no acute disease",
+    "?", ";", "(", "no", "no  acute\tcardiopulmonary abnormality", "not enlarged and not clear",
+]
+
+
+def _random_texts(words: list[str], n: int, seed: int) -> list[str]:
+    import random
+
+    rnd = random.Random(seed)
+    seps = [" ", "  ", ", ", ". ", "\n", "-", "/", "(", ")", ";", "?", "", "x", "_", "3"]
+    return ["".join(rnd.choice(words) + rnd.choice(seps) for _ in range(rnd.randint(1, 12))) for _ in range(n)]
+
+
+def test_word_start_scanners_find_what_the_tries_find():
+    # the term, attribute and cue tries and the gap patterns of an ASCII sentence are scanned by
+    # patterns led by one non-word character (radvqa.extract._trie.word_spans): same matches
+    from radvqa.extract import get_extractor
+
+    ex = get_extractor("rules", cache_size=0)
+    mm, am, cx = ex.mentions, ex.attributes, ex.context
+    assert mm._term_fast is not None and mm._pattern_fast is not None and am._fast is not None
+    assert cx._edged_fast is not None  # else the test below checks nothing new
+    words = ["left", "right", "lower", "lobe", "effusion", "no", "not", "heart", "size", "is", "normal", "lungs",
+             "are", "clear", "mild", "small", "pleural", "pneumothorax", "acute", "cardiopulmonary", "disease",
+             "without", "opacity", "possible", "cm", "3", "bilateral", "stable", "the", "and", "or", "?"]
+    texts = _EDGE_TEXTS + _random_texts(words, 1500, 7)
+    for t in texts:
+        for s in (t, t.upper().lower()):
+            got = ([(m.start, m.end, m.findings, m.certainty, m.rule) for m in mm.find(s, 0, len(s))],
+                   [(a.kind, a.value, a.start, a.end) for a in am.find(s, 0, len(s))],
+                   [(c.start, c.end, c.roles) for c in cx.cues(s, 0, len(s))])
+            # the same with the scanners off (the plain tries and patterns on the whole string)
+            saved = mm._term_fast, mm._pattern_fast, am._fast, cx._edged_fast
+            mm._term_fast = mm._pattern_fast = am._fast = cx._edged_fast = None
+            try:
+                want = ([(m.start, m.end, m.findings, m.certainty, m.rule) for m in mm.find(s, 0, len(s))],
+                        [(a.kind, a.value, a.start, a.end) for a in am.find(s, 0, len(s))],
+                        [(c.start, c.end, c.roles) for c in cx.cues(s, 0, len(s))])
+            finally:
+                mm._term_fast, mm._pattern_fast, am._fast, cx._edged_fast = saved
+            assert got == want, s
+    # the raw scanner against finditer, for a trie of a few phrases
+    from radvqa.extract._trie import trie_regexes, word_spans
+
+    pat, fast = trie_regexes(["left", "left lower lobe", "lobe", "no", "no acute"])
+    assert fast is not None
+    for s in _EDGE_TEXTS + _random_texts(["left", "lower", "lobe", "no", "acute", "leftx"], 500, 11):
+        assert word_spans(pat, fast, s, 0, len(s)) == [m.span() for m in pat.finditer(s)], s
+    assert trie_regexes(["left", "(see"])[1] is None  # a phrase led by punctuation: no scanner
