@@ -106,7 +106,10 @@ class MentionMatcher:
                 alts.append(f"(?={re.escape(c)})(?:" + "|".join(f"(?P<p{i}_{ord(c)}>{regexes[i]})" for i in idx) + ")")
                 for i in idx:
                     self._spec_of_group[f"p{i}_{ord(c)}"] = self._spec_of_group[f"p{i}"]
-            self._pattern_fast = re.compile(ASCII_NOT_WORD + ahead + "(?:" + "|".join(alts) + r")(?!\w)")
+            try:
+                self._pattern_fast = re.compile(ASCII_NOT_WORD + ahead + "(?:" + "|".join(alts) + r")(?!\w)")
+            except re.error:  # a pattern with a named group of its own cannot be repeated: no scanner
+                self._pattern_fast = None
 
     def find(self, lower: str, start: int, end: int) -> list[Mention]:
         """Mentions in ``lower[start:end]`` (lower-cased report text), in text order. Pattern
