@@ -141,7 +141,9 @@ _COORD = re.compile(r"\s*(?:,\s*)?(?:(?:and/or|and|or|versus|vs\.?|/|,|with)\s*)
 _EXPLAINS = re.compile(r"(?:compatible with|consistent with|represents?|representing|may represent|could represent|"
                        r"reflects?|reflecting|may reflect|suggestive of|likely|due to|related to|secondary to|"
                        r"concerning for|suspicious for|worrisome for)"
-                       r"\s+(?:[a-z-]+\s+){0,3}$")
+                       # four words: "could reflect a small focus of atelectasis" (CXR3680, seed 66:
+                       # unlocated, the small focus merged into the bibasilar atelectasis)
+                       r"\s+(?:[a-z-]+\s+){0,4}$")
 _VERB = re.compile(r"\b(?:is|are|was|were|appears?|remains?)\b")
 _APPOSITION = re.compile(r",\s*(?:[a-z-]+\s+){0,2}$")
 _WITH = re.compile(r"\bwith\b")
@@ -159,7 +161,9 @@ _PRE_KINDS = frozenset(("severity", "size", "change", "temporal"))
 _MOD_BREAK = re.compile(r"(?<=.)[,;]|\b(?:with|without|but|and|or|is|are|was|were|be|been|may|might|could|"
                         r"represents?|which|that)\b")
 _ADJ_COMMA = re.compile(r"\s*,?")  # "mild, XXXX opacity": a comma between adjectives
-_COORD_AFTER = re.compile(r"\b(?:and|or|with)\b")
+# (a verb linking the mention to what follows names that other thing: "low lung volumes causing
+# mild bronchovascular crowding" is no mild low lung volume, CXR3368, seed 65)
+_COORD_AFTER = re.compile(r"\b(?:and|or|with|causing|producing|resulting\s+in|leading\s+to|accentuating)\b")
 _WORD_NEXT = re.compile(r"\s*-?\s*[a-z]")
 MAX_GAP = 80  # characters between an attribute and the mention it can describe
 MAX_GROUP = 8  # a longer chain of coordinated mentions is a list, not one finding phrase (and bounds the work)

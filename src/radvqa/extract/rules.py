@@ -37,6 +37,10 @@ MAX_SENTENCE_CHARS = 20_000
 _OR_NEXT = re.compile(r"[^\s;,.]*(?:\s+[^\s;,.]+){0,2}?\s*,?\s+(?:or|versus|vs\.?)\s+(?:[a-z-]+\s+){0,2}")
 
 
+# a past disease named as one alternative ("old empyema, hematoma, or prior TB")
+_PAST_BEFORE = re.compile(r"\b(?:old|prior|previous|remote)\s+$")
+
+
 # a mention followed by another alternative ("secondary to cardiomegaly or pericardial effusion")
 _ALT_NEXT = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
 
@@ -525,7 +529,7 @@ class RulesExtractor:
             quals.append(q)
             prev_end = m.end
         if self.alt_gap is not None and len(mentions) > 1 and "present" in certs and self.alt_hint.search(seg):
-            self._alternatives(seg, mentions, certs, quals)
+            self._alternatives(seg, mentions, certs, quals, vals)
         if self.open_alt is not None and self.alt_gap is not None and "present" in certs and \
                 any(w in seg for w in self.open_hint):
             for i, m in enumerate(mentions):  # "pleural effusion versus thickening"
@@ -613,10 +617,12 @@ class RulesExtractor:
                     self.explained_pre is not None and self.explained_pre.search(seg, max(0, m.start - 40), m.start)):
                 certs[i] = None
 
-    def _alternatives(self, seg: str, mentions: list, certs: list, quals: list) -> None:
+    def _alternatives(self, seg: str, mentions: list, certs: list, quals: list, vals: list | None = None) -> None:
         """Alternatives are hedges: a chain of mentions joined by "or", "versus", "/", "and/or"
         (and commas within such a list) makes each present member uncertain, except the signs
-        they explain ("opacity ... atelectasis or pneumonia": the opacity stays present)."""
+        they explain ("opacity ... atelectasis or pneumonia": the opacity stays present). A chain
+        of past diseases ("suggestive of old empyema, hematoma, or prior TB", CXR1237, seed 65)
+        names the history of what is seen, not findings of this image: no member is observed."""
         n = len(mentions)
         g0 = 0
         alt = False
@@ -632,9 +638,16 @@ class RulesExtractor:
                 if self.list_gap.fullmatch(seg, a, b):
                     continue
             if alt and i - g0 > 1:
+                past = any((vals is not None and vals[k] is not None and vals[k].temporal == "old")
+                           or _PAST_BEFORE.search(seg, max(0, mentions[k].start - 12), mentions[k].start)
+                           for k in range(g0, i))
                 for k in range(g0, i):
                     m = mentions[k]
-                    if certs[k] == "present" and m.certainty is None and not all(f in self.alt_signs for f in m.findings):
+                    if m.certainty is not None or all(f in self.alt_signs for f in m.findings):
+                        continue
+                    if past and certs[k] in ("present", "uncertain"):
+                        certs[k] = None
+                    elif certs[k] == "present":
                         certs[k] = "uncertain"
             g0 = i
             alt = False
