@@ -127,6 +127,20 @@ class RulesExtractor:
             # clause with no cue took seconds to fail (CXR1016: 6 s for one report)
             self.explained_away = re.compile(
                 rf"[^\s;]*(?:\s+[^\s;]+){{0,10}}?\s+[^\w\s;]*(?:{cues})\b(?:\s+[^\s;]+){{0,{int(ea.get('max_words', 8))}}}?\s+(?:{expl})\b")
+        ns = ea.get("next_sentence") or {}
+        self.explained_next = None
+        self.explained_next_findings: frozenset[str] = frozenset()
+        if ns.get("anaphors") and ea.get("explanations"):
+            unknown = [f for f in ns.get("findings") or [] if f not in ontology.findings]
+            if unknown:
+                raise ValueError(f"context.yaml alternatives.explained_away.next_sentence: unknown finding id(s) {unknown}")
+            ana = "|".join(re.escape(" ".join(str(c).split())) for c in sorted(ns["anaphors"], key=len, reverse=True))
+            words = [*ea["explanations"], *(ns.get("next_words") or [])]
+            expl = "|".join(re.escape(" ".join(str(c).split())) for c in sorted(words, key=len, reverse=True))
+            # a sentence that explains the previous one's sign away (see context.yaml)
+            self.explained_next = re.compile(
+                rf"\s*(?:{ana})\b[^.;]{{0,{int(ns.get('next_chars', 60))}}}?\b(?:{expl})\b(?!\s+on\b)")
+            self.explained_next_findings = frozenset(ns.get("findings") or [])
         if ea.get("pre"):
             pre = "|".join(re.escape(str(c)) for c in ea["pre"])
             self.explained_pre = re.compile(rf"\b(?:{pre})\s+(?:[a-z-]+\s+)?$")
@@ -255,7 +269,7 @@ class RulesExtractor:
             chest_part = True
             name = sec.name
             n = len(sentences)
-            for a, b, entry in hit:
+            for j, (a, b, entry) in enumerate(hit):
                 a += start
                 b += start
                 sid = _SIDS[n] if n < 99 else f"S{n + 1:02d}"
@@ -279,7 +293,15 @@ class RulesExtractor:
                 # for the previous sentence's finding is located where that finding is
                 loc = prev_loc if anaphoric else None
                 prev_loc = None
+                # "opacity in the right midlung. This may be artifact.": the next sentence explains
+                # the sign away; a plain statement of it is uncertain (CXR163)
+                hedge_next = self.explained_next is not None and j + 1 < len(hit) and any(
+                    it[3] == "present" and it[4] is False and all(f in self.explained_next_findings for f in it[2])
+                    for it in items) and self.explained_next.match(lower, start + hit[j + 1][0], start + hit[j + 1][1]) is not None
                 for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys in items:
+                    if hedge_next and cert == "present" and not implicit and all(
+                            f in self.explained_next_findings for f in findings):
+                        cert = "uncertain"
                     span = Span(start=a + i0, end=a + i1, text=text[a + i0:a + i1], sentence_id=sid)
                     if indication:
                         for f in findings:
