@@ -152,6 +152,11 @@ _SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
 # mention within the same phrase ("demonstrates small amount of right basilar atelectasis") is
 # that mention's, not the previous one's.
 _PHRASE_BREAK = re.compile(r"[,;:]|\b(?:and|or|but|with|without|is|are|was|were|has|have|appears?|remains?|which|that)\b")
+# A hedge verb or a concessive between a modifier and the next mention: the modifier ends the
+# clause before it ("interstitial prominence, XXXX chronic though could reflect early pulmonary
+# edema" is no chronic edema, CXR343, seed 65)
+_VERB_BREAK = re.compile(r"\b(?:though|although|could|may|might|would|can|reflects?|reflecting|represents?|"
+                         r"representing|suggests?|suggesting)\b")
 _CLAUSE_END = re.compile(r"[,;.]")
 _PRE_KINDS = frozenset(("severity", "size", "change", "temporal"))
 # between a modifier and a later mention: a word that starts another phrase ("mild bronchovascular
@@ -224,6 +229,8 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                     # a word of its own phrase ("stable moderate cardiomediastinal silhouette with
                     # atherosclerotic calcifications": not moderate calcifications, CXR1173)
                     d = 1 << 30
+                elif a.kind in _PRE_KINDS and _VERB_BREAK.search(gap):
+                    d = 1 << 30  # "chronic though could reflect early pulmonary edema" (CXR343)
                 else:
                     # "nodules in the left base are calcified": a verb between the location and
                     # the next mention makes the location the subject's, not the predicate's
@@ -244,8 +251,10 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                     # ("mild hyperinflation, right apical pleural-parenchymal irregularities
                     # compatible with scarring": the apex is the scarring's, CXR2516)
                     if nxt < n and ((pre and starts[nxt] - a.end <= 40 and not _PHRASE_BREAK.search(
-                                        lower, _ADJ_COMMA.match(lower, a.end).end(), starts[nxt]))
-                                    or (comma and not _CLAUSE_END.search(lower, a.end, starts[nxt]))):
+                                        lower, _ADJ_COMMA.match(lower, a.end).end(), starts[nxt])
+                                     and not _VERB_BREAK.search(lower, a.end, starts[nxt]))
+                                    or (comma and not _CLAUSE_END.search(lower, a.end, starts[nxt])
+                                        and not (pre and _VERB_BREAK.search(lower, a.end, starts[nxt])))):
                         i += 1
                         continue
                     if a.kind == "severity" and _COORD_AFTER.search(gap) and _WORD_NEXT.match(lower, a.end):

@@ -37,6 +37,10 @@ MAX_SENTENCE_CHARS = 20_000
 _OR_NEXT = re.compile(r"[^\s;,.]*(?:\s+[^\s;,.]+){0,2}?\s*,?\s+(?:or|versus|vs\.?)\s+(?:[a-z-]+\s+){0,2}")
 
 
+# an alternative connector between a cause cue and the mention ("related to X or <mention>")
+_ALT_BEFORE = re.compile(r"\b(?:or|versus|vs)\b")
+
+
 # a past disease named as one alternative ("old empyema, hematoma, or prior TB")
 _PAST_BEFORE = re.compile(r"\b(?:old|prior|previous|remote)\s+$")
 
@@ -375,9 +379,12 @@ class RulesExtractor:
             return False  # a device seen is seen ("borderline cardiomegaly and cardiac pacemaker", CXR1862)
         if self.not_a_hedge is not None:
             sp = text.find(" ")  # the mention's own first word ("acute fracture")
-            if (self.not_a_hedge.search(lower, max(a, start - 80), start) or (
-                    sp > 0 and self.not_a_hedge.search(lower, max(a, start - 80), start + sp + 1))) \
-                    and not _ALT_NEXT.match(lower, start + len(text)):
+            hit = self.not_a_hedge.search(lower, max(a, start - 80), start) or (
+                sp > 0 and self.not_a_hedge.search(lower, max(a, start - 80), start + sp + 1))
+            # a cause offered as the last of alternatives hedges too ("could be related to hilar
+            # lymph XXXX or enlarged pulmonary arteries", CXR1386, seed 65)
+            if hit and not _ALT_NEXT.match(lower, start + len(text)) \
+                    and not _ALT_BEFORE.search(lower, hit.start(), start):
                 return False
         if self.sign_words and all(f in self.alt_signs for f in findings):
             t = text.lower()
