@@ -145,6 +145,10 @@ class RulesExtractor:
             self.explained_next = re.compile(
                 rf"\s*(?:{ana})\b[^.;]{{0,{int(ns.get('next_chars', 60))}}}?\b(?:{expl})\b(?!\s+on\b)")
             self.explained_next_findings = frozenset(ns.get("findings") or [])
+        also = [f for f in ea.get("also") or []]
+        if set(also) - set(ontology.findings):
+            raise ValueError(f"context.yaml alternatives.explained_away.also: unknown finding id(s) {sorted(set(also) - set(ontology.findings))}")
+        self.explained_also = frozenset(also)
         if ea.get("pre"):
             pre = "|".join(re.escape(str(c)) for c in ea["pre"])
             self.explained_pre = re.compile(rf"\b(?:{pre})\s+(?:[a-z-]+\s+)?$")
@@ -633,8 +637,8 @@ class RulesExtractor:
             if p is None:
                 self._can_side(m.findings)  # fills the memo (can take a side, is a sign)
                 p = props[m.findings]
-            if not p[1]:  # not every finding of the mention is a sign
-                continue
+            if not p[1] and not (self.explained_also and all(f in self.explained_also for f in m.findings)):
+                continue  # not every finding of the mention is a sign
             hit = self.explained_away.match(seg, m.end)  # type: ignore[union-attr]
             if hit is not None and any(n.start >= hit.end() and _OR_NEXT.fullmatch(seg, hit.end(), n.start)
                                        for n in mentions[i + 1:]):
