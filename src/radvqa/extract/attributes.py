@@ -73,13 +73,14 @@ class AttributeMatcher:
             for value, words in (groups or {}).items():
                 for w in words:
                     add(w, kind, value)
+        for p in (extra or {}).get("drop", []) or []:
+            table.pop(" ".join(str(p).lower().split()), None)
         # override: kind -> value -> words whose value of that kind is ours, not the ontology's
+        # (after drop: a dropped word can come back with one kind only, "larger" a change)
         for kind, groups in ((extra or {}).get("override") or {}).items():
             for value, words in (groups or {}).items():
                 for w in words:
                     add(w, kind, value, replace=True)
-        for p in (extra or {}).get("drop", []) or []:
-            table.pop(" ".join(str(p).lower().split()), None)
         # phrases that contain an attribute word but are none ("left lateral decubitus" names a
         # view, not the side of a finding): matched, longest first, and give nothing
         for p in (extra or {}).get("ignore", []) or []:
