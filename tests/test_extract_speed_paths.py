@@ -163,6 +163,7 @@ _EDGE_TEXTS = [
     "left\nlower  lobe", "xleft left_ 3left left3 _left", "left-sided effusion", "mild/moderate",
     "éleft effusion", "left éffusion", "heart size is normal. lungs are clear.", "no acute disease",
     "?", ";", "(", "no", "no  acute\tcardiopulmonary abnormality", "not enlarged and not clear",
+    "old rib fracture, healed", "fracture,healed", "fracture, chronic appearing; no effusion", ", healed",
 ]
 
 
@@ -185,7 +186,8 @@ def test_word_start_scanners_find_what_the_tries_find():
     assert cx._edged_fast is not None  # else the test below checks nothing new
     words = ["left", "right", "lower", "lobe", "effusion", "no", "not", "heart", "size", "is", "normal", "lungs",
              "are", "clear", "mild", "small", "pleural", "pneumothorax", "acute", "cardiopulmonary", "disease",
-             "without", "opacity", "possible", "cm", "3", "bilateral", "stable", "the", "and", "or", "?"]
+             "without", "opacity", "possible", "cm", "3", "bilateral", "stable", "the", "and", "or", "?", "healed",
+             "chronic", "appearing", "fracture", ", healed"]
     texts = _EDGE_TEXTS + _random_texts(words, 1500, 7)
     for t in texts:
         for s in (t, t.upper().lower()):

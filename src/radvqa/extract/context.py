@@ -6,6 +6,7 @@ one trie regex and applies the scope rules. See that file for the rules in words
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from typing import Any
 
@@ -69,17 +70,20 @@ class ContextRules:
                 roles[p] = PSEUDO
         self.roles = roles
         self.pattern = trie_regex(roles)
-        # the same matches in two faster scans of an ASCII sentence (see cues): the word-edged
-        # phrases by a word-start scanner, the punctuation ones ("(", ";", "?") by a trie of their
-        # own. Their matches cannot overlap when no character of a punctuation phrase occurs in a
-        # word phrase, so the one alternation's matches are the two lists merged in text order
+        # the same matches in faster scans of an ASCII sentence (see cues): the word-edged phrases
+        # by a word-start scanner, the punctuation ones ("(", ";", "?") and those led by
+        # punctuation (", healed") by tries of their own that the regex engine can skip to
         edged, punct, other = split_phrases(sorted({" ".join(p.split()) for p in roles} - {""}))
-        self._edged = self._edged_fast = self._punct = None
-        marks = set("".join(punct))
-        if edged and not other and not any(ch.isspace() for ch in marks) \
-                and not any(ch in p for p in edged for ch in marks):
+        self._edged = self._edged_fast = None
+        self._marks: list[re.Pattern[str]] = []
+        if edged and all(not (p[0].isalnum() or p[0] == "_") for p in other):
             self._edged, self._edged_fast = trie_regexes(edged)
-            self._punct = trie_regex(punct, word_bounded=False) if punct else None
+            if punct:
+                self._marks.append(trie_regex(punct, word_bounded=False))
+            if other:
+                # the start guard of trie_regex's third part holds at any phrase that starts with
+                # punctuation; the end guard stays
+                self._marks.append(re.compile(rf"(?:{trie_regex(other, word_bounded=False).pattern})(?:(?<=\w)(?!\w)|(?<=\W))"))
         self.max_pre = int(data.get("max_words_pre", 14))
         self.max_post = int(data.get("max_words_post", 8))
         self.max_hypo = int(data.get("max_words_hypothetical", 6))
@@ -91,13 +95,20 @@ class ContextRules:
     def cues(self, lower: str, start: int, end: int) -> list[Cue]:
         get = self.roles.get
         out = []
+        spans = None
         if self._edged_fast is not None and not start and end == len(lower) and lower.isascii():
             spans = word_spans(self._edged, self._edged_fast, lower, 0, end)  # type: ignore[arg-type]
-            if self._punct is not None:
-                marks = [m.span() for m in self._punct.finditer(lower)]
+            for rx in self._marks:
+                marks = [m.span() for m in rx.finditer(lower)]
                 if marks:
                     spans = sorted(spans + marks)
-        else:
+                    # one alternation finds the union of the scans when their matches do not
+                    # overlap (each scan then tries every position the alternation reaches);
+                    # otherwise it is asked itself
+                    if any(spans[k][1] > spans[k + 1][0] for k in range(len(spans) - 1)):
+                        spans = None
+                        break
+        if spans is None:
             spans = [m.span() for m in self.pattern.finditer(lower, start, end)]
         for a, b in spans:
             g = lower[a:b]
