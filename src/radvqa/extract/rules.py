@@ -299,7 +299,7 @@ class RulesExtractor:
                     continue  # a skipped section
                 if indication:
                     ind_texts.append(stext)
-                part, items, anaphoric = entry
+                part, items, anaphoric, hedges_next = entry
                 if part is not None:
                     chest_part = part[0] == "chest"
                     if part[1]:  # the whole sentence is the heading
@@ -315,9 +315,8 @@ class RulesExtractor:
                 prev_loc = None
                 # "opacity in the right midlung. This may be artifact.": the next sentence explains
                 # the sign away; a plain statement of it is uncertain (CXR163)
-                hedge_next = self.explained_next is not None and j + 1 < len(hit) and any(
-                    it[3] == "present" and it[4] is False and all(f in self.explained_next_findings for f in it[2])
-                    for it in items) and self.explained_next.match(lower, start + hit[j + 1][0], start + hit[j + 1][1]) is not None
+                hedge_next = hedges_next and j + 1 < len(hit) and \
+                    self.explained_next.match(lower, start + hit[j + 1][0], start + hit[j + 1][1]) is not None  # type: ignore[union-attr]
                 for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys in items:
                     if hedge_next and cert == "present" and not implicit and all(
                             f in self.explained_next_findings for f in findings):
@@ -348,8 +347,9 @@ class RulesExtractor:
                           observations=agg.observations(), indication=ind, extractor=self.version)
 
     def _sentence(self, seg: str, indication: bool) -> tuple:
-        """(body-part heading, items, anaphoric?) of one lower-cased sentence, from the sentence
-        cache: a pure function of its text and of the section kind. Each item is (start, end,
+        """(body-part heading, items, anaphoric?, may the next sentence explain a sign away?) of one
+        lower-cased sentence, from the sentence cache: a pure function of its text and of the
+        section kind. Each item is (start, end,
         findings, certainty, implicit, attributes, qualifier, own location, wants the previous
         sentence's location, the findings' observation keys for the aggregator)."""
         cache = self._cache_ind if indication else self._cache
@@ -379,7 +379,12 @@ class RulesExtractor:
             elif items:
                 items = tuple((a, b, findings, cert, implicit, v, qualifier, None, False, ())
                               for a, b, findings, cert, implicit, v, qualifier in items)
-            entry = (part, items, anaphoric)
+            # a plain statement of a sign that the next sentence may explain away (worked out
+            # once per distinct sentence; the next sentence is read per report)
+            hedges_next = self.explained_next is not None and any(
+                it[3] == "present" and it[4] is False and all(f in self.explained_next_findings for f in it[2])
+                for it in items)
+            entry = (part, items, anaphoric, hedges_next)
             if self.cache_size > 0:
                 if len(cache) >= self.cache_size:
                     cache.clear()  # bounded memory; results do not depend on the cache
