@@ -95,3 +95,16 @@ def test_159_shoulder_osteophytes_are_not_the_spine(rows):
     answers = _answers(rows, 159)
     assert not any("of the spine" in a for a in answers)
     assert any("degenerative joint disease" in a for a in answers)
+
+
+def test_2627_postsurgical_changes_are_no_surgical_material(rows):
+    # left unsaid (they need not be hardware), and no answer says the chest holds no device
+    for r in rows_of(rows, 2627):
+        a = r["answer"].lower()
+        assert "surgical material" not in a, r
+        if "chest" in r["question"].lower() and "device" in r["question"].lower():
+            assert not a.startswith("no"), r
+
+
+def test_no_question_asks_about_the_catch_all(rows):
+    assert not any("other lesion" in r["question"].lower() for r in rows)

@@ -1025,6 +1025,10 @@ class _Findings:
         text, starts = hit
         fids = [x for x in base + sampled if x in pos_by or x in stated
                 or (x not in unknowable and not s.talks_about(text, x, starts))]
+        if s.gen.unstated and st.ctx.sg.report is not None:
+            # the catch-all "other lesion" is neither stated nor asked about ("Is there any other
+            # lesion? No.", audit #13 r7)
+            fids = [x for x in fids if x not in s.gen.unstated]
         if subject == "devices" and s.gen.abnormal_devices:
             # asked by the finding questions, in the same words (see scope_observation)
             fids = [x for x in fids if x not in s.gen.abnormal_devices]
