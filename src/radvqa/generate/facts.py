@@ -547,11 +547,20 @@ def merge_facts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
             sided = [k for k in sides if k is not None and not isinstance(k, tuple)]
         if "bilateral" in sides and not fs[0].absent and ("left" in sides or "right" in sides):
             # "small right effusion", "small left effusion", "small bilateral effusions" are the same
-            # effusions: one bilateral statement (audit #13 r7, CXR1868); a one-sided copy's severity
-            # and size are that side's, so only the bilateral copies give them
-            one_sided = sides.pop("left", []) + sides.pop("right", [])
-            ambiguous = frozenset(id(f.obs) for f in one_sided)
-            sides["bilateral"].extend(one_sided)
+            # effusions, stated once (audit #13 r7, CXR1868): with both sides stated the bilateral
+            # copy adds nothing (its evidence goes to them; "left small, right moderate" keeps each
+            # side's size); with one side, that side joins the bilateral statement, whose severity
+            # and size only the bilateral copies give (a one-sided copy's are that side's)
+            if "left" in sides and "right" in sides:
+                both = sides.pop("bilateral")
+                for k in ("left", "right"):
+                    prov = sides[k][0].prov
+                    prov.extend(p for b in both for p in b.prov if p not in prov)
+                dropped.update(id(f) for f in both)
+            else:
+                one_sided = sides.pop("left", []) + sides.pop("right", [])
+                ambiguous = frozenset(id(f.obs) for f in one_sided)
+                sides["bilateral"].extend(one_sided)
             sided = [k for k in sides if k is not None and not isinstance(k, tuple)]
         if sided and None in sides and not (fs[0].absent and len(sided) > 1):
             if len(sided) > 1:  # the unsided copies may describe either side
