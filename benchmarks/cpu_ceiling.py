@@ -174,8 +174,17 @@ def main() -> None:
     ap.add_argument("--cpu-sets", default="",
                     help="';'-separated CPU lists, e.g. '0,1;0,8': one more run per list, one process pinned to each "
                          "CPU (are two CPUs hyperthreads of one host core?)")
+    ap.add_argument("--each-cpu", action="store_true",
+                    help="one more run per CPU, alone and pinned to it: is every CPU equally fast when idle?")
     a = ap.parse_args()
     print(json.dumps({"topology": topology(), "spread_order": core_order()}), flush=True)
+    if a.each_cpu:
+        work = a.work.split(",")[0]
+        amount = a.loop if work == "loop" else a.studies
+        walls = {c: measure(work, amount, 1, False, [c])["walls"][0] for c in sorted(os.sched_getaffinity(0))}
+        fast = min(walls.values())
+        print(json.dumps({"work": work, "amount": amount, "each_cpu_wall_s": walls,
+                          "slowest_over_fastest": round(max(walls.values()) / fast, 3)}), flush=True)
     for spec in filter(None, a.cpu_sets.split(";")):
         cpus = [int(x) for x in spec.split(",")]
         work = a.work.split(",")[0]
