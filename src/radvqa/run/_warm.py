@@ -29,8 +29,8 @@ def _first_calls() -> None:
     stateful of the pipeline is run (a study processed here could change generator state that the
     workers inherit).
 
-    pyarrow's first ``pa.array`` asks whether pandas is installed, by importing it (~44 MB in each
-    process, which every forked worker then counts in its RSS: 16 workers x 44 MB = 0.7 GB of the
+    pyarrow's first ``pa.array`` asks whether pandas is installed, by importing it (~35 MB in each
+    process, which every forked worker then counts in its RSS: 16 workers x 35 MB = 0.56 GB of the
     build's RSS sum). A build converts Python lists, never pandas objects, so that first call runs
     with pandas hidden: pyarrow notes "no pandas" once and for all. The finder is removed at once, so
     code that imports pandas itself still can (and ``Table.to_pandas`` still works)."""
