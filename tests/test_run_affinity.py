@@ -1,5 +1,5 @@
-"""Worker pinning (run/affinity.py), the pandas-free fork server (run/_warm.py) and the shard's
-lazily decoded studies (run/shards.ShardStudies): #19's scale-out changes that must not change output."""
+"""Worker pinning (run/affinity.py) and the pandas-free fork server (run/_warm.py): #19's scale-out
+changes that must not change output."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from radvqa.model import Study
 from radvqa.run.affinity import ENV, pin_plan, pin_worker, spread_cpus
-from radvqa.run.shards import ShardStudies, SpillWriter, load_shard_studies, part_dir, read_bucket, study_sort_key
 
 
 def _fake_sysfs(root: Path, siblings: dict[int, str]) -> Path:
@@ -81,39 +79,3 @@ def test_warm_fork_server_has_no_pandas_but_pandas_still_imports() -> None:
     env.pop("RADVQA_WARM_OPTIONS", None)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
-
-
-def test_shard_studies_order_equals_decoded_sort(tmp_path: Path) -> None:
-    """Equal sort keys keep source order across parts (the first of duplicate ids first), unknown
-    times sort after known ones, and iterating decodes the same studies as reading them whole."""
-    def st(i: int, patient: str, time: str | None, sid: str | None = None) -> Study:
-        return Study(id=sid or f"s:{i}", patient_id=patient, source="s", report_text=f"text {i}", study_time=time)
-
-    recs = [st(0, "p1", "2020-02"), st(1, "p1", None), st(2, "p1", "2020-01"), st(3, "p2", "2020-01", "s:dup"),
-            st(4, "p2", "2020-01", "s:dup"), st(5, "p0", None), st(6, "p2", "2020-01", "s:dup")]
-    for part, chunk in enumerate((recs[:4], recs[4:])):
-        w = SpillWriter(part_dir(tmp_path, part), block=64)
-        for r in chunk:
-            w.add(r)
-        w.close()
-    got: list[Study] = []
-    for shard in range(2):
-        lazy = ShardStudies(tmp_path, shard, 2, n_parts=2)
-        whole = [s for b in range(256) if b % 2 == shard for p in range(2)
-                 if (part_dir(tmp_path, p) / f"b{b:03d}.bin").exists()
-                 for s in read_bucket(part_dir(tmp_path, p) / f"b{b:03d}.bin")]
-        whole.sort(key=study_sort_key)
-        assert len(lazy) == len(whole) and list(lazy) == whole == load_shard_studies(tmp_path, shard, 2, n_parts=2)
-        got.extend(whole)
-    dups = [s.report_text for s in sorted(got, key=study_sort_key) if s.id == "s:dup"]
-    assert dups == ["text 3", "text 4", "text 6"]
-
-
-def test_shard_studies_truncated_spill_is_an_error(tmp_path: Path) -> None:
-    w = SpillWriter(part_dir(tmp_path, 0))
-    w.add(Study(id="s:1", patient_id="p", source="s"))
-    w.close()
-    f = next(part_dir(tmp_path, 0).glob("b*.bin"))
-    f.write_bytes(f.read_bytes()[:-3])
-    with pytest.raises(ValueError, match="truncated spill record"):
-        ShardStudies(tmp_path, 0, 1)
