@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import random
+import _random
 from bisect import bisect_right
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
@@ -37,6 +38,9 @@ OPTIONAL_STRATEGIES = ("probe",)
 KNOWN_STRATEGIES = STRATEGIES + OPTIONAL_STRATEGIES
 STRATEGY_REGISTRY: Registry[type] = Registry("strategy", modules=[f"radvqa.generate.{n}" for n in KNOWN_STRATEGIES])
 _replace = msgspec.structs.replace
+_Random = random.Random
+_new_random = random.Random.__new__
+_seed = _random.Random.seed
 
 # placeholders the shared sentence pieces (templates/common.yaml) may use
 COMMON_PHRASES: dict[str, frozenset[str]] = {
@@ -201,7 +205,8 @@ class StudyCtx:
         omit = gen.options.label_only == "omit" and sg.report is not None
         blocked: set[str] = set()
         stated: set[str] = set()
-        if omit:
+        # (worked out only for a study holding a label-only candidate: most hold none)
+        if omit and any(label_only(obs, True) for obs in sg.observations):
             # a label copy of a report finding (same finding, ancestor or descendant) is no
             # label-only finding even where the scene graph did not merge it (localize does)
             v = gen.vocab
@@ -245,7 +250,11 @@ class StudyCtx:
     def stream(self, name: str) -> random.Random:
         r = self._rngs.get(name)
         if r is None:
-            r = self._rngs[name] = random.Random(stable_int(self.gen.options.seed, self.sg.study_id, name))
+            # ``random.Random(stable_int(...))`` without its two Python-level frames (__init__,
+            # seed): the same C seeding of the same integer, so the same state and draws
+            r = self._rngs[name] = _new_random(_Random)
+            _seed(r, stable_int(self.gen.options.seed, self.sg.study_id, name))
+            r.gauss_next = None
         return r
 
     def pick(self, wordings: Sequence[str]) -> str:
@@ -347,25 +356,33 @@ class StudyCtx:
         n = len(ws)  # ``pick``, inlined (one call per row): same stream, same draw
         lead = (ws[0] if n == 1 else ws[int(self.rng.random() * n)]).format_map(
             {**slots, **lvars} if slots else lvars)
-        if compose is not None:
-            answer, parts = compose(lead)
-        else:
-            body = " ".join([p.text for p in parts])
-            answer = f"{lead} {body}" if lead else body
-        if reasoning is not None and not isinstance(reasoning, str):
-            reasoning = reasoning()
-        sg = self.sg
-        sid = sg.study_id
         # identical lists within a study become one shared (read-only) list: the rows of a study
         # repeat the same part lists, findings and provenance many times over, and every list that
         # outlives the call is one more object for the cyclic GC to traverse while rows wait in
         # the writer's buffer (measured: the GC cost more than the rest of emit)
         shared = self.shared
-        k = (0, *map(id, parts))  # ids stay valid: the cached list keeps the parts alive
-        hit = shared.get(k)
-        if hit is None:
-            hit = shared[k] = (parts, union_boxes(parts))
-        parts, boxes = hit
+        if compose is not None:
+            answer, parts = compose(lead)
+            k = (0, *map(id, parts))  # ids stay valid: the cached list keeps the parts alive
+            hit = shared.get(k)
+            if hit is None:
+                hit = shared[k] = [parts, union_boxes(parts), None]
+        else:
+            # the parts' joined sentences are cached with the shared list (a part list recurs)
+            k = (0, *map(id, parts))
+            hit = shared.get(k)
+            if hit is None:
+                hit = shared[k] = [parts, union_boxes(parts), " ".join([p.text for p in parts])]
+            body = hit[2]
+            if body is None:
+                body = hit[2] = " ".join([p.text for p in parts])
+            answer = f"{lead} {body}" if lead else body
+        parts = hit[0]
+        boxes = hit[1]
+        if reasoning is not None and not isinstance(reasoning, str):
+            reasoning = reasoning()
+        sg = self.sg
+        sid = sg.study_id
         if findings:
             findings = shared.setdefault((1, *findings), findings)
         else:

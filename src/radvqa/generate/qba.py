@@ -355,7 +355,7 @@ class Study:
         if not self.devs and s.unnamed.devices_unknown(ctx.sg.report):
             # "Prior cholecystectomy": no device stated, and no "no device" answer either
             self.hidden["devices"] = (set(), None)
-        if not self.arts and s.talks_about(s.report_text(ctx), "artifact"):
+        if not self.arts and s.talks_about(self.text()[0], "artifact", self.text()[1]):
             # "attenuation from overlying breast shadows", "densities ... compatible with piercings"
             # (hand audit #13, CXR1565, CXR1116): no artifact stated, and no "no artifacts" either
             self.hidden["artifacts"] = (set(), None)
@@ -370,6 +370,14 @@ class Study:
                     regs.add(r)
                     regs.update(s.gen.vocab.rancestors.get(r, ()))
                     regs.update(s.rdescendants.get(r, ()))
+
+    def text(self) -> tuple[str, set[str]]:
+        """The report's text for ``talks_about`` and its word starts, worked out once per study."""
+        hit = self.scopes.get("text")
+        if hit is None:
+            text = self.s.report_text(self.ctx)
+            hit = self.scopes["text"] = (text, word_starts(text))
+        return hit
 
     def _hide(self, ctx: StudyCtx) -> None:
         s = self.s
@@ -1009,11 +1017,7 @@ class _Findings:
             chosen = set(base)
             sampled = weighted_sample(st.rng, pool, k, chosen.__contains__)
         pos_by.update(via_child)
-        hit = st.scopes.get("text")
-        if hit is None:
-            text = s.report_text(st.ctx)
-            hit = st.scopes["text"] = (text, word_starts(text))
-        text, starts = hit
+        text, starts = st.text()
         fids = [x for x in base + sampled if x in pos_by or x in stated
                 or (x not in unknowable and not s.talks_about(text, x, starts))]
         if subject == "devices" and s.gen.abnormal_devices:
