@@ -177,6 +177,16 @@ class Strategy:
         self._sub_shown: dict[str, str] = {}
         self.lie_cache: dict[tuple[str, str], bool] = {}  # (finding, region) -> _Regions._can_lie_in
         self.unnamed = UnnamedFindings(v)
+        self._unaskable: frozenset[str] | None = None
+
+    @property
+    def unaskable_subcats(self) -> frozenset[str]:
+        """The subcategory pool's items no question may name (``askable_subcat``), worked out at
+        first use: the display names, region names and family config do not change."""
+        hit = self._unaskable
+        if hit is None:
+            hit = self._unaskable = F(x for x in self.pool_subcats.items if not self.askable_subcat(x))
+        return hit
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
         if sg.modality.upper() not in self.modalities:
@@ -795,8 +805,9 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
             # abnormal in the corpus (own stream: the other questions' draws stay as they were);
             # only subcategories a question can name (display names, #13)
             subs = [x for x in dict.fromkeys([*by_pos, *by_neg]) if s.askable_subcat(x)]
+            # (the exclusion as one set test: the pool's unaskable subcategories are fixed)
             sampled = weighted_sample(st.ctx.stream("qba-subcats"), s.pool_subcats, len(s.pool_subcats.items),
-                                      lambda x: x in by_pos or x in by_neg or not s.askable_subcat(x))
+                                      (s.unaskable_subcats.union(by_pos, by_neg)).__contains__)
         hit = st.scopes[("subcategory", op.subject)] = (by_pos, by_neg, subs, sampled)
     by_pos, by_neg, subs, sampled = hit
     hidden = st.hidden.get(op.subject)
