@@ -346,6 +346,17 @@ class StudyCtx:
         (each has its own policy), its short answer, polarity, findings, regions, MC ``choices``
         and, for a study pair, ``pair`` = (reference study id, image ids, image paths).
         Returns whether the row was emitted."""
+        return self.emit(tpl, widx, slots, slot_key, key, lvars, parts, grade, provenance, compose, wordings,
+                         short, polarity, findings, regions, choices, reasoning, pair)
+
+    def emit(self, tpl: Template, widx: int, slots: dict[str, str], slot_key: str, key: str,
+             lvars: dict[str, str], parts: list[AnswerPart], grade: tuple[int, list[str] | tuple[str, ...]],
+             provenance: list[str] | None, compose: Compose | None, wordings: Sequence[str] | None,
+             short: str | None, polarity: str | None, findings: list[str] | None, regions: list[str] | None,
+             choices: list[str] | None, reasoning: str | Callable[[], str] | None,
+             pair: tuple[str, list[str], list[str]] | None) -> bool:
+        """``render_emit`` with every argument positional: qba's one call per row skips the
+        keyword matching (about a twentieth of a row's instructions went to argument set-up)."""
         question = tpl.questions[widx].format_map(slots)
         ws = wordings or tpl.answers[key]
         if tpl.checks:

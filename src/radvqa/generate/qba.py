@@ -546,10 +546,8 @@ class Study:
                                                        regions=rl, boxes=bl)
                 return lead, [p0]
         n = len(tpl.questions)  # pick_index, inlined (one call per row)
-        ctx.render_emit(tpl, 0 if n == 1 else int(self.rng.random() * n), slots, slot_key, key, lvars, parts,
-                        grade, prov,
-                        compose=compose, short=short, polarity=polarity, findings=findings,
-                        regions=regions or ctx.no_strs)
+        ctx.emit(tpl, 0 if n == 1 else int(self.rng.random() * n), slots, slot_key, key, lvars, parts, grade, prov,
+                 compose, None, short, polarity, findings, regions or ctx.no_strs, None, None, None)
 
 
 def _lv(facts: list[Fact]) -> dict[str, str]:
