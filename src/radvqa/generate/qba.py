@@ -498,11 +498,12 @@ class Study:
         return out
 
     def say(self, tpl: Template, slots: dict[str, str], slot_key: str, key: str, lvars: dict[str, str],
-            parts: list[AnswerPart], facts: list[Fact], *, short: str | None = None,
+            parts: list[AnswerPart], facts: list[Fact], short: str | None = None,
             polarity: str | None = None, findings: list[str] | None = None, regions: list[str] | None = None,
             lead_tag: str | None = None, lead_boxes: list | None = None, extra: list | None = None,
             prov_first: list[str] | None = None) -> None:
-        """qba's grade and provenance policy (what the answer rests on), then the shared step."""
+        """qba's grade and provenance policy (what the answer rests on), then the shared step.
+        (The per-row callers pass their arguments by position: no keyword matching per row.)"""
         ctx = self.ctx
         if len(facts) == 1 and not extra:  # the common case, without the merging loops
             f0 = facts[0]
@@ -570,13 +571,13 @@ def _describe(st: Study, tpl: Template, it: Item, pos: list[Fact], with_negative
         if with_negatives:
             parts.extend(f.related() for f in neg[:k])
         st.say(tpl, it.slots, it.key, "abnormal", _lv(pos), parts, pos + (neg[:k] if with_negatives else []),
-               polarity="positive", regions=it.regions, lead_boxes=it.boxes, extra=it.extra)
+               None, "positive", None, it.regions, None, it.boxes, it.extra)
     else:
         parts = [f.main for f in neg[: k + 1]] if with_negatives else []
         # the stated negatives support the "normal" answer (grade, provenance) even where the
         # template does not list them
-        st.say(tpl, it.slots, it.key, "normal", _EMPTY, parts, neg[: k + 1], polarity="negative",
-               lead_tag="normal", regions=it.regions, lead_boxes=it.boxes)
+        st.say(tpl, it.slots, it.key, "normal", _EMPTY, parts, neg[: k + 1], None, "negative", None, it.regions,
+               "normal", it.boxes)
 
 
 def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
@@ -591,12 +592,12 @@ def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
         parts: list[AnswerPart] = []
         for f in pos:
             parts.extend(st.parts_of(f))
-        st.say(tpl, it.slots, it.key, key, _lv(pos), parts, pos, short=key, polarity="positive",
-               regions=it.regions, lead_boxes=it.boxes, extra=it.extra)
+        st.say(tpl, it.slots, it.key, key, _lv(pos), parts, pos, key, "positive", None, it.regions, None, it.boxes,
+               it.extra)
     else:
         nn = it.neg[: st.s.max_related + 1]
-        st.say(tpl, it.slots, it.key, key, _EMPTY, [f.main for f in nn], nn, short=key, polarity="negative",
-               lead_tag="normal", regions=it.regions, lead_boxes=it.boxes)
+        st.say(tpl, it.slots, it.key, key, _EMPTY, [f.main for f in nn], nn, key, "negative", None, it.regions,
+               "normal", it.boxes)
 
 
 def op_describe(st: Study, tpl: Template, it: Item) -> None:
@@ -626,11 +627,11 @@ def _list_op(subject: str) -> Callable[[Study, Template, Item], None]:
         pos = it.pos
         if pos:
             parts = [p for f in pos for p in st.parts_of(f)]
-            st.say(tpl, it.slots, it.key, subject, _lv(pos), parts, pos, polarity="positive", regions=it.regions,
-                   extra=it.extra)
+            st.say(tpl, it.slots, it.key, subject, _lv(pos), parts, pos, None, "positive", None, it.regions, None,
+                   None, it.extra)
         else:
-            st.say(tpl, it.slots, it.key, "none", _EMPTY, [], [], polarity="negative", regions=it.regions,
-                   lead_tag=_none_tag(subject, it), lead_boxes=it.boxes)
+            st.say(tpl, it.slots, it.key, "none", _EMPTY, [], [], None, "negative", None, it.regions,
+                   _none_tag(subject, it), it.boxes)
     return render
 
 
@@ -642,8 +643,8 @@ def _has_op(subject: str) -> Callable[[Study, Template, Item], None]:
             _yes_no(st, tpl, Item(it.slots, it.key, it.pos, [], regions=it.regions, boxes=it.boxes, extra=it.extra),
                     True)
         else:
-            st.say(tpl, it.slots, it.key, "no", _EMPTY, [], [], short="no", polarity="negative",
-                   regions=it.regions, lead_tag=_none_tag(subject, it), lead_boxes=it.boxes)
+            st.say(tpl, it.slots, it.key, "no", _EMPTY, [], [], "no", "negative", None, it.regions,
+                   _none_tag(subject, it), it.boxes)
     return render
 
 
@@ -708,8 +709,8 @@ def _one_finding(has: bool) -> Callable[[Study, Template, Item], None]:
 
     def render(st: Study, tpl: Template, it: Item) -> None:
         key, parts, lv, fs, regs = it.fact
-        st.say(tpl, it.slots, it.key, key, lv, parts, fs, short=_SHORT[key] if has else None,
-               polarity="negative" if key == "absent" else "positive", regions=regs)
+        st.say(tpl, it.slots, it.key, key, lv, parts, fs, _SHORT[key] if has else None,
+               "negative" if key == "absent" else "positive", None, regs)
     return render
 
 
