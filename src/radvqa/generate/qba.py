@@ -964,7 +964,7 @@ class _Regions:
                 hit = self.per_r[r] = (rname, {"region": rname}, rl, st.ctx.region_boxes_for(rl),
                                        self.neg_for(r))
             rname, slots, rl, rb, neg_r = hit
-            out.append(Item(slots, r, index.get(r, []), neg_r, regions=rl, boxes=rb, name=rname))
+            out.append(Item(slots, r, index.get(r, []), neg_r, None, rl, rb, rname))  # (by position: per row)
         return out
 
 
@@ -1076,7 +1076,7 @@ class _Findings:
         for fid in s._balance(lists[0], lists[1], s.gen.cap(tpl), tpl, lists[2]):
             slots, about = self.about(st, fid)
             if about is not None:
-                yield Item(slots, fid, [], [], fact=about)
+                yield Item(slots, fid, [], [], None, None, None, None, about)  # (by position: per row)
 
 
 def scope_finding(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
@@ -1102,7 +1102,7 @@ def scope_observation(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
         # which read the same ("Where can the foreign body be seen?")
         chosen = [f for f in chosen if not f.abnormal]
     slot = "finding" if op.subject == "abnormal" else "device"
-    return [Item({slot: f.name}, f.obs.id, [f], [], fact=f)
+    return [Item({slot: f.name}, f.obs.id, [f], [], None, None, None, None, f)
             for f in sample_capped(st.rng, chosen, st.s.gen.cap(tpl))]
 
 
