@@ -351,12 +351,15 @@ class StudyCtx:
 
     def emit(self, tpl: Template, widx: int, slots: dict[str, str], slot_key: str, key: str,
              lvars: dict[str, str], parts: list[AnswerPart], grade: tuple[int, list[str] | tuple[str, ...]],
-             provenance: list[str] | None, compose: Compose | None, wordings: Sequence[str] | None,
+             provenance: list[str] | None, compose: Compose | tuple[str, list[str], list[Box]] | None,
+             wordings: Sequence[str] | None,
              short: str | None, polarity: str | None, findings: list[str] | None, regions: list[str] | None,
              choices: list[str] | None, reasoning: str | Callable[[], str] | None,
              pair: tuple[str, list[str], list[str]] | None) -> bool:
         """``render_emit`` with every argument positional: qba's one call per row skips the
-        keyword matching (about a twentieth of a row's instructions went to argument set-up)."""
+        keyword matching (about a twentieth of a row's instructions went to argument set-up).
+        ``compose`` may also be a tuple (tag, regions, boxes): the lead is the whole answer and
+        its one part, a main part with that tag, regions and boxes (no closure per row)."""
         question = tpl.questions[widx].format_map(slots)
         ws = wordings or tpl.answers[key]
         if tpl.checks:
@@ -372,8 +375,18 @@ class StudyCtx:
         # outlives the call is one more object for the cyclic GC to traverse while rows wait in
         # the writer's buffer (measured: the GC cost more than the rest of emit)
         shared = self.shared
-        if compose is not None:
-            answer, parts = compose(lead)
+        if compose.__class__ is tuple:
+            # the same lead ("No devices are seen.") recurs across a study's rows: one part object
+            # and one part list
+            tag, rl, bl = compose  # type: ignore[misc]
+            pkey = (2, lead, tag, id(rl), id(bl))
+            hit = shared.get(pkey)
+            if hit is None:
+                lp = [AnswerPart(part_type="main", text=lead, tag=tag, findings=self.no_strs, regions=rl, boxes=bl)]
+                hit = shared[pkey] = [lp, union_boxes(lp), None]
+            answer = lead
+        elif compose is not None:
+            answer, parts = compose(lead)  # type: ignore[operator]
             k = (0, *map(id, parts))  # ids stay valid: the cached list keeps the parts alive
             hit = shared.get(k)
             if hit is None:

@@ -533,19 +533,8 @@ class Study:
         if prov_first:
             prov = [p for p in prov_first if p not in prov] + prov
         compose = None
-        if not parts:  # the lead is the whole answer and its one part
-            tag = lead_tag or key
-            rl = ctx.strs(regions) if regions else ctx.no_strs
-            bl = lead_boxes or ctx.no_boxes
-
-            def compose(lead: str) -> tuple[str, list[AnswerPart]]:
-                # the same lead ("No devices are seen.") recurs across a study's rows: one part object
-                pkey = (2, lead, tag, id(rl), id(bl))
-                p0 = ctx.shared.get(pkey)
-                if p0 is None:
-                    p0 = ctx.shared[pkey] = AnswerPart(part_type="main", text=lead, tag=tag, findings=ctx.no_strs,
-                                                       regions=rl, boxes=bl)
-                return lead, [p0]
+        if not parts:  # the lead is the whole answer and its one part: (its tag, regions, boxes)
+            compose = (lead_tag or key, ctx.strs(regions) if regions else ctx.no_strs, lead_boxes or ctx.no_boxes)
         n = len(tpl.questions)  # pick_index, inlined (one call per row)
         ctx.emit(tpl, 0 if n == 1 else int(self.rng.random() * n), slots, slot_key, key, lvars, parts, grade, prov,
                  compose, None, short, polarity, findings, regions or ctx.no_strs, None, None, None)
