@@ -884,6 +884,7 @@ class _Regions:
         self.split_by: dict[str, tuple[list[str], list[str], list[str]]] = {}
         # region -> (name, slots, [r], its boxes, negatives), shared by the region's questions
         self.per_r: dict[str, tuple[str, dict[str, str], list[str], list, list[Fact]]] = {}
+        self.items_by: dict[tuple[str, str], Item] = {}  # (subject, region) -> its item
 
     def neg_for(self, r: str) -> list[Fact]:
         # "the lungs are clear" speaks for the right lung too: negatives stated for the region
@@ -945,15 +946,20 @@ class _Regions:
                     lists[0], [r for r in lists[1] if r not in unknown],
                     [r for r in lists[2] if r not in unknown])
         out = []
+        items = self.items_by
         for r in s._balance(lists[0], lists[1], s.gen.cap(tpl), tpl, lists[2]):
-            hit = self.per_r.get(r)
-            if hit is None:
-                rname = s.gen.vocab.region_name(r)
-                rl = [r]  # one [r] (and one box list) shared by the region's rows
-                hit = self.per_r[r] = (rname, {"region": rname}, rl, st.ctx.region_boxes_for(rl),
-                                       self.neg_for(r))
-            rname, slots, rl, rb, neg_r = hit
-            out.append(Item(slots, r, index.get(r, []), neg_r, None, rl, rb, rname))  # (by position: per row)
+            # one (read-only) item per subject and region, shared by the templates asking it
+            it = items.get((subject, r))
+            if it is None:
+                hit = self.per_r.get(r)
+                if hit is None:
+                    rname = s.gen.vocab.region_name(r)
+                    rl = [r]  # one [r] (and one box list) shared by the region's rows
+                    hit = self.per_r[r] = (rname, {"region": rname}, rl, st.ctx.region_boxes_for(rl),
+                                           self.neg_for(r))
+                rname, slots, rl, rb, neg_r = hit
+                it = items[(subject, r)] = Item(slots, r, index.get(r, []), neg_r, None, rl, rb, rname)
+            out.append(it)
         return out
 
 
@@ -1029,6 +1035,7 @@ class _Findings:
         self.pos_by = pos_by
         self.slot = "finding" if subject == "abnormal" else "device"
         self.per_fid: dict[str, tuple[dict[str, str], tuple[Any, ...] | None]] = {}
+        self.items_by: dict[str, Item | bool] = {}  # finding -> its item (False: none asked)
 
     def about(self, st: Study, fid: str) -> tuple[dict[str, str], tuple[Any, ...] | None]:
         """(slots, (answer key, parts, lead variables, facts, regions)) for one finding."""
@@ -1063,9 +1070,12 @@ class _Findings:
         s = st.s
         lists = self.lists
         for fid in s._balance(lists[0], lists[1], s.gen.cap(tpl), tpl, lists[2]):
-            slots, about = self.about(st, fid)
-            if about is not None:
-                yield Item(slots, fid, [], [], None, None, None, None, about)  # (by position: per row)
+            it = self.items_by.get(fid)  # one (read-only) item per finding, shared by its templates
+            if it is None:
+                slots, about = self.about(st, fid)
+                it = self.items_by[fid] = Item(slots, fid, [], [], None, None, None, None, about) if about else False
+            if it:
+                yield it
 
 
 def scope_finding(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
