@@ -544,6 +544,17 @@ def _lv(facts: list[Fact]) -> dict[str, str]:
     return {"list": join_list([f.a_phrase for f in facts]), "n": str(len(facts))}
 
 
+def _lv_shared(st: Study, facts: list[Fact]) -> dict[str, str]:
+    """``_lv``, once per list of facts and study (read-only: the same positives recur across a
+    study's templates); the key's tuple of facts keeps them alive, so their ids stay theirs."""
+    shared = st.ctx.shared
+    k = (5, *map(id, facts))
+    hit = shared.get(k)
+    if hit is None:
+        hit = shared[k] = (tuple(facts), _lv(facts))
+    return hit[1]
+
+
 _EMPTY = {"list": "", "n": "0"}
 
 
@@ -559,7 +570,8 @@ def _describe(st: Study, tpl: Template, it: Item, pos: list[Fact], with_negative
             parts.extend(st.parts_of(f))
         if with_negatives:
             parts.extend(f.related() for f in neg[:k])
-        st.say(tpl, it.slots, it.key, "abnormal", _lv(pos), parts, pos + (neg[:k] if with_negatives else []),
+        st.say(tpl, it.slots, it.key, "abnormal", _lv_shared(st, pos), parts,
+               pos + (neg[:k] if with_negatives else []),
                None, "positive", None, it.regions, None, it.boxes, it.extra)
     else:
         parts = [f.main for f in neg[: k + 1]] if with_negatives else []
@@ -581,8 +593,8 @@ def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
         parts: list[AnswerPart] = []
         for f in pos:
             parts.extend(st.parts_of(f))
-        st.say(tpl, it.slots, it.key, key, _lv(pos), parts, pos, key, "positive", None, it.regions, None, it.boxes,
-               it.extra)
+        st.say(tpl, it.slots, it.key, key, _lv_shared(st, pos), parts, pos, key, "positive", None, it.regions, None,
+               it.boxes, it.extra)
     else:
         nn = it.neg[: st.s.max_related + 1]
         st.say(tpl, it.slots, it.key, key, _EMPTY, [f.main for f in nn], nn, key, "negative", None, it.regions,
@@ -616,8 +628,8 @@ def _list_op(subject: str) -> Callable[[Study, Template, Item], None]:
         pos = it.pos
         if pos:
             parts = [p for f in pos for p in st.parts_of(f)]
-            st.say(tpl, it.slots, it.key, subject, _lv(pos), parts, pos, None, "positive", None, it.regions, None,
-                   None, it.extra)
+            st.say(tpl, it.slots, it.key, subject, _lv_shared(st, pos), parts, pos, None, "positive", None, it.regions,
+                   None, None, it.extra)
         else:
             st.say(tpl, it.slots, it.key, "none", _EMPTY, [], [], None, "negative", None, it.regions,
                    _none_tag(subject, it), it.boxes)
@@ -805,7 +817,17 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
         sampled = [x for x in sampled if x not in hidden[0]]
     chosen = s._balance([x for x in subs if x in by_pos], [x for x in subs if x not in by_pos],
                         s.gen.cap(tpl), tpl, sampled)
-    return [Item({"subcategory": s.sub_name(x)}, x, by_pos.get(x, []), by_neg.get(x, [])) for x in chosen]
+    # one (read-only) item per subject and subcategory, shared by the templates asking it
+    items = st.scopes.get(("subitems", op.subject))
+    if items is None:
+        items = st.scopes[("subitems", op.subject)] = {}
+    out = []
+    for x in chosen:
+        it = items.get(x)
+        if it is None:
+            it = items[x] = Item({"subcategory": s.sub_name(x)}, x, by_pos.get(x, []), by_neg.get(x, []))
+        out.append(it)
+    return out
 
 
 class _Regions:
