@@ -160,7 +160,7 @@ def make_qa_id(study_id: str, template_id: str, slot_key: str, wording: int) -> 
 class StudyCtx:
     """Everything about one study that several questions share, built once per study."""
 
-    __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "sizes", "rboxes", "sentences",
+    __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "rboxes", "sentences",
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
                  "n_boxable_images", "implied", "no_strs", "no_boxes", "shared", "protos", "proto0",
                  "label_support", "label_conflicts", "shared_sentences", "hidden", "blocked")
@@ -171,7 +171,6 @@ class StudyCtx:
         self.split = split
         self.image_ids = [im.id for im in sg.images]
         self.image_paths = [im.path or "" for im in sg.images]
-        self.sizes = {im.id: (im.width, im.height) for im in sg.images}
         # lateral views get no region boxes (ImaGenome / segmentation boxes are frontal only), so a
         # study is completely localised when every non-lateral image has a box
         self.n_boxable_images = sum(1 for im in sg.images
