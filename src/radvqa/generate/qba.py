@@ -425,8 +425,11 @@ class Study:
         """(positives, stated negatives) of an operation's subject."""
         if name == "abnormal":
             return self.ab_pos, self.ab_neg
-        if name == "devices":
-            return self.devs, [f for f in self.top if f.is_device and f.absent]
+        if name == "devices":  # (the stated negatives once per study: several templates ask)
+            neg = self.scopes.get("dev_neg")
+            if neg is None:
+                neg = self.scopes["dev_neg"] = [f for f in self.top if f.is_device and f.absent]
+            return self.devs, neg
         if name == "artifacts":
             return self.arts, []
         if name == "technical":
