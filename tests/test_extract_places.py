@@ -170,7 +170,7 @@ def test_a_dropped_place_lowers_the_grade(onto):
     assert plain and dropped
     assert any(r.grade == "A++" for r in plain)
     assert all(r.grade != "A++" for r in dropped)
-    assert all("location:dropped_place->A" in r.grade_reasons for r in dropped)
+    assert all("location:dropped_place->C" in r.grade_reasons for r in dropped)
     assert all("vasculature" not in r.answer for r in dropped)
 
 

@@ -6,6 +6,7 @@ than its sided copies is not merged into them. Each regression uses the real Ope
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,8 @@ def test_an_unsided_copy_at_another_place_is_not_merged_into_a_sided_one(rows):
     # the right apex) and "minimal left basilar opacity compatible with scarring or atelectasis":
     # the apical scarring is no left scarring
     mine = rows_of(rows, 189)
-    assert any("scarring" in r["answer"].lower() and "lung apices" in r["answer"].lower() for r in mine)
+    # (nor is it in both "lung apices": the opacity is the right apex's, so no place is said, round 7)
+    assert any(re.search(r"(^|\. )scarring (may be present|cannot be excluded)", r["answer"].lower()) for r in mine)
     for r in mine:
         a = r["answer"].lower()
         assert "left lower lung zone and the lung apices" not in a, (r["question"], r["answer"])

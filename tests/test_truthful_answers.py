@@ -156,7 +156,7 @@ def test_present_and_uncertain_of_one_finding_keep_the_positive_graded_down(gen,
     rows = [r for r in gen.generate(sg) if "nodule" in r.findings and r.polarity == "positive"]
     assert rows
     for r in rows:
-        assert "cannot be excluded" not in r.answer and "evidence:report_conflict->B" in r.grade_reasons
+        assert "cannot be excluded" not in r.answer and "evidence:report_conflict->C" in r.grade_reasons
 
 
 def test_qualified_negative_reads_as_qualified(gen):

@@ -37,6 +37,14 @@ MAX_SENTENCE_CHARS = 20_000
 _OR_NEXT = re.compile(r"[^\s;,.]*(?:\s+[^\s;,.]+){0,2}?\s*,?\s+(?:or|versus|vs\.?)\s+(?:[a-z-]+\s+){0,2}")
 
 
+# an alternative connector between a cause cue and the mention ("related to X or <mention>")
+_ALT_BEFORE = re.compile(r"\b(?:or|versus|vs)\b")
+
+
+# a past disease named as one alternative ("old empyema, hematoma, or prior TB")
+_PAST_BEFORE = re.compile(r"\b(?:old|prior|previous|remote)\s+$")
+
+
 # a mention followed by another alternative ("secondary to cardiomegaly or pericardial effusion")
 _ALT_NEXT = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
 
@@ -123,6 +131,24 @@ class RulesExtractor:
             # clause with no cue took seconds to fail (CXR1016: 6 s for one report)
             self.explained_away = re.compile(
                 rf"[^\s;]*(?:\s+[^\s;]+){{0,10}}?\s+[^\w\s;]*(?:{cues})\b(?:\s+[^\s;]+){{0,{int(ea.get('max_words', 8))}}}?\s+(?:{expl})\b")
+        ns = ea.get("next_sentence") or {}
+        self.explained_next = None
+        self.explained_next_findings: frozenset[str] = frozenset()
+        if ns.get("anaphors") and ea.get("explanations"):
+            unknown = [f for f in ns.get("findings") or [] if f not in ontology.findings]
+            if unknown:
+                raise ValueError(f"context.yaml alternatives.explained_away.next_sentence: unknown finding id(s) {unknown}")
+            ana = "|".join(re.escape(" ".join(str(c).split())) for c in sorted(ns["anaphors"], key=len, reverse=True))
+            words = [*ea["explanations"], *(ns.get("next_words") or [])]
+            expl = "|".join(re.escape(" ".join(str(c).split())) for c in sorted(words, key=len, reverse=True))
+            # a sentence that explains the previous one's sign away (see context.yaml)
+            self.explained_next = re.compile(
+                rf"\s*(?:{ana})\b[^.;]{{0,{int(ns.get('next_chars', 60))}}}?\b(?:{expl})\b(?!\s+on\b)")
+            self.explained_next_findings = frozenset(ns.get("findings") or [])
+        also = [f for f in ea.get("also") or []]
+        if set(also) - set(ontology.findings):
+            raise ValueError(f"context.yaml alternatives.explained_away.also: unknown finding id(s) {sorted(set(also) - set(ontology.findings))}")
+        self.explained_also = frozenset(also)
         if ea.get("pre"):
             pre = "|".join(re.escape(str(c)) for c in ea["pre"])
             self.explained_pre = re.compile(rf"\b(?:{pre})\s+(?:[a-z-]+\s+)?$")
@@ -251,7 +277,7 @@ class RulesExtractor:
             chest_part = True
             name = sec.name
             n = len(sentences)
-            for a, b, entry in hit:
+            for j, (a, b, entry) in enumerate(hit):
                 a += start
                 b += start
                 sid = _SIDS[n] if n < 99 else f"S{n + 1:02d}"
@@ -275,7 +301,15 @@ class RulesExtractor:
                 # for the previous sentence's finding is located where that finding is
                 loc = prev_loc if anaphoric else None
                 prev_loc = None
+                # "opacity in the right midlung. This may be artifact.": the next sentence explains
+                # the sign away; a plain statement of it is uncertain (CXR163)
+                hedge_next = self.explained_next is not None and j + 1 < len(hit) and any(
+                    it[3] == "present" and it[4] is False and all(f in self.explained_next_findings for f in it[2])
+                    for it in items) and self.explained_next.match(lower, start + hit[j + 1][0], start + hit[j + 1][1]) is not None
                 for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys in items:
+                    if hedge_next and cert == "present" and not implicit and all(
+                            f in self.explained_next_findings for f in findings):
+                        cert = "uncertain"
                     span = Span(start=a + i0, end=a + i1, text=text[a + i0:a + i1], sentence_id=sid)
                     if indication:
                         for f in findings:
@@ -349,9 +383,12 @@ class RulesExtractor:
             return False  # a device seen is seen ("borderline cardiomegaly and cardiac pacemaker", CXR1862)
         if self.not_a_hedge is not None:
             sp = text.find(" ")  # the mention's own first word ("acute fracture")
-            if (self.not_a_hedge.search(lower, max(a, start - 80), start) or (
-                    sp > 0 and self.not_a_hedge.search(lower, max(a, start - 80), start + sp + 1))) \
-                    and not _ALT_NEXT.match(lower, start + len(text)):
+            hit = self.not_a_hedge.search(lower, max(a, start - 80), start) or (
+                sp > 0 and self.not_a_hedge.search(lower, max(a, start - 80), start + sp + 1))
+            # a cause offered as the last of alternatives hedges too ("could be related to hilar
+            # lymph XXXX or enlarged pulmonary arteries", CXR1386, seed 65)
+            if hit and not _ALT_NEXT.match(lower, start + len(text)) \
+                    and not _ALT_BEFORE.search(lower, hit.start(), start):
                 return False
         if self.sign_words and all(f in self.alt_signs for f in findings):
             t = text.lower()
@@ -525,7 +562,7 @@ class RulesExtractor:
             quals.append(q)
             prev_end = m.end
         if self.alt_gap is not None and len(mentions) > 1 and "present" in certs and self.alt_hint.search(seg):
-            self._alternatives(seg, mentions, certs, quals)
+            self._alternatives(seg, mentions, certs, quals, vals)
         if self.open_alt is not None and self.alt_gap is not None and "present" in certs and \
                 any(w in seg for w in self.open_hint):
             for i, m in enumerate(mentions):  # "pleural effusion versus thickening"
@@ -600,8 +637,8 @@ class RulesExtractor:
             if p is None:
                 self._can_side(m.findings)  # fills the memo (can take a side, is a sign)
                 p = props[m.findings]
-            if not p[1]:  # not every finding of the mention is a sign
-                continue
+            if not p[1] and not (self.explained_also and all(f in self.explained_also for f in m.findings)):
+                continue  # not every finding of the mention is a sign
             hit = self.explained_away.match(seg, m.end)  # type: ignore[union-attr]
             if hit is not None and any(n.start >= hit.end() and _OR_NEXT.fullmatch(seg, hit.end(), n.start)
                                        for n in mentions[i + 1:]):
@@ -613,10 +650,12 @@ class RulesExtractor:
                     self.explained_pre is not None and self.explained_pre.search(seg, max(0, m.start - 40), m.start)):
                 certs[i] = None
 
-    def _alternatives(self, seg: str, mentions: list, certs: list, quals: list) -> None:
+    def _alternatives(self, seg: str, mentions: list, certs: list, quals: list, vals: list | None = None) -> None:
         """Alternatives are hedges: a chain of mentions joined by "or", "versus", "/", "and/or"
         (and commas within such a list) makes each present member uncertain, except the signs
-        they explain ("opacity ... atelectasis or pneumonia": the opacity stays present)."""
+        they explain ("opacity ... atelectasis or pneumonia": the opacity stays present). A chain
+        of past diseases ("suggestive of old empyema, hematoma, or prior TB", CXR1237, seed 65)
+        names the history of what is seen, not findings of this image: no member is observed."""
         n = len(mentions)
         g0 = 0
         alt = False
@@ -632,9 +671,16 @@ class RulesExtractor:
                 if self.list_gap.fullmatch(seg, a, b):
                     continue
             if alt and i - g0 > 1:
+                past = any((vals is not None and vals[k] is not None and vals[k].temporal == "old")
+                           or _PAST_BEFORE.search(seg, max(0, mentions[k].start - 12), mentions[k].start)
+                           for k in range(g0, i))
                 for k in range(g0, i):
                     m = mentions[k]
-                    if certs[k] == "present" and m.certainty is None and not all(f in self.alt_signs for f in m.findings):
+                    if m.certainty is not None or all(f in self.alt_signs for f in m.findings):
+                        continue
+                    if past and certs[k] in ("present", "uncertain"):
+                        certs[k] = None
+                    elif certs[k] == "present":
                         certs[k] = "uncertain"
             g0 = i
             alt = False

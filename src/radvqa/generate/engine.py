@@ -77,6 +77,15 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     device_regions_outside_chest: tuple[str, ...] = ()
     # source -> what its labels are called in a label-only statement ("MeSH term"); default "label"
     label_terms: dict[str, str] = msgspec.field(default_factory=dict)
+    # catch-all findings never stated by their id in a reported study ("There is an other lesion"
+    # for "posttraumatic deformities of the right posterior ribs", audit #13 r7): left unsaid like a
+    # label-only finding, their regions (or, without one, every region) are never called normal
+    unstated_findings: tuple[str, ...] = ()
+    # groups of findings that name one lesion by its size (nodule / mass): stated once per place
+    same_lesion: tuple[tuple[str, ...], ...] = ()
+    # finding -> report words that say less than its name: an observation stated only by them is
+    # left unsaid like ``unstated_findings`` (its places are never called normal or free of it)
+    unstated_words: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
 
 
 def pick_index(rng: random.Random, tpl: Template) -> int:
@@ -214,8 +223,12 @@ class StudyCtx:
                     stated.add(obs.finding)
                     stated.update(v.fancestors.get(obs.finding, ()))
                     stated.update(v.fdescendants.get(obs.finding, ()))
+        unstated = gen.unstated if sg.report is not None else frozenset()
+        said_less = gen.unstated_words if sg.report is not None else {}
         for obs in sg.observations:
-            if omit and label_only(obs, True) and obs.finding not in stated:
+            if ((omit and label_only(obs, True) and obs.finding not in stated) or obs.finding in unstated
+                    or (obs.finding in said_less and obs.source == "report" and obs.evidence
+                        and all(" ".join(ev.text.lower().split()) in said_less[obs.finding] for ev in obs.evidence))):
                 self.hidden.append(obs)
                 if obs.certainty != "absent":
                     v = gen.vocab
@@ -522,6 +535,11 @@ class Generator:
         self.abnormal_devices = frozenset(cfg.abnormal_devices)
         self.device_outside = frozenset(cfg.device_regions_outside_chest)
         self.change_words = tuple(w.lower() for w in cfg.change_words)
+        self.unstated = frozenset(cfg.unstated_findings)
+        # finding -> the index of its same-lesion group
+        self.same_lesion = {fid: i for i, grp in enumerate(cfg.same_lesion) for fid in grp}
+        self.unstated_words = {fid: frozenset(" ".join(w.lower().split()) for w in ws)
+                               for fid, ws in cfg.unstated_words.items()}
         self.strategies: list[Strategy] = []
         families: list[Family] = []
         for name in STRATEGY_REGISTRY.names():  # fixed order, whatever order the user listed them in

@@ -545,9 +545,26 @@ def merge_facts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
                 for f in apart:  # each stays its own fact (copies of one place still merge below)
                     sides.setdefault(("apart", tuple(f.explicit_regions)), []).append(f)
             sided = [k for k in sides if k is not None and not isinstance(k, tuple)]
+        if "bilateral" in sides and not fs[0].absent and ("left" in sides or "right" in sides):
+            # "small right effusion", "small left effusion", "small bilateral effusions" are the same
+            # effusions, stated once (audit #13 r7, CXR1868): with both sides stated the bilateral
+            # copy adds nothing (its evidence goes to them; "left small, right moderate" keeps each
+            # side's size); with one side, that side joins the bilateral statement, whose severity
+            # and size only the bilateral copies give (a one-sided copy's are that side's)
+            if "left" in sides and "right" in sides:
+                both = sides.pop("bilateral")
+                for k in ("left", "right"):
+                    prov = sides[k][0].prov
+                    prov.extend(p for b in both for p in b.prov if p not in prov)
+                dropped.update(id(f) for f in both)
+            else:
+                one_sided = sides.pop("left", []) + sides.pop("right", [])
+                ambiguous = frozenset(id(f.obs) for f in one_sided)
+                sides["bilateral"].extend(one_sided)
+            sided = [k for k in sides if k is not None and not isinstance(k, tuple)]
         if sided and None in sides and not (fs[0].absent and len(sided) > 1):
             if len(sided) > 1:  # the unsided copies may describe either side
-                ambiguous = frozenset(id(f.obs) for f in sides[None])
+                ambiguous = ambiguous | frozenset(id(f.obs) for f in sides[None])
             sides[sided[0]].extend(sides.pop(None))
         for sub in sides.values():
             if len(sub) == 1:
@@ -593,6 +610,8 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = fr
         anc = ctx.gen.vocab.rancestors
         regions = [r for r in regions if not any(r in anc.get(o, ()) for o in regions if o != r)]
     lat = next((f.lat for f in fs if f.lat), None)
+    if lat is not None and not fs[0].absent and any(f.lat == "bilateral" for f in fs):
+        lat = "bilateral"  # one-sided copies joined a bilateral one (merge_facts)
     if len({f.lat for f in fs}) > 1 and fs[0].absent and sum(1 for f in fs if f.lat) > 1:
         lat = None
     severity, size = first("severity"), first("size_mm")
@@ -628,6 +647,7 @@ def fold_ancestors(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
     (``via_child`` in the qba strategy)."""
     if len(facts) < 2:
         return facts
+    facts = _fold_same_lesion(ctx, _unpair_places(ctx, facts))
     anc = ctx.gen.vocab.fancestors
     fids = {f.fid for f in facts if not f.absent}
     if not any(fids.intersection(anc.get(x, ())) for x in fids):
@@ -646,6 +666,57 @@ def fold_ancestors(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
             # same sentence: "minimal left basilar opacity, likely atelectasis" is one thing, not
             # "There is minimal left lung opacity. There is left atelectasis." (hand audit)
             if not plain and not (set(p.regions) <= set(c.regions) or _share_sentence(p, c)):
+                continue
+            c.prov.extend(x for x in p.prov if x not in c.prov)
+            dropped.add(id(p))
+            break
+    return [f for f in facts if id(f) not in dropped] if dropped else facts
+
+
+def _unpair_places(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
+    """An unsided finding placed in a pair of places ("apical" -> "the lung apices") while another
+    finding of the study lies in one side of that pair (the right apical zone) names no side: "1 cm
+    of apical opacity, scarring versus nodule" is the "1 cm focal opacity in the right lung apex",
+    not "scarring ... in the lung apices" (audit #13 r7, CXR189). The pair is left unsaid."""
+    v = ctx.gen.vocab
+    rside, ranc = v.rside, v.rancestors
+    sided = [r for f in facts if not f.absent and f.lat in ("left", "right")
+             for r in f.explicit_regions if rside.get(r) in ("left", "right")]
+    if not sided:
+        return facts
+    held = {a for r in sided for a in ranc.get(r, ()) if rside.get(a) is None}
+    out = facts
+    for i, f in enumerate(facts):
+        if f.absent or f.lat is not None or not held.intersection(f.explicit_regions):
+            continue
+        keep = [r for r in f.obs.regions if r not in held]
+        g = build_fact(ctx, msgspec.structs.replace(f.obs, regions=keep), implied=f.implied)
+        g.prov = f.prov
+        g.grade = g.grade if g.grade[0] >= f.grade[0] else f.grade  # never graded up by the change
+        if out is facts:
+            out = list(facts)
+        out[i] = g
+    return out
+
+
+def _fold_same_lesion(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
+    """Drop a finding that names, by another word of the same lesion (common.yaml
+    ``same_lesion``: nodule / mass), what an earlier fact of the study states on the same side in
+    the same place: "A 3.0 cm nodule is present within the right hilum ... Unchanged right hilar
+    mass" is one lesion, not "There is a right nodule ... There is a right mass" (audit #13 r7,
+    CXR3182). Both need stated places that are not apart; its provenance moves to the kept fact."""
+    group = ctx.gen.same_lesion
+    if not group:
+        return facts
+    cands = [f for f in facts if f.fid in group and not f.absent and f.explicit_regions]
+    if len(cands) < 2:
+        return facts
+    v = ctx.gen.vocab
+    dropped: set[int] = set()
+    for i, p in enumerate(cands):
+        for c in cands[:i]:
+            if (id(c) in dropped or c.fid == p.fid or group[c.fid] != group[p.fid] or c.lat != p.lat
+                    or _RANK[c.certainty] < _RANK[p.certainty] or _places_apart(v, c, p)):
                 continue
             c.prov.extend(x for x in p.prov if x not in c.prov)
             dropped.add(id(p))

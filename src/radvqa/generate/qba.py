@@ -896,6 +896,15 @@ class _Regions:
         # normal (a "no" answer), though both are asked about when stated explicitly
         rdesc = s.rdescendants
         above = {d for f in st.ab_pos for r in f.regions for d in rdesc.get(r, ()) if d not in pos_at}
+        # an unsided finding of a place without an extent of its own (the interstitium, the
+        # pulmonary vasculature) lies anywhere in its parents: "coarse central interstitial
+        # markings" keep either lung from being called normal (audit #13 r7, CXR3829)
+        rbox = v.rboxable
+        for f in st.ab_pos:
+            if f.lat is None or f.lat == "bilateral":
+                for r in f.regions:
+                    if not rbox.get(r, True):
+                        above.update(d for p in v.rparents.get(r, ()) for d in rdesc.get(p, ()) if d not in pos_at)
         base = list(dict.fromkeys([*(r for r in mentioned if r in v.rname and r not in above),
                                    *(r for r in s.default_regions if r not in above)]))
         chosen = set(base) | above
@@ -1050,6 +1059,10 @@ class _Findings:
         text, starts = st.text()
         fids = [x for x in base + sampled if x in pos_by or x in stated
                 or (x not in unknowable and not s.talks_about(text, x, starts))]
+        if s.gen.unstated and st.ctx.sg.report is not None:
+            # the catch-all "other lesion" is neither stated nor asked about ("Is there any other
+            # lesion? No.", audit #13 r7)
+            fids = [x for x in fids if x not in s.gen.unstated]
         if subject == "devices" and s.gen.abnormal_devices:
             # asked by the finding questions, in the same words (see scope_observation)
             fids = [x for x in fids if x not in s.gen.abnormal_devices]
@@ -1084,6 +1097,11 @@ class _Findings:
             about = (key, parts, lv, fs, f0.regions)
         else:  # may build the implied negative (a wording draw): at the finding's first question
             nf = st.fact_for(fid)
+            if nf.absent and nf.lat in ("left", "right"):
+                # "No right lung opacity" does not answer "any lung opacity?": the other side is
+                # unsaid (audit #13 r7, CXR701: a left upper "spiculated, hyperdense scar")
+                hit = self.per_fid[fid] = (slots, None)
+                return hit
             parts = [nf.main, *st.related_to_absent(nf)] if abnormal else [nf.main]
             about = ("absent", parts, {"phrase": nf.phrase, "location": "the image"}, [nf], nf.regions)
         hit = self.per_fid[fid] = (slots, about)
