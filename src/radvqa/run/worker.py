@@ -25,7 +25,7 @@ from radvqa.io.atomic import state_dir, write_atomic
 from radvqa.io.parquet import ShardWriter, shard_name, tmp_name
 from radvqa.model import Reject, SceneGraph
 from radvqa.run.pipeline import make_pipeline
-from radvqa.run.shards import load_shard_studies
+from radvqa.run.shards import ShardStudies
 from radvqa.run.tasks import ShardStats, ShardTask
 
 _STRATEGY = attrgetter("strategy")
@@ -117,7 +117,8 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
     clear_shard(out, shard)
 
     c0 = time.process_time()
-    studies = load_shard_studies(Path(task.spill), shard, n_shards, task.n_parts)
+    # the shard's studies as spilled bytes, each decoded when its turn comes (ShardStudies)
+    studies = ShardStudies(Path(task.spill), shard, n_shards, task.n_parts)
     t_load = time.process_time() - c0
 
     pipe = make_pipeline(options)
