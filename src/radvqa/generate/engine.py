@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import random
+import _random
 from bisect import bisect_right
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
@@ -37,6 +38,9 @@ OPTIONAL_STRATEGIES = ("probe",)
 KNOWN_STRATEGIES = STRATEGIES + OPTIONAL_STRATEGIES
 STRATEGY_REGISTRY: Registry[type] = Registry("strategy", modules=[f"radvqa.generate.{n}" for n in KNOWN_STRATEGIES])
 _replace = msgspec.structs.replace
+_Random = random.Random
+_new_random = random.Random.__new__
+_seed = _random.Random.seed
 
 # placeholders the shared sentence pieces (templates/common.yaml) may use
 COMMON_PHRASES: dict[str, frozenset[str]] = {
@@ -165,7 +169,7 @@ def make_qa_id(study_id: str, template_id: str, slot_key: str, wording: int) -> 
 class StudyCtx:
     """Everything about one study that several questions share, built once per study."""
 
-    __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "sizes", "rboxes", "sentences",
+    __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "rboxes", "sentences",
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
                  "n_boxable_images", "implied", "no_strs", "no_boxes", "shared", "protos", "proto0",
                  "label_support", "label_conflicts", "shared_sentences", "hidden", "blocked")
@@ -176,7 +180,6 @@ class StudyCtx:
         self.split = split
         self.image_ids = [im.id for im in sg.images]
         self.image_paths = [im.path or "" for im in sg.images]
-        self.sizes = {im.id: (im.width, im.height) for im in sg.images}
         # lateral views get no region boxes (ImaGenome / segmentation boxes are frontal only), so a
         # study is completely localised when every non-lateral image has a box
         self.n_boxable_images = sum(1 for im in sg.images
@@ -210,7 +213,8 @@ class StudyCtx:
         omit = gen.options.label_only == "omit" and sg.report is not None
         blocked: set[str] = set()
         stated: set[str] = set()
-        if omit:
+        # (worked out only for a study holding a label-only candidate: most hold none)
+        if omit and any(label_only(obs, True) for obs in sg.observations):
             # a label copy of a report finding (same finding, ancestor or descendant) is no
             # label-only finding even where the scene graph did not merge it (localize does)
             v = gen.vocab
@@ -258,7 +262,11 @@ class StudyCtx:
     def stream(self, name: str) -> random.Random:
         r = self._rngs.get(name)
         if r is None:
-            r = self._rngs[name] = random.Random(stable_int(self.gen.options.seed, self.sg.study_id, name))
+            # ``random.Random(stable_int(...))`` without its two Python-level frames (__init__,
+            # seed): the same C seeding of the same integer, so the same state and draws
+            r = self._rngs[name] = _new_random(_Random)
+            _seed(r, stable_int(self.gen.options.seed, self.sg.study_id, name))
+            r.gauss_next = None
         return r
 
     def pick(self, wordings: Sequence[str]) -> str:
@@ -350,6 +358,20 @@ class StudyCtx:
         (each has its own policy), its short answer, polarity, findings, regions, MC ``choices``
         and, for a study pair, ``pair`` = (reference study id, image ids, image paths).
         Returns whether the row was emitted."""
+        return self.emit(tpl, widx, slots, slot_key, key, lvars, parts, grade, provenance, compose, wordings,
+                         short, polarity, findings, regions, choices, reasoning, pair)
+
+    def emit(self, tpl: Template, widx: int, slots: dict[str, str], slot_key: str, key: str,
+             lvars: dict[str, str], parts: list[AnswerPart], grade: tuple[int, list[str] | tuple[str, ...]],
+             provenance: list[str] | None, compose: Compose | tuple[str, list[str], list[Box]] | None,
+             wordings: Sequence[str] | None,
+             short: str | None, polarity: str | None, findings: list[str] | None, regions: list[str] | None,
+             choices: list[str] | None, reasoning: str | Callable[[], str] | None,
+             pair: tuple[str, list[str], list[str]] | None) -> bool:
+        """``render_emit`` with every argument positional: qba's one call per row skips the
+        keyword matching (about a twentieth of a row's instructions went to argument set-up).
+        ``compose`` may also be a tuple (tag, regions, boxes): the lead is the whole answer and
+        its one part, a main part with that tag, regions and boxes (no closure per row)."""
         question = tpl.questions[widx].format_map(slots)
         ws = wordings or tpl.answers[key]
         if tpl.checks:
@@ -360,25 +382,43 @@ class StudyCtx:
         n = len(ws)  # ``pick``, inlined (one call per row): same stream, same draw
         lead = (ws[0] if n == 1 else ws[int(self.rng.random() * n)]).format_map(
             {**slots, **lvars} if slots else lvars)
-        if compose is not None:
-            answer, parts = compose(lead)
-        else:
-            body = " ".join([p.text for p in parts])
-            answer = f"{lead} {body}" if lead else body
-        if reasoning is not None and not isinstance(reasoning, str):
-            reasoning = reasoning()
-        sg = self.sg
-        sid = sg.study_id
         # identical lists within a study become one shared (read-only) list: the rows of a study
         # repeat the same part lists, findings and provenance many times over, and every list that
         # outlives the call is one more object for the cyclic GC to traverse while rows wait in
         # the writer's buffer (measured: the GC cost more than the rest of emit)
         shared = self.shared
-        k = (0, *map(id, parts))  # ids stay valid: the cached list keeps the parts alive
-        hit = shared.get(k)
-        if hit is None:
-            hit = shared[k] = (parts, union_boxes(parts))
-        parts, boxes = hit
+        if compose.__class__ is tuple:
+            # the same lead ("No devices are seen.") recurs across a study's rows: one part object
+            # and one part list
+            tag, rl, bl = compose  # type: ignore[misc]
+            pkey = (2, lead, tag, id(rl), id(bl))
+            hit = shared.get(pkey)
+            if hit is None:
+                lp = [AnswerPart(part_type="main", text=lead, tag=tag, findings=self.no_strs, regions=rl, boxes=bl)]
+                hit = shared[pkey] = [lp, union_boxes(lp), None]
+            answer = lead
+        elif compose is not None:
+            answer, parts = compose(lead)  # type: ignore[operator]
+            k = (0, *map(id, parts))  # ids stay valid: the cached list keeps the parts alive
+            hit = shared.get(k)
+            if hit is None:
+                hit = shared[k] = [parts, union_boxes(parts), None]
+        else:
+            # the parts' joined sentences are cached with the shared list (a part list recurs)
+            k = (0, *map(id, parts))
+            hit = shared.get(k)
+            if hit is None:
+                hit = shared[k] = [parts, union_boxes(parts), " ".join([p.text for p in parts])]
+            body = hit[2]
+            if body is None:
+                body = hit[2] = " ".join([p.text for p in parts])
+            answer = f"{lead} {body}" if lead else body
+        parts = hit[0]
+        boxes = hit[1]
+        if reasoning is not None and not isinstance(reasoning, str):
+            reasoning = reasoning()
+        sg = self.sg
+        sid = sg.study_id
         if findings:
             findings = shared.setdefault((1, *findings), findings)
         else:

@@ -177,6 +177,16 @@ class Strategy:
         self._sub_shown: dict[str, str] = {}
         self.lie_cache: dict[tuple[str, str], bool] = {}  # (finding, region) -> _Regions._can_lie_in
         self.unnamed = UnnamedFindings(v)
+        self._unaskable: frozenset[str] | None = None
+
+    @property
+    def unaskable_subcats(self) -> frozenset[str]:
+        """The subcategory pool's items no question may name (``askable_subcat``), worked out at
+        first use: the display names, region names and family config do not change."""
+        hit = self._unaskable
+        if hit is None:
+            hit = self._unaskable = F(x for x in self.pool_subcats.items if not self.askable_subcat(x))
+        return hit
 
     def applies(self, sg: SceneGraph, prior: SceneGraph | None) -> bool:
         if sg.modality.upper() not in self.modalities:
@@ -355,7 +365,7 @@ class Study:
         if not self.devs and s.unnamed.devices_unknown(ctx.sg.report):
             # "Prior cholecystectomy": no device stated, and no "no device" answer either
             self.hidden["devices"] = (set(), None)
-        if not self.arts and s.talks_about(s.report_text(ctx), "artifact"):
+        if not self.arts and s.talks_about(self.text()[0], "artifact", self.text()[1]):
             # "attenuation from overlying breast shadows", "densities ... compatible with piercings"
             # (hand audit #13, CXR1565, CXR1116): no artifact stated, and no "no artifacts" either
             self.hidden["artifacts"] = (set(), None)
@@ -370,6 +380,14 @@ class Study:
                     regs.add(r)
                     regs.update(s.gen.vocab.rancestors.get(r, ()))
                     regs.update(s.rdescendants.get(r, ()))
+
+    def text(self) -> tuple[str, set[str]]:
+        """The report's text for ``talks_about`` and its word starts, worked out once per study."""
+        hit = self.scopes.get("text")
+        if hit is None:
+            text = self.s.report_text(self.ctx)
+            hit = self.scopes["text"] = (text, word_starts(text))
+        return hit
 
     def _hide(self, ctx: StudyCtx) -> None:
         s = self.s
@@ -407,8 +425,11 @@ class Study:
         """(positives, stated negatives) of an operation's subject."""
         if name == "abnormal":
             return self.ab_pos, self.ab_neg
-        if name == "devices":
-            return self.devs, [f for f in self.top if f.is_device and f.absent]
+        if name == "devices":  # (the stated negatives once per study: several templates ask)
+            neg = self.scopes.get("dev_neg")
+            if neg is None:
+                neg = self.scopes["dev_neg"] = [f for f in self.top if f.is_device and f.absent]
+            return self.devs, neg
         if name == "artifacts":
             return self.arts, []
         if name == "technical":
@@ -480,11 +501,12 @@ class Study:
         return out
 
     def say(self, tpl: Template, slots: dict[str, str], slot_key: str, key: str, lvars: dict[str, str],
-            parts: list[AnswerPart], facts: list[Fact], *, short: str | None = None,
+            parts: list[AnswerPart], facts: list[Fact], short: str | None = None,
             polarity: str | None = None, findings: list[str] | None = None, regions: list[str] | None = None,
             lead_tag: str | None = None, lead_boxes: list | None = None, extra: list | None = None,
             prov_first: list[str] | None = None) -> None:
-        """qba's grade and provenance policy (what the answer rests on), then the shared step."""
+        """qba's grade and provenance policy (what the answer rests on), then the shared step.
+        (The per-row callers pass their arguments by position: no keyword matching per row.)"""
         ctx = self.ctx
         if len(facts) == 1 and not extra:  # the common case, without the merging loops
             f0 = facts[0]
@@ -514,28 +536,26 @@ class Study:
         if prov_first:
             prov = [p for p in prov_first if p not in prov] + prov
         compose = None
-        if not parts:  # the lead is the whole answer and its one part
-            tag = lead_tag or key
-            rl = ctx.strs(regions) if regions else ctx.no_strs
-            bl = lead_boxes or ctx.no_boxes
-
-            def compose(lead: str) -> tuple[str, list[AnswerPart]]:
-                # the same lead ("No devices are seen.") recurs across a study's rows: one part object
-                pkey = (2, lead, tag, id(rl), id(bl))
-                p0 = ctx.shared.get(pkey)
-                if p0 is None:
-                    p0 = ctx.shared[pkey] = AnswerPart(part_type="main", text=lead, tag=tag, findings=ctx.no_strs,
-                                                       regions=rl, boxes=bl)
-                return lead, [p0]
+        if not parts:  # the lead is the whole answer and its one part: (its tag, regions, boxes)
+            compose = (lead_tag or key, ctx.strs(regions) if regions else ctx.no_strs, lead_boxes or ctx.no_boxes)
         n = len(tpl.questions)  # pick_index, inlined (one call per row)
-        ctx.render_emit(tpl, 0 if n == 1 else int(self.rng.random() * n), slots, slot_key, key, lvars, parts,
-                        grade, prov,
-                        compose=compose, short=short, polarity=polarity, findings=findings,
-                        regions=regions or ctx.no_strs)
+        ctx.emit(tpl, 0 if n == 1 else int(self.rng.random() * n), slots, slot_key, key, lvars, parts, grade, prov,
+                 compose, None, short, polarity, findings, regions or ctx.no_strs, None, None, None)
 
 
 def _lv(facts: list[Fact]) -> dict[str, str]:
     return {"list": join_list([f.a_phrase for f in facts]), "n": str(len(facts))}
+
+
+def _lv_shared(st: Study, facts: list[Fact]) -> dict[str, str]:
+    """``_lv``, once per list of facts and study (read-only: the same positives recur across a
+    study's templates); the key's tuple of facts keeps them alive, so their ids stay theirs."""
+    shared = st.ctx.shared
+    k = (5, *map(id, facts))
+    hit = shared.get(k)
+    if hit is None:
+        hit = shared[k] = (tuple(facts), _lv(facts))
+    return hit[1]
 
 
 _EMPTY = {"list": "", "n": "0"}
@@ -553,14 +573,15 @@ def _describe(st: Study, tpl: Template, it: Item, pos: list[Fact], with_negative
             parts.extend(st.parts_of(f))
         if with_negatives:
             parts.extend(f.related() for f in neg[:k])
-        st.say(tpl, it.slots, it.key, "abnormal", _lv(pos), parts, pos + (neg[:k] if with_negatives else []),
-               polarity="positive", regions=it.regions, lead_boxes=it.boxes, extra=it.extra)
+        st.say(tpl, it.slots, it.key, "abnormal", _lv_shared(st, pos), parts,
+               pos + (neg[:k] if with_negatives else []),
+               None, "positive", None, it.regions, None, it.boxes, it.extra)
     else:
         parts = [f.main for f in neg[: k + 1]] if with_negatives else []
         # the stated negatives support the "normal" answer (grade, provenance) even where the
         # template does not list them
-        st.say(tpl, it.slots, it.key, "normal", _EMPTY, parts, neg[: k + 1], polarity="negative",
-               lead_tag="normal", regions=it.regions, lead_boxes=it.boxes)
+        st.say(tpl, it.slots, it.key, "normal", _EMPTY, parts, neg[: k + 1], None, "negative", None, it.regions,
+               "normal", it.boxes)
 
 
 def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
@@ -575,12 +596,12 @@ def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
         parts: list[AnswerPart] = []
         for f in pos:
             parts.extend(st.parts_of(f))
-        st.say(tpl, it.slots, it.key, key, _lv(pos), parts, pos, short=key, polarity="positive",
-               regions=it.regions, lead_boxes=it.boxes, extra=it.extra)
+        st.say(tpl, it.slots, it.key, key, _lv_shared(st, pos), parts, pos, key, "positive", None, it.regions, None,
+               it.boxes, it.extra)
     else:
         nn = it.neg[: st.s.max_related + 1]
-        st.say(tpl, it.slots, it.key, key, _EMPTY, [f.main for f in nn], nn, short=key, polarity="negative",
-               lead_tag="normal", regions=it.regions, lead_boxes=it.boxes)
+        st.say(tpl, it.slots, it.key, key, _EMPTY, [f.main for f in nn], nn, key, "negative", None, it.regions,
+               "normal", it.boxes)
 
 
 def op_describe(st: Study, tpl: Template, it: Item) -> None:
@@ -610,11 +631,11 @@ def _list_op(subject: str) -> Callable[[Study, Template, Item], None]:
         pos = it.pos
         if pos:
             parts = [p for f in pos for p in st.parts_of(f)]
-            st.say(tpl, it.slots, it.key, subject, _lv(pos), parts, pos, polarity="positive", regions=it.regions,
-                   extra=it.extra)
+            st.say(tpl, it.slots, it.key, subject, _lv_shared(st, pos), parts, pos, None, "positive", None, it.regions,
+                   None, None, it.extra)
         else:
-            st.say(tpl, it.slots, it.key, "none", _EMPTY, [], [], polarity="negative", regions=it.regions,
-                   lead_tag=_none_tag(subject, it), lead_boxes=it.boxes)
+            st.say(tpl, it.slots, it.key, "none", _EMPTY, [], [], None, "negative", None, it.regions,
+                   _none_tag(subject, it), it.boxes)
     return render
 
 
@@ -626,8 +647,8 @@ def _has_op(subject: str) -> Callable[[Study, Template, Item], None]:
             _yes_no(st, tpl, Item(it.slots, it.key, it.pos, [], regions=it.regions, boxes=it.boxes, extra=it.extra),
                     True)
         else:
-            st.say(tpl, it.slots, it.key, "no", _EMPTY, [], [], short="no", polarity="negative",
-                   regions=it.regions, lead_tag=_none_tag(subject, it), lead_boxes=it.boxes)
+            st.say(tpl, it.slots, it.key, "no", _EMPTY, [], [], "no", "negative", None, it.regions,
+                   _none_tag(subject, it), it.boxes)
     return render
 
 
@@ -692,8 +713,8 @@ def _one_finding(has: bool) -> Callable[[Study, Template, Item], None]:
 
     def render(st: Study, tpl: Template, it: Item) -> None:
         key, parts, lv, fs, regs = it.fact
-        st.say(tpl, it.slots, it.key, key, lv, parts, fs, short=_SHORT[key] if has else None,
-               polarity="negative" if key == "absent" else "positive", regions=regs)
+        st.say(tpl, it.slots, it.key, key, lv, parts, fs, _SHORT[key] if has else None,
+               "negative" if key == "absent" else "positive", None, regs)
     return render
 
 
@@ -787,8 +808,9 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
             # abnormal in the corpus (own stream: the other questions' draws stay as they were);
             # only subcategories a question can name (display names, #13)
             subs = [x for x in dict.fromkeys([*by_pos, *by_neg]) if s.askable_subcat(x)]
+            # (the exclusion as one set test: the pool's unaskable subcategories are fixed)
             sampled = weighted_sample(st.ctx.stream("qba-subcats"), s.pool_subcats, len(s.pool_subcats.items),
-                                      lambda x: x in by_pos or x in by_neg or not s.askable_subcat(x))
+                                      (s.unaskable_subcats.union(by_pos, by_neg)).__contains__)
         hit = st.scopes[("subcategory", op.subject)] = (by_pos, by_neg, subs, sampled)
     by_pos, by_neg, subs, sampled = hit
     hidden = st.hidden.get(op.subject)
@@ -798,7 +820,17 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
         sampled = [x for x in sampled if x not in hidden[0]]
     chosen = s._balance([x for x in subs if x in by_pos], [x for x in subs if x not in by_pos],
                         s.gen.cap(tpl), tpl, sampled)
-    return [Item({"subcategory": s.sub_name(x)}, x, by_pos.get(x, []), by_neg.get(x, [])) for x in chosen]
+    # one (read-only) item per subject and subcategory, shared by the templates asking it
+    items = st.scopes.get(("subitems", op.subject))
+    if items is None:
+        items = st.scopes[("subitems", op.subject)] = {}
+    out = []
+    for x in chosen:
+        it = items.get(x)
+        if it is None:
+            it = items[x] = Item({"subcategory": s.sub_name(x)}, x, by_pos.get(x, []), by_neg.get(x, []))
+        out.append(it)
+    return out
 
 
 class _Regions:
@@ -886,6 +918,7 @@ class _Regions:
         self.split_by: dict[str, tuple[list[str], list[str], list[str]]] = {}
         # region -> (name, slots, [r], its boxes, negatives), shared by the region's questions
         self.per_r: dict[str, tuple[str, dict[str, str], list[str], list, list[Fact]]] = {}
+        self.items_by: dict[tuple[str, str], Item] = {}  # (subject, region) -> its item
 
     def neg_for(self, r: str) -> list[Fact]:
         # "the lungs are clear" speaks for the right lung too: negatives stated for the region
@@ -947,15 +980,20 @@ class _Regions:
                     lists[0], [r for r in lists[1] if r not in unknown],
                     [r for r in lists[2] if r not in unknown])
         out = []
+        items = self.items_by
         for r in s._balance(lists[0], lists[1], s.gen.cap(tpl), tpl, lists[2]):
-            hit = self.per_r.get(r)
-            if hit is None:
-                rname = s.gen.vocab.region_name(r)
-                rl = [r]  # one [r] (and one box list) shared by the region's rows
-                hit = self.per_r[r] = (rname, {"region": rname}, rl, st.ctx.region_boxes_for(rl),
-                                       self.neg_for(r))
-            rname, slots, rl, rb, neg_r = hit
-            out.append(Item(slots, r, index.get(r, []), neg_r, regions=rl, boxes=rb, name=rname))
+            # one (read-only) item per subject and region, shared by the templates asking it
+            it = items.get((subject, r))
+            if it is None:
+                hit = self.per_r.get(r)
+                if hit is None:
+                    rname = s.gen.vocab.region_name(r)
+                    rl = [r]  # one [r] (and one box list) shared by the region's rows
+                    hit = self.per_r[r] = (rname, {"region": rname}, rl, st.ctx.region_boxes_for(rl),
+                                           self.neg_for(r))
+                rname, slots, rl, rb, neg_r = hit
+                it = items[(subject, r)] = Item(slots, r, index.get(r, []), neg_r, None, rl, rb, rname)
+            out.append(it)
         return out
 
 
@@ -1018,11 +1056,7 @@ class _Findings:
             chosen = set(base)
             sampled = weighted_sample(st.rng, pool, k, chosen.__contains__)
         pos_by.update(via_child)
-        hit = st.scopes.get("text")
-        if hit is None:
-            text = s.report_text(st.ctx)
-            hit = st.scopes["text"] = (text, word_starts(text))
-        text, starts = hit
+        text, starts = st.text()
         fids = [x for x in base + sampled if x in pos_by or x in stated
                 or (x not in unknowable and not s.talks_about(text, x, starts))]
         if s.gen.unstated and st.ctx.sg.report is not None:
@@ -1039,6 +1073,7 @@ class _Findings:
         self.pos_by = pos_by
         self.slot = "finding" if subject == "abnormal" else "device"
         self.per_fid: dict[str, tuple[dict[str, str], tuple[Any, ...] | None]] = {}
+        self.items_by: dict[str, Item | bool] = {}  # finding -> its item (False: none asked)
 
     def about(self, st: Study, fid: str) -> tuple[dict[str, str], tuple[Any, ...] | None]:
         """(slots, (answer key, parts, lead variables, facts, regions)) for one finding."""
@@ -1078,9 +1113,12 @@ class _Findings:
         s = st.s
         lists = self.lists
         for fid in s._balance(lists[0], lists[1], s.gen.cap(tpl), tpl, lists[2]):
-            slots, about = self.about(st, fid)
-            if about is not None:
-                yield Item(slots, fid, [], [], fact=about)
+            it = self.items_by.get(fid)  # one (read-only) item per finding, shared by its templates
+            if it is None:
+                slots, about = self.about(st, fid)
+                it = self.items_by[fid] = Item(slots, fid, [], [], None, None, None, None, about) if about else False
+            if it:
+                yield it
 
 
 def scope_finding(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
@@ -1106,7 +1144,7 @@ def scope_observation(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
         # which read the same ("Where can the foreign body be seen?")
         chosen = [f for f in chosen if not f.abnormal]
     slot = "finding" if op.subject == "abnormal" else "device"
-    return [Item({slot: f.name}, f.obs.id, [f], [], fact=f)
+    return [Item({slot: f.name}, f.obs.id, [f], [], None, None, None, None, f)
             for f in sample_capped(st.rng, chosen, st.s.gen.cap(tpl))]
 
 

@@ -96,7 +96,6 @@ class ChestTasks:
         v = strat.gen.vocab
         sg = ctx.sg
         t = strat.t
-        rng = ctx.stream("rin-chest")
         pool = self.pool[self.scheme_of[sg.source]]
         # what the study has or may have: never a "no", never a distractor
         has: set[str] = set()
@@ -118,6 +117,8 @@ class ChestTasks:
                                           for o in sg.observations)
         if not present and not normal:
             return  # labels and report disagree, or only uncertain labels: nothing truthful to ask
+        # the study's own stream, seeded only for a study that asks (no other stream's draws move)
+        rng = ctx.stream("rin-chest")
         negatives = [f for f in pool if f not in has]
         mod = sg.modality.upper()
         mname = strat.modality_names.get(mod, "X-ray")
