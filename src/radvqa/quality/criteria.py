@@ -110,26 +110,12 @@ _RESOLUTION = re.compile(r"\b(?:removed|removal|resolv\w*|resolution|clear(?:ed|
 _NORMAL_WORD = re.compile(r"\b(?:clear|normal|unremarkable|negative|within normal limits)\b")
 _PARTIAL = re.compile(r"\b(?:almost|nearly|near|partial\w*|incomplete\w*|residual|mostly|largely|"
                       r"decreas\w*|improv\w*|smaller)\b")
-_CHANGE_CACHE: dict[str, tuple[bool, bool, bool]] = {}
 # a sentence that names another examination ("opacity ... seen on prior CT", "small nodules on the
 # chest CT scan"): what it states may be that examination's finding, not this film's (hand audit
 # #13, CXR2163); the extractor drops the plain "X on the CT" forms (context.yaml), the rest is
 # graded down (``evidence:other_exam``)
 _OTHER_EXAM = re.compile(r"\b(?:ct|cta|mri|mr|pet|pet-ct|ultrasound|sonogram|sonography|cat scan|ct scan|"
                          r"cross-sectional imaging|fluoroscopy|mammogram|mammography)\b")
-
-
-def _change_flags(text: str) -> tuple[bool, bool, bool]:
-    """(a resolution word, a partial-change word, a normal word) in the sentence, cached per
-    sentence text."""
-    hit = _CHANGE_CACHE.get(text)
-    if hit is None:
-        if len(_CHANGE_CACHE) > 200_000:
-            _CHANGE_CACHE.clear()
-        low = text.lower()
-        hit = _CHANGE_CACHE[text] = (_RESOLUTION.search(low) is not None, _PARTIAL.search(low) is not None,
-                                     _NORMAL_WORD.search(low) is not None)
-    return hit
 
 
 def relative_place(texts: list[str]) -> bool:
@@ -174,27 +160,18 @@ def negated_only(words: tuple[str, ...] | list[str], sentences: list[str]) -> bo
     return seen
 
 
-_TEXT_FLAGS: dict[tuple[int, str], tuple[bool, bool, bool]] = {}
-
-
-def _text_flags(text: str, hedge_re: Any) -> tuple[bool, bool, bool]:
-    """(hedges something, offers alternatives, qualified negative) of one sentence, cached:
-    report sentences repeat across a corpus ("No pneumothorax.") and across a study's facts."""
-    key = (id(hedge_re), text)
-    hit = _TEXT_FLAGS.get(key)
-    if hit is None:
-        if len(_TEXT_FLAGS) > 200_000:
-            _TEXT_FLAGS.clear()
-        low = text.lower()
-        hit = _TEXT_FLAGS[key] = (hedge_re is not None and hedge_re.search(low) is not None,
-                                  _alternative(text), _QUALIFIED_NEG.search(low) is not None)
-    return hit
-
-
 def _alternative(sentence: str) -> bool:
     """Some clause of the sentence offers alternatives ("atelectasis or scarring", "versus") outside
     a negated list ("no effusion or pneumothorax" is not an alternative)."""
-    low = sentence.lower()
+    return _alternative_low(sentence.lower())
+
+
+def _alternative_low(low: str) -> bool:
+    """``_alternative`` of a lowered sentence."""
+    if _ALT_CUE.search(low) is None:
+        # the clause split never cuts a cue word (it splits at punctuation and whole words), so
+        # a sentence without a cue has no clause with one
+        return False
     for clause in _CLAUSE.split(low):
         if _ALT_CUE.search(clause) and not _NEG_CUE.search(clause):
             return True
@@ -361,16 +338,47 @@ _SIDE_SAID: dict[tuple[str, str], bool] = {}
 
 
 def _sentence_flags(text: str, hedge_re: Any) -> tuple[bool, bool, bool, bool, bool, bool, bool]:
-    """``_text_flags`` + ``_change_flags`` + (names another examination,) of one sentence in one
-    cached tuple."""
+    """(hedges something, offers alternatives (``_alternative``), qualified negative, a resolution
+    word, a partial-change word, a normal word, names another examination) of one sentence, in one
+    tuple cached per sentence text: report sentences repeat across a corpus ("No pneumothorax.")
+    and across a study's facts."""
     key = (id(hedge_re), text)
     hit = _SENTENCE_FLAGS.get(key)
     if hit is None:
         if len(_SENTENCE_FLAGS) > 200_000:
             _SENTENCE_FLAGS.clear()
-        hit = _SENTENCE_FLAGS[key] = _text_flags(text, hedge_re) + _change_flags(text) + (
-            _OTHER_EXAM.search(text.lower()) is not None,)
+        # one lowering per sentence, and a regex runs only where one of its literals occurs (a
+        # substring test is far cheaper than a word-bounded alternation, and most sentences hold
+        # none of a pattern's words): the first sight of each sentence in a build pays these
+        low = text.lower()
+        hit = _SENTENCE_FLAGS[key] = (
+            hedge_re is not None and hedge_re.search(low) is not None,
+            _has(low, _ALT_LITS) and _alternative_low(low),
+            _has(low, _QUALIFIED_NEG_LITS) and _QUALIFIED_NEG.search(low) is not None,
+            _has(low, _RESOLUTION_LITS) and _RESOLUTION.search(low) is not None,
+            _has(low, _PARTIAL_LITS) and _PARTIAL.search(low) is not None,
+            _has(low, _NORMAL_WORD_LITS) and _NORMAL_WORD.search(low) is not None,
+            _has(low, _OTHER_EXAM_LITS) and _OTHER_EXAM.search(low) is not None)
     return hit
+
+
+# literals of which every match of the pattern contains one (``_sentence_flags``' pre-filters;
+# tests/test_quality_criteria_prefilter.py checks each pattern's alternatives against them)
+_ALT_LITS = ("or", "vs", "versus")
+_QUALIFIED_NEG_LITS = ("no ", "not ", "without ")
+_RESOLUTION_LITS = ("remov", "resol", "clear", "no longer", "withdrawn", "explanted", "extubated")
+_PARTIAL_LITS = ("almost", "near", "partial", "incomplete", "residual", "mostly", "largely", "decreas",
+                 "improv", "smaller")
+_NORMAL_WORD_LITS = ("clear", "normal", "unremarkable", "negative")
+_OTHER_EXAM_LITS = ("ct", "mr", "pet", "ultrasound", "sono", "cat scan", "cross-sectional", "fluoroscopy",
+                    "mammo")
+
+
+def _has(low: str, lits: tuple[str, ...]) -> bool:
+    for lit in lits:
+        if lit in low:
+            return True
+    return False
 
 
 def _side_said(text: str, side: str) -> bool:
