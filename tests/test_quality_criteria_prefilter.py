@@ -32,7 +32,7 @@ def _plain(text: str, hedge_re: re.Pattern[str] | None) -> tuple[bool, ...]:
 def _pattern_words() -> list[str]:
     # every word or phrase of each pattern's alternation, with the suffixes its ``\w*`` / groups allow
     words: set[str] = set()
-    for pat in (c._ALT_CUE, c._QUALIFIED_NEG, c._RESOLUTION, c._PARTIAL, c._NORMAL_WORD, c._OTHER_EXAM):
+    for pat in (c._RELATIVE_PLACE, c._ALT_CUE, c._QUALIFIED_NEG, c._RESOLUTION, c._PARTIAL, c._NORMAL_WORD, c._OTHER_EXAM):
         src = re.sub(r"\\b|\(\?:|\)|\\w\*", " ", pat.pattern)
         for part in src.split("|"):
             part = part.strip()
@@ -64,3 +64,38 @@ def test_prefiltered_flags_equal_the_plain_scans() -> None:
         flagged = [n + f for n, f in zip(flagged, got)]
     # every flag is seen both set and unset, so no comparison above is vacuous
     assert all(0 < n < len(sentences) for n in flagged), flagged
+
+
+def _plain_negated_only(words: tuple[str, ...], sentences: list[str]) -> bool:
+    # ``negated_only`` without its pre-filter
+    seen = False
+    for s in sentences:
+        low = c._PSEUDO_NEG.sub(lambda m: " " * len(m.group(0)), s.lower())
+        for w in words:
+            for m in re.finditer(r"\b" + re.escape(w) + r"\b", low):
+                seen = True
+                start = 0
+                for cl in c._NEG_CLAUSE.finditer(low, 0, m.start()):
+                    start = cl.end()
+                if not c._NEG_ONLY_CUE.search(low, start, m.start()):
+                    return False
+    return seen
+
+
+def test_prefiltered_relative_place_and_negated_only_equal_the_plain_scans() -> None:
+    sentences = [f"Density {w} the ribs." for w in _pattern_words()] + [
+        "No large effusion. Left basilar opacity.", "No change in the large hernia.", "no left or right effusion",
+        "Tip 5 cm ABOVE the carina.", "Leads overlying the heart.", "Lungs are clear."]
+    hits = {"relative": 0, "negated": 0, "stated": 0}
+    for s in sentences:
+        c._RELATIVE_CACHE.clear()
+        got = c.relative_place([s])
+        assert got == (c._RELATIVE_PLACE.search(s.lower()) is not None), s
+        hits["relative"] += got
+    for words in (("large",), ("left", "right"), ("acute",), ("effusion",), ("hernia",)):
+        for pair in zip(sentences, sentences[1:]):
+            got = c.negated_only(words, list(pair))
+            assert got == _plain_negated_only(words, list(pair)), (words, pair)
+            hits["negated"] += got
+            hits["stated"] += not got
+    assert all(hits.values()), hits

@@ -127,7 +127,8 @@ def relative_place(texts: list[str]) -> bool:
         if hit is None:
             if len(cache) > 200_000:
                 cache.clear()
-            hit = cache[t] = _RELATIVE_PLACE.search(t.lower()) is not None
+            low = t.lower()
+            hit = cache[t] = _has(low, _RELATIVE_PLACE_LITS) and _RELATIVE_PLACE.search(low) is not None
         if hit:
             return True
     return False
@@ -148,7 +149,12 @@ def negated_only(words: tuple[str, ...] | list[str], sentences: list[str]) -> bo
     negation cue ("no large effusion": "large" is negated; "no change in the large hernia" is not)."""
     seen = False
     for s in sentences:
-        low = _PSEUDO_NEG.sub(lambda m: " " * len(m.group(0)), s.lower())
+        low = s.lower()
+        if not _has(low, words):
+            # blanking pseudo-negations only removes text: a word absent from the sentence stays
+            # absent (most sentences of a study hold none of the words)
+            continue
+        low = _PSEUDO_NEG.sub(lambda m: " " * len(m.group(0)), low)
         for w in words:
             for m in re.finditer(r"\b" + re.escape(w) + r"\b", low):
                 seen = True
@@ -365,6 +371,8 @@ def _sentence_flags(text: str, hedge_re: Any) -> tuple[bool, bool, bool, bool, b
 # literals of which every match of the pattern contains one (``_sentence_flags``' pre-filters;
 # tests/test_quality_criteria_prefilter.py checks each pattern's alternatives against them)
 _ALT_LITS = ("or", "vs", "versus")
+_RELATIVE_PLACE_LITS = ("above", "below", "beneath", "overl", "project", "superimposed", "level of", "adjacent",
+                        "near", "rior to", "lateral to", "medial to")
 _QUALIFIED_NEG_LITS = ("no ", "not ", "without ")
 _RESOLUTION_LITS = ("remov", "resol", "clear", "no longer", "withdrawn", "explanted", "extubated")
 _PARTIAL_LITS = ("almost", "near", "partial", "incomplete", "residual", "mostly", "largely", "decreas",
@@ -374,7 +382,7 @@ _OTHER_EXAM_LITS = ("ct", "mr", "pet", "ultrasound", "sono", "cat scan", "cross-
                     "mammo")
 
 
-def _has(low: str, lits: tuple[str, ...]) -> bool:
+def _has(low: str, lits: tuple[str, ...] | list[str]) -> bool:
     for lit in lits:
         if lit in low:
             return True
