@@ -19,6 +19,13 @@ def report_text(path: Path) -> str:
     return openi_text(path.read_bytes())[1]
 
 
+def observations_of(ex, path: Path, finding: str) -> list:
+    """The observations of one finding that extractor `ex` reads in the report at `path`."""
+    e = ex.extract(report_text(path))
+    assert e.error is None
+    return [o for o in e.observations if o.finding == finding]
+
+
 def build_rows(data: Path, out: Path) -> list[dict]:
     """Every QA row of `radvqa build openi --input DATA`; every must-be-zero audit count stays 0."""
     res = CliRunner().invoke(app, ["build", "openi", "--input", str(data), "--out", str(out), "-q"])

@@ -12,7 +12,7 @@ import pytest
 from radvqa.extract.rules import RulesExtractor
 from radvqa.ontology import load_ontology
 
-from openi_truth import build_rows, report_text, rows_of
+from openi_truth import build_rows, observations_of, rows_of
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r6"
 
@@ -28,9 +28,7 @@ def rows(tmp_path_factory):
 
 
 def _obs(ex, n: int, finding: str) -> list:
-    e = ex.extract(report_text(DATA / f"{n}.xml"))
-    assert e.error is None
-    return [o for o in e.observations if o.finding == finding]
+    return observations_of(ex, DATA / f"{n}.xml", finding)
 
 
 def test_3103_not_seen_either_after_a_parenthetical_negates_the_pneumonia(ex, rows):
