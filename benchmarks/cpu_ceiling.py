@@ -62,9 +62,16 @@ def topology() -> dict[str, object]:
 def core_order() -> list[int]:
     """One CPU of each physical core first, then the second thread of each core, ...: the order in
     which to place processes so that two never share a core while a free core exists."""
-    from radvqa.run.affinity import spread_cpus
-
-    return spread_cpus()
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    cores: dict[str, list[int]] = {}
+    for c in cpus:
+        try:
+            key = Path(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list").read_text().strip()
+        except OSError:
+            key = f"cpu{c}"  # no topology: its own core
+        cores.setdefault(key, []).append(c)
+    groups = sorted(cores.values())
+    return [g[level] for level in range(max((len(g) for g in groups), default=0)) for g in groups if level < len(g)]
 
 
 def _work_loop(n: int) -> int:

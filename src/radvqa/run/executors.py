@@ -115,18 +115,8 @@ class ProcessExecutor:
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            from radvqa.run.affinity import pin_plan, pin_worker
-
             self._ctx = _pool_context(self.options)
-            cpus = pin_plan(self.workers)  # RADVQA_PIN_WORKERS=1: one worker per physical core first
-            if cpus is None:
-                self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx)
-            else:
-                queue = self._ctx.Queue()
-                for c in cpus:
-                    queue.put(c)
-                self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx,
-                                                 initializer=pin_worker, initargs=(queue,))
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx)
         return self._pool
 
     def run(self, tasks: Sequence[Task], on_done: OnDone) -> list[Any]:
