@@ -50,6 +50,24 @@ class AttrValues:
     dropped: list[str] = field(default_factory=list)
 
 
+# What the extractor keeps of a mention's AttrValues once its sentence is analysed (the sentence
+# cache holds it for the rest of the run; the aggregator only reads it): tuples and a frozen
+# msgspec Struct out of the cyclic garbage collector, so that a cache entry holds no tracked
+# object (a growing cache of tracked ones made each collection walk more of them)
+class FrozenAttrs(msgspec.Struct, frozen=True, gc=False):
+    laterality: str | None = None
+    regions: tuple[str, ...] = ()
+    severity: str | None = None
+    size_mm: float | None = None
+    change: str | None = None
+    temporal: str | None = None
+    dropped: tuple[str, ...] = ()
+
+
+def freeze(v: AttrValues) -> FrozenAttrs:
+    return FrozenAttrs(v.laterality, tuple(v.regions), v.severity, v.size_mm, v.change, v.temporal, tuple(v.dropped))
+
+
 class AttributeMatcher:
     def __init__(self, region_terms: dict[str, tuple[str, ...]], region_side: dict[str, str | None],
                  modifiers: Any, extra: dict[str, Any]):

@@ -9,10 +9,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
+import msgspec
+
 from radvqa.extract._data import load_data
 from radvqa.extract._trie import trie_regex
 from radvqa.extract.aggregate import Aggregator, regions_side
-from radvqa.extract.attributes import AttributeMatcher, AttrValues, attach
+from radvqa.extract.attributes import AttributeMatcher, AttrValues, FrozenAttrs, attach, freeze
 from radvqa.extract.places import FindingPlaces
 from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, UNC_PRE, ContextRules
 from radvqa.extract.mentions import MentionMatcher
@@ -329,8 +331,8 @@ class RulesExtractor:
                         ind_spans.append(span)
                         continue
                     if wants_loc and loc is not None:
-                        v = replace(v, laterality=loc[0], regions=list(loc[1])) if v is not None \
-                            else AttrValues(laterality=loc[0], regions=list(loc[1]))
+                        v = msgspec.structs.replace(v, laterality=loc[0], regions=loc[1]) if v is not None \
+                            else FrozenAttrs(laterality=loc[0], regions=loc[1])
                         keys = self._keys(findings, v)
                         own_loc = loc
                     if own_loc is not None:
@@ -366,6 +368,8 @@ class RulesExtractor:
                     own_loc = None
                     wants_loc = False
                     keys = keys_of(findings, v)
+                    if v is not None:
+                        v = freeze(v)  # read-only from here on (kept in the cache)
                     if cert != "absent":
                         if v is not None and (v.laterality or v.regions):
                             own_loc = (v.laterality, tuple(v.regions))
