@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace  # AttrValues and FrozenAttrs are msgspec Structs
 
 from radvqa.extract._data import load_data
 from radvqa.extract._trie import trie_regex
@@ -331,7 +331,7 @@ class RulesExtractor:
                         ind_spans.append(span)
                         continue
                     if wants_loc and loc is not None:
-                        v = msgspec.structs.replace(v, laterality=loc[0], regions=loc[1]) if v is not None \
+                        v = replace(v, laterality=loc[0], regions=loc[1]) if v is not None \
                             else FrozenAttrs(laterality=loc[0], regions=loc[1])
                         keys = self._keys(findings, v)
                         own_loc = loc
