@@ -186,6 +186,7 @@ class RulesExtractor:
         self.lateralised = frozenset(fid for fid, f in ontology.findings.items()
                                      if getattr(f, "lateralised", True) or fid in sided)
         self._props: dict[tuple[str, ...], tuple[bool, bool]] = {}
+        self._explainable: dict[tuple[str, ...], bool] = {}  # findings -> may be explained away?
         self._keys_memo: dict[tuple, tuple] = {}
         self._roles: dict[str, str] = {}  # section name -> role (sections.yaml)
         # the sections whose statement decides a finding the report states both plainly and hedged
@@ -386,7 +387,7 @@ class RulesExtractor:
             # a plain statement of a sign that the next sentence may explain away (worked out
             # once per distinct sentence; the next sentence is read per report)
             hedges_next = self.explained_next is not None and any(
-                it[3] == "present" and it[4] is False and all(f in self.explained_next_findings for f in it[2])
+                it[3] == "present" and it[4] is False and self.explained_next_findings.issuperset(it[2])
                 for it in items)
             entry = (part, items, anaphoric, hedges_next)
             if self.cache_size > 0:
@@ -400,7 +401,7 @@ class RulesExtractor:
         report (context.yaml ``stated_both_ways``): not "may be secondary to low lung volumes",
         "additional fractures cannot be excluded"; a sign only when its own word is hedged ("may
         reflect focal airspace disease" is no doubt about the opacity, CXR1840)."""
-        if all(f in self.devices for f in findings):
+        if self.devices.issuperset(findings):
             return False  # a device seen is seen ("borderline cardiomegaly and cardiac pacemaker", CXR1862)
         if self.not_a_hedge is not None:
             sp = text.find(" ")  # the mention's own first word ("acute fracture")
@@ -411,7 +412,7 @@ class RulesExtractor:
             if hit and not _ALT_NEXT.match(lower, start + len(text)) \
                     and not _ALT_BEFORE.search(lower, hit.start(), start):
                 return False
-        if self.sign_words and all(f in self.alt_signs for f in findings):
+        if self.sign_words and self.alt_signs.issuperset(findings):
             t = text.lower()
             return any(w in t for w in self.sign_words)
         return True
@@ -654,15 +655,16 @@ class RulesExtractor:
     def _explained_away(self, seg: str, mentions: list, certs: list) -> None:
         """A sign ("density", "opacity") that its clause explains as something that is no lung
         opacity (context.yaml ``alternatives.explained_away``) is no observation of its own."""
-        props = self._props
+        explainable = self._explainable
         for i, m in enumerate(mentions):
             if certs[i] is None or certs[i] == "absent" or m.certainty is not None:
                 continue
-            p = props.get(m.findings)
-            if p is None:
+            ok = explainable.get(m.findings)
+            if ok is None:  # memoised per findings (a generator per mention was most of this loop)
                 self._can_side(m.findings)  # fills the memo (can take a side, is a sign)
-                p = props[m.findings]
-            if not p[1] and not (self.explained_also and all(f in self.explained_also for f in m.findings)):
+                ok = explainable[m.findings] = self._props[m.findings][1] or bool(
+                    self.explained_also and all(f in self.explained_also for f in m.findings))
+            if not ok:
                 continue  # not every finding of the mention is a sign
             hit = self.explained_away.match(seg, m.end)  # type: ignore[union-attr]
             if hit is not None and any(n.start >= hit.end() and _OR_NEXT.fullmatch(seg, hit.end(), n.start)
