@@ -107,6 +107,8 @@ class RulesExtractor:
             rf"(?:\s+(?:in|at|of|within|on)\s+(?:the\s+)?(?:[a-z-]+\s+){{0,3}}?[a-z-]+)?\s*,?\s*(?:{'|'.join(re.escape(c) for c in sorted(oc, key=len, reverse=True))})(?=[\s,])"
         ) if oc else None
         self.open_hint = tuple(sorted({c.rstrip('.') for c in oc}))
+        # whether a sentence holds one of them: one C search instead of a generator per sentence
+        self.open_hint_re = re.compile("|".join(re.escape(h) for h in self.open_hint) or "(?!x)x")
         # "X, with adjacent Y or Z": X is no member of the list of alternatives (CXR1704)
         self.list_gap = re.compile(r"\s*,\s*(?:(?!with\b)[a-z-]+\s+){0,2}")
         # a cheap test first: most sentences hold no connector at all
@@ -386,9 +388,13 @@ class RulesExtractor:
                               for a, b, findings, cert, implicit, v, qualifier in items)
             # a plain statement of a sign that the next sentence may explain away (worked out
             # once per distinct sentence; the next sentence is read per report)
-            hedges_next = self.explained_next is not None and any(
-                it[3] == "present" and it[4] is False and self.explained_next_findings.issuperset(it[2])
-                for it in items)
+            hedges_next = False
+            if self.explained_next is not None:
+                nf = self.explained_next_findings
+                for it in items:  # (a loop: no generator per new sentence)
+                    if it[3] == "present" and it[4] is False and nf.issuperset(it[2]):
+                        hedges_next = True
+                        break
             entry = (part, items, anaphoric, hedges_next)
             if self.cache_size > 0:
                 if len(cache) >= self.cache_size:
@@ -590,7 +596,7 @@ class RulesExtractor:
         if self.alt_gap is not None and len(mentions) > 1 and "present" in certs and self.alt_hint.search(seg):
             self._alternatives(seg, mentions, certs, quals, vals)
         if self.open_alt is not None and self.alt_gap is not None and "present" in certs and \
-                any(w in seg for w in self.open_hint):
+                self.open_hint_re.search(seg) is not None:
             for i, m in enumerate(mentions):  # "pleural effusion versus thickening"
                 if certs[i] == "present" and m.certainty is None and self.open_alt.match(seg, m.end):
                     certs[i] = "uncertain"
