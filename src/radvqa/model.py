@@ -58,7 +58,7 @@ class Box(msgspec.Struct, kw_only=True):
 
 # Span and Sentence hold only strings and ints (no cycle can pass through them): gc=False keeps
 # them out of the cyclic garbage collector (the extractor makes one per sentence and mention of
-# every report; tracked, they set off collections that walk its caches)
+# every report: nothing for a collection to link or walk)
 class Span(msgspec.Struct, kw_only=True, gc=False):
     """Evidence: a character span of the report text (and the sentence it lies in)."""
 
