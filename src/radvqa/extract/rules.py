@@ -92,6 +92,10 @@ class RulesExtractor:
                 qual[" ".join(str(w).lower().split())] = str(value)
         self.qualifiers = qual
         self.qualifier_re = trie_regex(qual) if qual else None
+        lq = set(ctx_data.get("list_qualifiers") or [])
+        if lq - set(qual.values()):
+            raise ValueError(f"context.yaml list_qualifiers: not a qualifier value {sorted(lq - set(qual.values()))}")
+        self.list_qualifiers = frozenset(lq)
         alt = ctx_data.get("alternatives") or {}
         conn = "|".join(re.escape(c) for c in sorted(alt.get("connectors") or [], key=len, reverse=True))
         # the words between two alternatives: a connector (a comma may precede it or chain a
@@ -621,9 +625,10 @@ class RulesExtractor:
                 if certs[i] == "present" and mentions[i].certainty is None and \
                         self.favoured_over.fullmatch(seg, mentions[i - 1].end, mentions[i].start):
                     certs[i] = "uncertain"
+        past_idx: set[int] = set()
         if self.past_before is not None and any(w in seg for w in self.past_hint):
             # "cavity ... related to prior tuberculosis infection" (CXR2818, seed 68): a past
-            # disease is the history of what is seen, not a finding of this image
+            # disease, old (the cavity it left is what is seen), never a current one
             past = False
             for i, m in enumerate(mentions):
                 past = certs[i] in ("present", "uncertain") and m.certainty is None and \
@@ -632,7 +637,7 @@ class RulesExtractor:
                         or seg.startswith(self.past_hint, m.start)  # the lexicon's "prior tuberculosis"
                         or (past and seg[mentions[i - 1].end:m.start].isspace()))
                 if past:
-                    certs[i] = None
+                    past_idx.add(i)
         if self.explained_away is not None:
             self._explained_away(seg, mentions, certs)
         for i, m in enumerate(mentions):
@@ -640,6 +645,8 @@ class RulesExtractor:
             if cert is None:
                 continue  # hypothetical or historical: not an observation of this image
             v = vals[i] if vals is not None else None
+            if i in past_idx:
+                v = replace(v, temporal="old") if v is not None else AttrValues(temporal="old")
             if quals[i] is not None and v is not None and v.severity is not None:
                 # "no large effusion": "large" limits the negation, it is no severity of an effusion
                 v.severity = None
@@ -693,7 +700,8 @@ class RulesExtractor:
             if not _LIST_JOIN.fullmatch(seg, mentions[j - 1].end, mentions[j].start):
                 return None
             j -= 1
-        return self._qualifier(seg, cue_end, mentions[j].end) if j < k else None
+        q = self._qualifier(seg, cue_end, mentions[j].end) if j < k else None
+        return q if q in self.list_qualifiers else None
 
     def _qualifier(self, seg: str, a: int, b: int) -> str | None:
         if self.qualifier_re is None or a >= b:
