@@ -96,6 +96,7 @@ class RulesExtractor:
         if lq - set(qual.values()):
             raise ValueError(f"context.yaml list_qualifiers: not a qualifier value {sorted(lq - set(qual.values()))}")
         self.list_qualifiers = frozenset(lq)
+        self.list_qualifier_words = tuple(w for w, v in qual.items() if v in lq)
         alt = ctx_data.get("alternatives") or {}
         conn = "|".join(re.escape(c) for c in sorted(alt.get("connectors") or [], key=len, reverse=True))
         # the words between two alternatives: a connector (a comma may precede it or chain a
@@ -126,6 +127,7 @@ class RulesExtractor:
         pw = [str(w) for w in pd.get("words") or []]
         self.past_before = re.compile(rf"\b(?:{'|'.join(re.escape(w) for w in pw)})\s+$") if pw and self.past_diseases else None
         self.past_hint = tuple(f"{w} " for w in pw)
+
         # "X, with adjacent Y or Z": X is no member of the list of alternatives (CXR1704)
         self.list_gap = re.compile(r"\s*,\s*(?:(?!with\b)[a-z-]+\s+){0,2}")
         # a cheap test first: most sentences hold no connector at all
@@ -565,6 +567,7 @@ class RulesExtractor:
         certs: list[str | None] = []
         quals: list[str | None] = []
         prev_end = 0
+        lq_here = None
         for k, m in enumerate(mentions):
             q = None
             if m.certainty is not None:
@@ -603,7 +606,10 @@ class RulesExtractor:
                         if q is None and prev_end > cue.end and cue.roles & NEG_PRE:
                             # a qualifier on the head of a negated list limits every member:
                             # "no gross consolidation, atelectasis or infiltrate" (CXR1462, seed 67)
-                            q = self._head_qualifier(seg, mentions, k, cue.end)
+                            if lq_here is None:  # (one literal test per sentence, when first needed)
+                                lq_here = any(map(seg.__contains__, self.list_qualifier_words))
+                            if lq_here:
+                                q = self._head_qualifier(seg, mentions, k, cue.end)
                     if q is None and m.rule is not None:  # "heart is not significantly enlarged"
                         q = self._qualifier(seg, m.start, m.end)
             if q is not None:
@@ -618,34 +624,27 @@ class RulesExtractor:
             for i, m in enumerate(mentions):  # "pleural effusion versus thickening"
                 if certs[i] == "present" and m.certainty is None and self.open_alt.match(seg, m.end):
                     certs[i] = "uncertain"
-        if self.favoured_over is not None and len(mentions) > 1 and any(w in seg for w in self.favoured_hint):
+        if self.favoured_over is not None and len(mentions) > 1 and any(map(seg.__contains__, self.favoured_hint)):
             for i in range(1, len(mentions)):
                 # "subsegmental atelectasis over infiltrate" (CXR1166, seed 67): the reader favours
                 # the first; the second is only the less likely alternative
                 if certs[i] == "present" and mentions[i].certainty is None and \
                         self.favoured_over.fullmatch(seg, mentions[i - 1].end, mentions[i].start):
                     certs[i] = "uncertain"
-        past_idx: set[int] = set()
-        if self.past_before is not None and any(w in seg for w in self.past_hint):
-            # "cavity ... related to prior tuberculosis infection" (CXR2818, seed 68): a past
-            # disease, old (the cavity it left is what is seen), never a current one
-            past = False
-            for i, m in enumerate(mentions):
-                past = certs[i] in ("present", "uncertain") and m.certainty is None and \
-                    all(f in self.past_diseases for f in m.findings) and (
-                        self.past_before.search(seg, max(0, m.start - 12), m.start) is not None
-                        or seg.startswith(self.past_hint, m.start)  # the lexicon's "prior tuberculosis"
-                        or (past and seg[mentions[i - 1].end:m.start].isspace()))
-                if past:
-                    past_idx.add(i)
         if self.explained_away is not None:
             self._explained_away(seg, mentions, certs)
+        pd = self.past_diseases
+        past_end = -1
         for i, m in enumerate(mentions):
             cert = certs[i]
             if cert is None:
                 continue  # hypothetical or historical: not an observation of this image
             v = vals[i] if vals is not None else None
-            if i in past_idx:
+            if m.findings[0] in pd and cert != "absent" and m.certainty is None and \
+                    self._past(seg, m, past_end):
+                # "cavity ... related to prior tuberculosis infection" (CXR2818, seed 68): a past
+                # disease, old (the cavity it left is what is seen), never a current one
+                past_end = m.end
                 v = replace(v, temporal="old") if v is not None else AttrValues(temporal="old")
             if quals[i] is not None and v is not None and v.severity is not None:
                 # "no large effusion": "large" limits the negation, it is no severity of an effusion
@@ -653,7 +652,8 @@ class RulesExtractor:
             if v is not None and v.severity is not None and any(
                     v.severity in self._finding_severity.get(f, ()) for f in m.findings):
                 v.severity = None  # "the heart is large": the word is the finding, not its degree
-            if v is not None and v.temporal == "postoperative" and any(f in self._not_postoperative for f in m.findings):
+            if v is not None and v.temporal is not None and v.temporal == "postoperative" and \
+                    any(f in self._not_postoperative for f in m.findings):
                 v.temporal = None  # "status post humerus fracture": after a fracture, no surgery
             if v is not None and v.change == "resolved" and cert == "present":
                 # "almost completely resolved pleural air": still there, so it improved
@@ -691,6 +691,14 @@ class RulesExtractor:
             if w1 is not None and w2 is not None:
                 out[i] = (m.start(), m.end(), ((m.group("s1"), w1), (m.group("s2"), w2)))
         return out
+
+    def _past(self, seg: str, m: Any, past_end: int) -> bool:
+        """A past-disease mention stands right after a past word ("prior tuberculosis"), or
+        right after another past disease ("prior tuberculosis infection")."""
+        return self.past_before is not None and all(f in self.past_diseases for f in m.findings) and (
+            self.past_before.search(seg, max(0, m.start - 12), m.start) is not None
+            or seg.startswith(self.past_hint, m.start)  # the lexicon's "prior tuberculosis"
+            or (past_end >= 0 and seg[past_end:m.start].isspace()))
 
     def _head_qualifier(self, seg: str, mentions: list, k: int, cue_end: int) -> str | None:
         """The qualifier of the first mention after a negation cue when mention ``k`` is a later
