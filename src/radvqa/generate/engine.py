@@ -655,6 +655,8 @@ class Generator:
         # (modifier words, sentence texts) -> negated_only; regions -> their phrase: facts.py
         self.negated_cache: dict[tuple[Any, ...], bool] = {}
         self.region_phrases: dict[tuple[str, ...], str] = {}
+        # (wording, name, phrase, a_phrase, be, in_location) -> a fact's statement: facts.py
+        self.fact_texts: dict[tuple[str, ...], str] = {}
 
     def _family(self, fname: str, ops: dict[str, Op], phrases: dict[str, frozenset[str]],
                 config_type: type) -> Family:
