@@ -72,7 +72,7 @@ class AttributeMatcher:
                     add(w, kind, value)
         for kind, groups in (extra or {}).items():
             if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
-                        "outside_cavity", "range_joint", "finding_severity", "change_degree"):
+                        "outside_cavity", "range_joint", "finding_severity", "change_degree", "not_postoperative"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:

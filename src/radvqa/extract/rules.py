@@ -45,6 +45,10 @@ _ALT_BEFORE = re.compile(r"\b(?:or|versus|vs)\b")
 _PAST_BEFORE = re.compile(r"\b(?:old|prior|previous|remote)\s+$")
 
 
+# the words between two members of a plain list ("consolidation, atelectasis or infiltrate")
+_LIST_JOIN = re.compile(r"\s*,?\s*(?:(?:and|or|nor|and/or)\s+)?")
+
+
 # a mention followed by another alternative ("secondary to cardiomegaly or pericardial effusion")
 _ALT_NEXT = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
 
@@ -88,6 +92,11 @@ class RulesExtractor:
                 qual[" ".join(str(w).lower().split())] = str(value)
         self.qualifiers = qual
         self.qualifier_re = trie_regex(qual) if qual else None
+        lq = set(ctx_data.get("list_qualifiers") or [])
+        if lq - set(qual.values()):
+            raise ValueError(f"context.yaml list_qualifiers: not a qualifier value {sorted(lq - set(qual.values()))}")
+        self.list_qualifiers = frozenset(lq)
+        self.list_qualifier_words = tuple(w for w, v in qual.items() if v in lq)
         alt = ctx_data.get("alternatives") or {}
         conn = "|".join(re.escape(c) for c in sorted(alt.get("connectors") or [], key=len, reverse=True))
         # the words between two alternatives: a connector (a comma may precede it or chain a
@@ -105,6 +114,20 @@ class RulesExtractor:
             rf"(?:\s+(?:in|at|of|within|on)\s+(?:the\s+)?(?:[a-z-]+\s+){{0,3}}?[a-z-]+)?\s*,?\s*(?:{'|'.join(re.escape(c) for c in sorted(oc, key=len, reverse=True))})(?=[\s,])"
         ) if oc else None
         self.open_hint = tuple(sorted({c.rstrip('.') for c in oc}))
+        # "X over Y": X favoured, Y the less likely alternative (uncertain)
+        fo = [str(c) for c in alt.get("favoured_over") or []]
+        self.favoured_over = re.compile(
+            rf"\s+(?:{'|'.join(re.escape(c) for c in sorted(fo, key=len, reverse=True))})\s+") if fo else None
+        self.favoured_hint = tuple(f" {c} " for c in fo)
+        pd = ctx_data.get("past_diseases") or {}
+        unknown = [f for f in pd.get("findings") or [] if f not in ontology.findings]
+        if unknown:
+            raise ValueError(f"context.yaml past_diseases: unknown finding id(s) {unknown}")
+        self.past_diseases = frozenset(pd.get("findings") or [])
+        pw = [str(w) for w in pd.get("words") or []]
+        self.past_before = re.compile(rf"\b(?:{'|'.join(re.escape(w) for w in pw)})\s+$") if pw and self.past_diseases else None
+        self.past_hint = tuple(f"{w} " for w in pw)
+
         # "X, with adjacent Y or Z": X is no member of the list of alternatives (CXR1704)
         self.list_gap = re.compile(r"\s*,\s*(?:(?!with\b)[a-z-]+\s+){0,2}")
         # a cheap test first: most sentences hold no connector at all
@@ -215,6 +238,10 @@ class RulesExtractor:
         if set(fsev) - set(ontology.findings):
             raise ValueError(f"attributes.yaml finding_severity: unknown finding id(s) {sorted(set(fsev) - set(ontology.findings))}")
         self._finding_severity = {f: frozenset(v) for f, v in fsev.items()}
+        npo = set(attr_data.get("not_postoperative") or [])
+        if npo - set(ontology.findings):
+            raise ValueError(f"attributes.yaml not_postoperative: unknown finding id(s) {sorted(npo - set(ontology.findings))}")
+        self._not_postoperative = frozenset(npo)
 
     # ------------------------------------------------------------------------------------------
     def extract(self, text: object, study_id: str = "") -> Extraction:
@@ -540,7 +567,8 @@ class RulesExtractor:
         certs: list[str | None] = []
         quals: list[str | None] = []
         prev_end = 0
-        for m in mentions:
+        lq_here = None
+        for k, m in enumerate(mentions):
             q = None
             if m.certainty is not None:
                 cert = m.certainty
@@ -575,6 +603,13 @@ class RulesExtractor:
                         # the mention's own phrase: after the cue and after the previous mention
                         # (and its own words: "no displaced rib fractures" is one lexicon term)
                         q = self._qualifier(seg, max(cue.end, prev_end), m.end)
+                        if q is None and prev_end > cue.end and cue.roles & NEG_PRE:
+                            # a qualifier on the head of a negated list limits every member:
+                            # "no gross consolidation, atelectasis or infiltrate" (CXR1462, seed 67)
+                            if lq_here is None:  # (one literal test per sentence, when first needed)
+                                lq_here = any(map(seg.__contains__, self.list_qualifier_words))
+                            if lq_here:
+                                q = self._head_qualifier(seg, mentions, k, cue.end)
                     if q is None and m.rule is not None:  # "heart is not significantly enlarged"
                         q = self._qualifier(seg, m.start, m.end)
             if q is not None:
@@ -589,19 +624,37 @@ class RulesExtractor:
             for i, m in enumerate(mentions):  # "pleural effusion versus thickening"
                 if certs[i] == "present" and m.certainty is None and self.open_alt.match(seg, m.end):
                     certs[i] = "uncertain"
+        if self.favoured_over is not None and len(mentions) > 1 and any(map(seg.__contains__, self.favoured_hint)):
+            for i in range(1, len(mentions)):
+                # "subsegmental atelectasis over infiltrate" (CXR1166, seed 67): the reader favours
+                # the first; the second is only the less likely alternative
+                if certs[i] == "present" and mentions[i].certainty is None and \
+                        self.favoured_over.fullmatch(seg, mentions[i - 1].end, mentions[i].start):
+                    certs[i] = "uncertain"
         if self.explained_away is not None:
             self._explained_away(seg, mentions, certs)
+        pd = self.past_diseases
+        past_end = -1
         for i, m in enumerate(mentions):
             cert = certs[i]
             if cert is None:
                 continue  # hypothetical or historical: not an observation of this image
             v = vals[i] if vals is not None else None
+            if m.findings[0] in pd and cert != "absent" and m.certainty is None and \
+                    self._past(seg, m, past_end):
+                # "cavity ... related to prior tuberculosis infection" (CXR2818, seed 68): a past
+                # disease, old (the cavity it left is what is seen), never a current one
+                past_end = m.end
+                v = replace(v, temporal="old") if v is not None else AttrValues(temporal="old")
             if quals[i] is not None and v is not None and v.severity is not None:
                 # "no large effusion": "large" limits the negation, it is no severity of an effusion
                 v.severity = None
             if v is not None and v.severity is not None and any(
                     v.severity in self._finding_severity.get(f, ()) for f in m.findings):
                 v.severity = None  # "the heart is large": the word is the finding, not its degree
+            if v is not None and v.temporal is not None and v.temporal == "postoperative" and \
+                    any(f in self._not_postoperative for f in m.findings):
+                v.temporal = None  # "status post humerus fracture": after a fracture, no surgery
             if v is not None and v.change == "resolved" and cert == "present":
                 # "almost completely resolved pleural air": still there, so it improved
                 v = replace(v, change="improved")
@@ -638,6 +691,25 @@ class RulesExtractor:
             if w1 is not None and w2 is not None:
                 out[i] = (m.start(), m.end(), ((m.group("s1"), w1), (m.group("s2"), w2)))
         return out
+
+    def _past(self, seg: str, m: Any, past_end: int) -> bool:
+        """A past-disease mention stands right after a past word ("prior tuberculosis"), or
+        right after another past disease ("prior tuberculosis infection")."""
+        return self.past_before is not None and all(f in self.past_diseases for f in m.findings) and (
+            self.past_before.search(seg, max(0, m.start - 12), m.start) is not None
+            or seg.startswith(self.past_hint, m.start)  # the lexicon's "prior tuberculosis"
+            or (past_end >= 0 and seg[past_end:m.start].isspace()))
+
+    def _head_qualifier(self, seg: str, mentions: list, k: int, cue_end: int) -> str | None:
+        """The qualifier of the first mention after a negation cue when mention ``k`` is a later
+        member of the same plain list (only commas, "and", "or" between the members)."""
+        j = k
+        while j > 0 and mentions[j - 1].start >= cue_end:
+            if not _LIST_JOIN.fullmatch(seg, mentions[j - 1].end, mentions[j].start):
+                return None
+            j -= 1
+        q = self._qualifier(seg, cue_end, mentions[j].end) if j < k else None
+        return q if q in self.list_qualifiers else None
 
     def _qualifier(self, seg: str, a: int, b: int) -> str | None:
         if self.qualifier_re is None or a >= b:

@@ -87,6 +87,9 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # finding -> report words that say less than its name: an observation stated only by them is
     # left unsaid like ``unstated_findings`` (its places are never called normal or free of it)
     unstated_words: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    # past diseases: an observation of one described as old ("cavity ... related to prior
+    # tuberculosis infection") is left unsaid like ``unstated_findings``, never "Tuberculosis is seen"
+    unstated_when_old: tuple[str, ...] = ()
 
 
 # Filling a wording (``str.format_map``) is a row's costliest step (about 5k instructions with
@@ -282,6 +285,7 @@ class StudyCtx:
         for obs in sg.observations:
             if ((omit and obs.source == "label" and label_only(obs, True) and obs.finding not in stated)
                     or obs.finding in unstated
+                    or (obs.temporal == "old" and obs.finding in gen.unstated_old and sg.report is not None)
                     or (obs.finding in said_less and obs.source == "report" and obs.evidence
                         and all(" ".join(ev.text.lower().split()) in said_less[obs.finding] for ev in obs.evidence))):
                 self.hidden.append(obs)
@@ -627,6 +631,7 @@ class Generator:
         self.same_lesion = {fid: i for i, grp in enumerate(cfg.same_lesion) for fid in grp}
         self.unstated_words = {fid: frozenset(" ".join(w.lower().split()) for w in ws)
                                for fid, ws in cfg.unstated_words.items()}
+        self.unstated_old = frozenset(cfg.unstated_when_old)
         self.strategies: list[Strategy] = []
         families: list[Family] = []
         for name in STRATEGY_REGISTRY.names():  # fixed order, whatever order the user listed them in

@@ -722,15 +722,21 @@ def _fold_same_lesion(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
     group = ctx.gen.same_lesion
     if not group:
         return facts
-    cands = [f for f in facts if f.fid in group and not f.absent and f.explicit_regions]
+    # (a place of their own, or one sentence and one certainty: "bibasilar interstitial
+    # infiltrates" is one infiltration and interstitial opacity, stated once, audit #13 r8 CXR3342;
+    # "interstitial opacities, could represent scarring or infiltrate" keeps its hedged infiltrate)
+    cands = [f for f in facts if f.fid in group and not f.absent]
     if len(cands) < 2:
         return facts
     v = ctx.gen.vocab
     dropped: set[int] = set()
     for i, p in enumerate(cands):
         for c in cands[:i]:
-            if (id(c) in dropped or c.fid == p.fid or group[c.fid] != group[p.fid] or c.lat != p.lat
-                    or _RANK[c.certainty] < _RANK[p.certainty] or _places_apart(v, c, p)):
+            if (id(c) in dropped or c.fid == p.fid or group[c.fid] != group[p.fid]
+                    or (c.lat != p.lat and c.obs.laterality != p.obs.laterality)  # (an unsided name)
+                    or _RANK[c.certainty] < _RANK[p.certainty] or _places_apart(v, c, p)
+                    or not ((c.explicit_regions and p.explicit_regions)
+                            or (c.certainty == p.certainty and _share_sentence(c, p)))):
                 continue
             c.prov.extend(x for x in p.prov if x not in c.prov)
             dropped.add(id(p))

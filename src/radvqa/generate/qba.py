@@ -63,6 +63,12 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # "no" elsewhere (subcategories by corpus positive rate, default negatives in a per-study
     # order and in the weighted draw, abnormal ancestors of candidates in the negative pool)
     ask_both_ways: bool = False
+    # subcategory -> findings or subcategories whose positives keep it from being called normal
+    # though they belong to another subcategory (old granulomatous disease, emphysema: the lung
+    # fields are not normal, audit #13 r8), and the regions such a positive placed nowhere keeps
+    # from being called normal
+    normal_blocked_by: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    normal_blocked_regions: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
 
 
 PHRASES: dict[str, frozenset[str]] = {
@@ -146,6 +152,14 @@ class Strategy:
                 sub_w[v.fsub[f]] = sub_w.get(v.fsub[f], 0.0) + pri.finding_weight(f)
         self.pool_subcats = WeightedPool(sorted(sub_w), [sub_w[k] for k in sorted(sub_w)])
         self.sub_names: dict[str, str] = dict(cfg.subcategory_names)
+        # finding or subcategory -> the subcategories its positives keep from being called normal
+        self.normal_blockers: dict[str, tuple[str, ...]] = {}
+        # (names the ontology lacks are skipped, as for default_findings: a small test ontology)
+        for sub, who in cfg.normal_blocked_by.items():
+            for w in who:
+                self.normal_blockers[w] = (*self.normal_blockers.get(w, ()), sub)
+        self.normal_blocked_regions = {k: tuple(r for r in rs if r in v.rname)
+                                       for k, rs in cfg.normal_blocked_regions.items()}
         self._askable: dict[str, bool] = {}
         self._region_names: set[str] | None = None
         self.k_findings = cfg.finding_negatives
@@ -371,6 +385,8 @@ class Study:
             # "attenuation from overlying breast shadows", "densities ... compatible with piercings"
             # (hand audit #13, CXR1565, CXR1116): no artifact stated, and no "no artifacts" either
             self.hidden["artifacts"] = (set(), None)
+        if s.normal_blockers:
+            self._block_normal(s)
         # findings the ontology does not name ("irregularity of the right ribs"): their regions and
         # subcategories are never called normal (nor is the study)
         if regs_u:
@@ -381,6 +397,23 @@ class Study:
                     regs.add(r)
                     regs.update(s.gen.vocab.rancestors.get(r, ()))
                     regs.update(s.rdescendants.get(r, ()))
+
+    def _block_normal(self, s: Any) -> None:
+        """Positives that keep another subcategory from being called normal (config
+        ``normal_blocked_by``): "old granulomatous disease" beside "the lung fields are normal"
+        (CXR2962, seed 68), emphysema and hyperinflation (CXR975, seed 67)."""
+        blockers = s.normal_blockers
+        for f in self.ab_pos:
+            subs_b = blockers.get(f.fid) or blockers.get(f.subcategory)
+            if not subs_b:
+                continue
+            subs, regs = self.hidden.setdefault("abnormal", (set(), set()))
+            subs.update(x for x in subs_b if x != f.subcategory)
+            if not f.regions and regs is not None:
+                for x in subs_b:
+                    for r in s.normal_blocked_regions.get(x, ()):
+                        regs.add(r)
+                        regs.update(s.rdescendants.get(r, ()))
 
     def text(self) -> tuple[str, set[str]]:
         """The report's text for ``talks_about`` and its word starts, worked out once per study."""
