@@ -74,6 +74,37 @@ def test_section_and_sentence_caches_change_no_output():
             assert to_json(cached.extract(text, str(i))) == to_json(plain.extract(text, str(i))), text
 
 
+def test_cached_attributes_are_frozen_and_untracked():
+    # the sentence cache keeps each mention's attributes as a FrozenAttrs (read-only, out of the
+    # cyclic garbage collector): a report whose sentence borrows the previous sentence's location
+    # ("This may represent scarring") gets a copy, and the cached sentence stays unlocated
+    import gc
+
+    import msgspec
+    import pytest as _pytest
+
+    from radvqa.extract import get_extractor
+    from radvqa.extract.attributes import FrozenAttrs
+    from radvqa.model import to_json
+
+    ex = get_extractor("rules")
+    plain = get_extractor("rules", cache_size=0)
+    texts = ["FINDINGS: Opacity in the left upper lobe. This may represent scarring.",
+             "FINDINGS: This may represent scarring. Small right effusion.",
+             "FINDINGS: Opacity in the left upper lobe. This may represent scarring."]
+    for i, text in enumerate(texts):
+        assert to_json(ex.extract(text, str(i))) == to_json(plain.extract(text, str(i)))
+    located = [o for o in ex.extract(texts[0]).observations if o.finding == "scarring"]
+    assert located and located[0].laterality == "left"  # the anaphora path did run
+    bare = [o for o in ex.extract(texts[1]).observations if o.finding == "scarring"]
+    assert bare and bare[0].laterality is None and not bare[0].regions
+    frozen = [it[5] for entry in ex._cache.values() for it in entry[1] if it[5] is not None]
+    assert frozen and all(type(v) is FrozenAttrs and not gc.is_tracked(v) for v in frozen)
+    with _pytest.raises(AttributeError):
+        frozen[0].laterality = "right"  # type: ignore[misc]
+    assert msgspec.structs.replace(frozen[0], laterality="right") is not frozen[0]
+
+
 def test_body_part_headings_through_the_word_filter():
     # a sentence with a word outside every heading's vocabulary is rejected before it is taken
     # apart; these values are what the full reading gave before that filter (bdc0941)

@@ -56,7 +56,10 @@ class Box(msgspec.Struct, kw_only=True):
         return [self.x1, self.y1, self.x2, self.y2]
 
 
-class Span(msgspec.Struct, kw_only=True):
+# Span and Sentence hold only strings and ints (no cycle can pass through them): gc=False keeps
+# them out of the cyclic garbage collector (the extractor makes one per sentence and mention of
+# every report: nothing for a collection to link or walk)
+class Span(msgspec.Struct, kw_only=True, gc=False):
     """Evidence: a character span of the report text (and the sentence it lies in)."""
 
     start: int
@@ -65,7 +68,7 @@ class Span(msgspec.Struct, kw_only=True):
     sentence_id: str | None = None
 
 
-class Sentence(msgspec.Struct, kw_only=True):
+class Sentence(msgspec.Struct, kw_only=True, gc=False):
     id: str  # "S01", "S02", ... in report order
     section: str  # upper-case section name: FINDINGS, IMPRESSION, INDICATION, ... or "BODY"
     start: int

@@ -71,17 +71,14 @@ def word_spans(pattern: re.Pattern[str], fast: re.Pattern[str] | None, lower: st
                end: int) -> list[tuple[int, int]]:
     """The spans of ``pattern.finditer(lower, start, end)``. ``fast``: the same phrases led by
     ``ASCII_NOT_WORD`` instead of a word-start test (``trie_regexes``); used for a whole ASCII
-    string, where it finds the same matches: a match at 0 by ``pattern``, every later one right
-    after the non-word character ``fast`` consumes (every phrase ends with a word character, so
+    string, where it finds the same matches: a match at 0 (scanned with a space put in front), every
+    later one right after the non-word character ``fast`` consumes (every phrase ends with a word character, so
     the next match cannot start where the previous one ends)."""
     if fast is None or start or end != len(lower) or not lower.isascii():
         return [m.span() for m in pattern.finditer(lower, start, end)]
-    m = pattern.match(lower)
-    if m is None:
-        return [(x.start() + 1, x.end()) for x in fast.finditer(lower)]
-    out = [m.span()]
-    out += [(x.start() + 1, x.end()) for x in fast.finditer(lower, m.end())]
-    return out
+    # after a space put in front, a match at 0 is one of ``fast`` too (the space is the non-word
+    # character it consumes): one scan instead of a match attempt at 0 and a scan after it
+    return [(x.start(), x.end() - 1) for x in fast.finditer(" " + lower)]
 
 
 def split_phrases(clean: list[str]) -> tuple[list[str], list[str], list[str]]:

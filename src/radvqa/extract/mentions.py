@@ -127,24 +127,18 @@ class MentionMatcher:
                     out.append(Mention(a, b, ids, cert, pid))
                     taken.append((a, b))
             else:
-                # what finditer finds (see _trie.word_spans): a match at 0, then each match right
-                # after a non-word character at or after the last match's final character (a
-                # pattern may end with one: the next match may start where it ends)
-                m = self.pattern_re.match(lower)
+                # what finditer finds (see _trie.word_spans): each match right after a non-word
+                # character at or after the last match's final character (a pattern may end with
+                # one: the next match may start where it ends); a space put in front makes a
+                # match at 0 one of them. Offsets in the spaced copy are one more than in lower.
+                spaced = " " + lower
                 pos = 0
-                if m is not None:
+                while (m := fast.search(spaced, pos)) is not None:
                     pid, ids, cert = by_group[m.lastgroup]  # type: ignore[index]
                     a, pos = m.span()
+                    pos -= 1  # the match's end in lower, and where the next search starts in spaced
                     out.append(Mention(a, pos, ids, cert, pid))
                     taken.append((a, pos))
-                    pos -= 1
-                while (m := fast.search(lower, pos)) is not None:
-                    pid, ids, cert = by_group[m.lastgroup]  # type: ignore[index]
-                    a, pos = m.span()
-                    a += 1  # after the non-word character
-                    out.append(Mention(a, pos, ids, cert, pid))
-                    taken.append((a, pos))
-                    pos -= 1
         get = self.lexicon.get
         for a, b in word_spans(self.term_re, self._term_fast, lower, start, end):
             if taken:  # a term inside a pattern match is that match's (a loop: no generator per term)

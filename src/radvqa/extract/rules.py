@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from typing import Any
+
+import msgspec
+from msgspec.structs import replace  # AttrValues and FrozenAttrs are msgspec Structs
 
 from radvqa.extract._data import load_data
 from radvqa.extract._trie import trie_regex
 from radvqa.extract.aggregate import Aggregator, regions_side
-from radvqa.extract.attributes import AttributeMatcher, AttrValues, attach
+from radvqa.extract.attributes import AttributeMatcher, AttrValues, FrozenAttrs, attach, freeze
 from radvqa.extract.places import FindingPlaces
 from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, UNC_PRE, ContextRules
 from radvqa.extract.mentions import MentionMatcher
@@ -114,6 +116,8 @@ class RulesExtractor:
             rf"(?:\s+(?:in|at|of|within|on)\s+(?:the\s+)?(?:[a-z-]+\s+){{0,3}}?[a-z-]+)?\s*,?\s*(?:{'|'.join(re.escape(c) for c in sorted(oc, key=len, reverse=True))})(?=[\s,])"
         ) if oc else None
         self.open_hint = tuple(sorted({c.rstrip('.') for c in oc}))
+        # whether a sentence holds one of them: one C search instead of a generator per sentence
+        self.open_hint_re = re.compile("|".join(re.escape(h) for h in self.open_hint) or "(?!x)x")
         # "X over Y": X favoured, Y the less likely alternative (uncertain)
         fo = [str(c) for c in alt.get("favoured_over") or []]
         self.favoured_over = re.compile(
@@ -207,6 +211,7 @@ class RulesExtractor:
         self.lateralised = frozenset(fid for fid, f in ontology.findings.items()
                                      if getattr(f, "lateralised", True) or fid in sided)
         self._props: dict[tuple[str, ...], tuple[bool, bool]] = {}
+        self._explainable: dict[tuple[str, ...], bool] = {}  # findings -> may be explained away?
         self._keys_memo: dict[tuple, tuple] = {}
         self._roles: dict[str, str] = {}  # section name -> role (sections.yaml)
         # the sections whose statement decides a finding the report states both plainly and hedged
@@ -356,8 +361,8 @@ class RulesExtractor:
                         ind_spans.append(span)
                         continue
                     if wants_loc and loc is not None:
-                        v = replace(v, laterality=loc[0], regions=list(loc[1])) if v is not None \
-                            else AttrValues(laterality=loc[0], regions=list(loc[1]))
+                        v = replace(v, laterality=loc[0], regions=loc[1]) if v is not None \
+                            else FrozenAttrs(laterality=loc[0], regions=loc[1])
                         keys = self._keys(findings, v)
                         own_loc = loc
                     if own_loc is not None:
@@ -393,6 +398,8 @@ class RulesExtractor:
                     own_loc = None
                     wants_loc = False
                     keys = keys_of(findings, v)
+                    if v is not None:
+                        v = freeze(v)  # read-only from here on (kept in the cache)
                     if cert != "absent":
                         if v is not None and (v.laterality or v.regions):
                             own_loc = (v.laterality, tuple(v.regions))
@@ -408,9 +415,13 @@ class RulesExtractor:
                               for a, b, findings, cert, implicit, v, qualifier in items)
             # a plain statement of a sign that the next sentence may explain away (worked out
             # once per distinct sentence; the next sentence is read per report)
-            hedges_next = self.explained_next is not None and any(
-                it[3] == "present" and it[4] is False and all(f in self.explained_next_findings for f in it[2])
-                for it in items)
+            hedges_next = False
+            if self.explained_next is not None:
+                nf = self.explained_next_findings
+                for it in items:  # (a loop: no generator per new sentence)
+                    if it[3] == "present" and it[4] is False and nf.issuperset(it[2]):
+                        hedges_next = True
+                        break
             entry = (part, items, anaphoric, hedges_next)
             if self.cache_size > 0:
                 if len(cache) >= self.cache_size:
@@ -423,7 +434,7 @@ class RulesExtractor:
         report (context.yaml ``stated_both_ways``): not "may be secondary to low lung volumes",
         "additional fractures cannot be excluded"; a sign only when its own word is hedged ("may
         reflect focal airspace disease" is no doubt about the opacity, CXR1840)."""
-        if all(f in self.devices for f in findings):
+        if self.devices.issuperset(findings):
             return False  # a device seen is seen ("borderline cardiomegaly and cardiac pacemaker", CXR1862)
         if self.not_a_hedge is not None:
             sp = text.find(" ")  # the mention's own first word ("acute fracture")
@@ -434,7 +445,7 @@ class RulesExtractor:
             if hit and not _ALT_NEXT.match(lower, start + len(text)) \
                     and not _ALT_BEFORE.search(lower, hit.start(), start):
                 return False
-        if self.sign_words and all(f in self.alt_signs for f in findings):
+        if self.sign_words and self.alt_signs.issuperset(findings):
             t = text.lower()
             return any(w in t for w in self.sign_words)
         return True
@@ -620,7 +631,7 @@ class RulesExtractor:
         if self.alt_gap is not None and len(mentions) > 1 and "present" in certs and self.alt_hint.search(seg):
             self._alternatives(seg, mentions, certs, quals, vals)
         if self.open_alt is not None and self.alt_gap is not None and "present" in certs and \
-                any(w in seg for w in self.open_hint):
+                self.open_hint_re.search(seg) is not None:
             for i, m in enumerate(mentions):  # "pleural effusion versus thickening"
                 if certs[i] == "present" and m.certainty is None and self.open_alt.match(seg, m.end):
                     certs[i] = "uncertain"
@@ -722,15 +733,16 @@ class RulesExtractor:
     def _explained_away(self, seg: str, mentions: list, certs: list) -> None:
         """A sign ("density", "opacity") that its clause explains as something that is no lung
         opacity (context.yaml ``alternatives.explained_away``) is no observation of its own."""
-        props = self._props
+        explainable = self._explainable
         for i, m in enumerate(mentions):
             if certs[i] is None or certs[i] == "absent" or m.certainty is not None:
                 continue
-            p = props.get(m.findings)
-            if p is None:
+            ok = explainable.get(m.findings)
+            if ok is None:  # memoised per findings (a generator per mention was most of this loop)
                 self._can_side(m.findings)  # fills the memo (can take a side, is a sign)
-                p = props[m.findings]
-            if not p[1] and not (self.explained_also and all(f in self.explained_also for f in m.findings)):
+                ok = explainable[m.findings] = self._props[m.findings][1] or bool(
+                    self.explained_also and all(f in self.explained_also for f in m.findings))
+            if not ok:
                 continue  # not every finding of the mention is a sign
             hit = self.explained_away.match(seg, m.end)  # type: ignore[union-attr]
             if hit is not None and any(n.start >= hit.end() and _OR_NEXT.fullmatch(seg, hit.end(), n.start)
