@@ -269,7 +269,18 @@ def _places(regions: tuple[str, ...]) -> frozenset[str]:
     place or the whole chest (a place that any other place can be)."""
     if not regions or "chest" in regions:
         return frozenset()
-    return frozenset(r.removeprefix("left_").removeprefix("right_") for r in regions)
+    out = frozenset(r.removeprefix("left_").removeprefix("right_") for r in regions)
+    if out.isdisjoint(_ZONE):
+        return out
+    return frozenset(_ZONE.get(r, r) for r in out)
+
+
+# a lobe and the zone it fills are one place for a hedge ("streaky opacities in the right upper
+# lobe, XXXX scarring ... opacities in the bilateral upper lobes could represent scarring",
+# CXR4, seed 70: the upper lung zones' hedge is the right upper lobe's)
+_ZONE = {"upper_lobe": "upper_lung_zone", "upper_lung_zones": "upper_lung_zone",
+         "lower_lobe": "lower_lung_zone", "lower_lung_zones": "lower_lung_zone", "lung_bases": "lower_lung_zone",
+         "middle_lobe": "mid_lung_zone", "mid_lung_zones": "mid_lung_zone"}
 
 
 def _dropped(v: AttrValues, regions: tuple[str, ...], into: list[str] | None) -> list[str]:
