@@ -116,6 +116,10 @@ class RulesExtractor:
             rf"(?:\s+(?:in|at|of|within|on)\s+(?:the\s+)?(?:[a-z-]+\s+){{0,3}}?[a-z-]+)?\s*,?\s*(?:{'|'.join(re.escape(c) for c in sorted(oc, key=len, reverse=True))})(?=[\s,])"
         ) if oc else None
         self.open_hint = tuple(sorted({c.rstrip('.') for c in oc}))
+        sc = [str(c) for c in alt.get("sign_connectors") or []]
+        self.sign_gap = re.compile(
+            rf"\s*(?:,\s*)?(?:{'|'.join(re.escape(c) for c in sorted(sc, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,4}}") \
+            if sc else None
         # "X over Y": X favoured, Y the less likely alternative (uncertain)
         fo = [str(c) for c in alt.get("favoured_over") or []]
         self.favoured_over = re.compile(
@@ -777,8 +781,9 @@ class RulesExtractor:
                     if not (self.alt_same and any(frozenset((f, g)) in self.alt_same
                                                   for f in mentions[i - 1].findings for g in mentions[i].findings)):
                         alt = True
-                        direct.add(i - 1)
-                        direct.add(i)
+                        if self.sign_gap is not None and self.sign_gap.fullmatch(seg, a, b):
+                            direct.add(i - 1)
+                            direct.add(i)
                     continue
                 if self.list_gap.fullmatch(seg, a, b):
                     continue
