@@ -160,7 +160,7 @@ def test_wilson_interval_and_score_of_the_marked_sample():
     lo, hi = mod.wilson(5, 20)
     assert 0.11 < lo < 0.12 and 0.46 < hi < 0.47  # 5/20: 11.2-46.9%
     assert mod.wilson(0, 0) is None
-    marked = sorted((ROOT / "tests" / "data" / "audit").glob("openi_r2gen_trainval_marked*.csv"))
+    marked = sorted((ROOT / "tests" / "data" / "audit").glob("openi_r2gen_*marked*.csv"))  # train+val and the held-out test audit
     assert marked
     for path in marked:
         res = mod.score(path)
