@@ -150,3 +150,18 @@ def test_273_a_list_item_with_its_own_no_is_negated(ex, rows):
     assert (c["pleural_effusion"][0].certainty, c["pneumothorax"][0].certainty) == ("uncertain", "absent")
     # "cannot exclude non-displaced fracture": the "non" inside the mention's words is no list item
     assert _one(ex, "Cannot exclude non-displaced rib fracture.")["rib_fracture"][0].certainty == "uncertain"
+
+
+def test_a_hedge_on_the_one_side_of_a_stray_bilateral_does_not_move_it_across(ex):
+    # the lobe of the hedge now meets the zone of the statement (CXR4's fix): "both on PA and
+    # lateral views" gave a "bilateral" scarring of the left upper lung; the hedge on the left
+    # upper lobe must hedge it, never leave a "right scarring" behind
+    e = ex.extract("FINDINGS: Irregular opacity in the left upper lung is identified both on PA and lateral views "
+                   "and represents chronic scarring.\nIMPRESSION: Scarring or pleural plaque in the left upper lobe.")
+    assert {(o.laterality, o.certainty) for o in e.observations if o.finding == "scarring"} <= {
+        ("left", "uncertain"), ("bilateral", "uncertain")}
+    # a real bilateral statement with a one-sided hedge keeps the other side stated (CXR1043's rule)
+    e = ex.extract("FINDINGS: There are low lung volumes, causing bibasilar atelectasis.\n"
+                   "IMPRESSION: Right lower lobe opacity may represent focal infiltrate versus atelectasis.")
+    got = {(o.laterality, o.certainty) for o in e.observations if o.finding == "atelectasis"}
+    assert ("left", "present") in got and ("right", "uncertain") in got

@@ -198,6 +198,15 @@ class Aggregator:
                 continue
             if lat == "bilateral" and len(sides & {"left", "right"}) == 1:
                 other = "left" if "right" in sides else "right"
+                if regions and all(self._side.get(r) in (None, "bilateral") or self._side.get(r) != other for r in regions) \
+                        and any(self._side.get(r) in ("left", "right") for r in regions):
+                    # every sided place is the hedged side ("opacity in the left upper lung ...
+                    # both on PA and lateral views ... scarring": "bilateral" came from "both"),
+                    # so the hedge is the whole statement's, not a cue to keep the other side
+                    o[0] = "uncertain"
+                    o[2] = [(sp, "uncertain" if c == "present" else c, v, own, q) for sp, c, v, own, q in o[2]]
+                    out.append((key, o))
+                    continue
                 if any(k[0] == f and k[1] == other and p[0] == "present" for k, p in items):
                     continue  # the other side is stated on its own
                 keep = tuple(r for r in regions if self._side.get(r) is None or self._side.get(r) == other)
