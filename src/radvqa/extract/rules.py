@@ -751,7 +751,7 @@ class RulesExtractor:
             if not p[1] and not (self.explained_also and all(f in self.explained_also for f in m.findings)):
                 continue  # not every finding of the mention is a sign
             hit = self.explained_away.match(seg, m.end)  # type: ignore[union-attr]
-            if hit is None and self.explained_masked is not None:
+            if hit is None and self.explained_masked is not None and seg.startswith(", ", m.end):
                 hit = self.explained_masked.match(seg, m.end)
             if hit is not None and any(n.start >= hit.end() and _OR_NEXT.fullmatch(seg, hit.end(), n.start)
                                        for n in mentions[i + 1:]):
