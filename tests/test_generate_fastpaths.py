@@ -94,3 +94,109 @@ def test_balance_counts_cached_equal_computed(gen):
                     assert got == again == pos[:a] + neg[:b] + smp[:c]
                     if cap is not None:
                         assert len(got) <= cap
+
+
+# kept wordings (engine.fill / StudyCtx.emit, facts.build_fact's statement) and the one-pass
+# unnamed-finding scan: the same text as filling every wording afresh -------------------------
+
+def test_fill_equals_format_map():
+    from radvqa.generate.engine import fill
+
+    slots = {"finding": "pleural effusion", "region": "left lung"}
+    lvars = {"list": "a nodule", "n": "1", "region": "right lung"}  # lvars win over slots
+    for w in ("Yes.", "Braces {{kept}}.", "Is there any {finding}?", "{finding} in the {region}?",
+              "{list} ({n}) in the {region}; {finding}.", "{finding}, {finding} again"):
+        for _ in range(2):  # the first fills, the second is kept
+            assert fill(w, slots, lvars) == w.format_map({**slots, **lvars})
+            if "{list}" not in w:
+                assert fill(w, slots) == w.format_map(slots)
+    assert fill("{finding}", {"finding": "nodule"}) == "nodule"  # another value, another entry
+    with pytest.raises(KeyError):
+        fill("{missing}", slots, lvars)
+
+
+class _NoKeep(dict):
+    """A cache that keeps nothing: every wording is filled afresh (the plain path)."""
+
+    def __setitem__(self, key, value):
+        pass
+
+
+def _synthetic_studies(onto, n):
+    import importlib.util
+    import random
+
+    spec = importlib.util.spec_from_file_location("bench_generate", Path(__file__).parent.parent / "benchmarks"
+                                                  / "generate.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rng = random.Random(7)
+    chest, devices = bench._findings(onto)
+    regions = sorted(onto.regions)
+    return [bench.report_sg(i, onto, rng, chest, devices, regions) for i in range(n)]
+
+
+def test_kept_wordings_give_the_plain_rows(monkeypatch):
+    from radvqa.generate import engine
+    from radvqa.ontology import load_ontology
+
+    onto = load_ontology()
+    studies = _synthetic_studies(onto, 60)
+    enc = msgspec.json.Encoder()
+
+    def rows(keep: bool) -> list[bytes]:
+        g = Generator(onto, GenerateOptions(seed=3))
+        if not keep:
+            g.fact_texts = _NoKeep()
+        return [enc.encode(r) for sg in studies for r in g.generate(sg)]
+
+    monkeypatch.setattr(engine, "_FILLED", _NoKeep())
+    plain = rows(False)
+    monkeypatch.setattr(engine, "_FILLED", {})
+    first = rows(True)   # fills and keeps
+    again = rows(True)   # a new generator: the statements refilled, the row wordings kept
+    assert len(plain) > 1000
+    assert first == plain and again == plain
+
+
+def test_unnamed_scan_equals_find_and_devices_unknown():
+    from radvqa.generate.unnamed import UnnamedFindings
+    from radvqa.model import Report, Sentence
+    from radvqa.ontology import load_ontology
+
+    un = UnnamedFindings(Generator(load_ontology()).vocab)
+    texts = ["Irregularity of the right fifth and sixth ribs.", "No rib irregularity.",
+             "Prior cholecystectomy.", "Stable postsurgical change of the left clavicle.", "Lungs are clear.",
+             "Status post cholecystectomy with deformity of the left clavicle."]
+    for k in range(len(texts) + 1):
+        for section in ("FINDINGS", "IMPRESSION", "INDICATION"):
+            sents = [Sentence(id=f"S{i}", section=section, start=0, end=len(t), text=t)
+                     for i, t in enumerate(texts[k:] + texts[:k][:2])]
+            rep = Report(text=" ".join(s.text for s in sents), sentences=sents)
+            subs, regs, op = un.scan(rep)
+            assert (subs, regs) == un.find(rep) and op == un.devices_unknown(rep)
+    assert un.scan(None) == (set(), set(), False)
+
+
+def test_kept_fact_statements_follow_every_word():
+    # the kept statement changes with the side, place, certainty and finding: each built twice
+    # (filled, then kept) equals the statement filled afresh
+    from radvqa.ontology import load_ontology
+
+    onto = load_ontology()
+    kept, plain = Generator(onto), Generator(onto)
+    plain.fact_texts = _NoKeep()
+    sg = normal_report_sg()
+    seen = set()
+    for fid in ("pneumothorax", "pleural_effusion", "nodule"):
+        for side in (None, "left", "right", "bilateral"):
+            for regions in ([], ["left_apical_zone"], ["right_lung"]):
+                for c in ("absent", "present", "uncertain"):
+                    obs = Observation(id="O1", finding=fid, certainty=c, regions=regions, laterality=side)
+                    for _ in range(2):
+                        a = build_fact(StudyCtx(kept, sg, "train"), obs).main.text
+                        b = build_fact(StudyCtx(plain, sg, "train"), obs).main.text
+                        assert a == b
+                    seen.add(a)
+    assert "There is no left pneumothorax in the left apical zone." in seen
+    assert "There is no left pneumothorax." in seen and len(seen) > 30

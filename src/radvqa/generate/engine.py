@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import random
 import _random
+import string
 from bisect import bisect_right
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
@@ -89,6 +90,52 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # past diseases: an observation of one described as old ("cavity ... related to prior
     # tuberculosis infection") is left unsaid like ``unstated_findings``, never "Tuberculosis is seen"
     unstated_when_old: tuple[str, ...] = ()
+
+
+# Filling a wording (``str.format_map``) is a row's costliest step (about 5k instructions with
+# two placeholders, more than the rest of ``emit``), and the same wording is filled with the same
+# values study after study ("Is there any {finding}?" with "pleural effusion"): each result is
+# kept, keyed by the wording and the values of its placeholders. A wording's placeholders are
+# plain names (templates.py checks), so its text is a function of those values alone (all str).
+# wording -> (its text if it has no placeholder, first name, second name, more than two names)
+_WORDING: dict[str, tuple[str | None, str, str | None, bool]] = {}
+_FILLED: dict[tuple[str, ...], str] = {}
+_FORMATTER = string.Formatter()
+
+
+def _wording(w: str) -> tuple[str | None, str, str | None, bool]:
+    if len(_WORDING) > 100_000:
+        _WORDING.clear()
+    names = tuple(dict.fromkeys(name for _lit, name, _spec, _conv in _FORMATTER.parse(w) if name is not None))
+    # no placeholder: the text format_map gives ("{{" is "{")
+    hit = _WORDING[w] = (None if names else w.format_map({}), names[0] if names else "",
+                         names[1] if len(names) > 1 else None, len(names) > 2)
+    return hit
+
+
+def _filled(key: tuple[str, ...], w: str, mapping: dict[str, str]) -> str:
+    if len(_FILLED) > 200_000:
+        _FILLED.clear()
+    text = _FILLED[key] = w.format_map(mapping)
+    return text
+
+
+def fill(w: str, slots: dict[str, str], lvars: dict[str, str] | None = None) -> str:
+    """``w.format_map({**slots, **lvars})`` (``lvars`` wins), kept per wording and values
+    (``StudyCtx.emit`` inlines the one- and two-placeholder cases)."""
+    mapping = {**slots, **lvars} if lvars else slots
+    info = _WORDING.get(w)
+    if info is None:
+        info = _wording(w)
+    if info[0] is not None:
+        return info[0]
+    names = [n for _lit, n, _spec, _conv in _FORMATTER.parse(w) if n is not None]
+    try:
+        key = (w, *[mapping[n] for n in dict.fromkeys(names)])
+    except KeyError:  # a placeholder without a value: format_map's own error
+        return w.format_map(mapping)
+    text = _FILLED.get(key)
+    return text if text is not None else _filled(key, w, mapping)
 
 
 def pick_index(rng: random.Random, tpl: Template) -> int:
@@ -203,7 +250,13 @@ class StudyCtx:
         per_sentence: dict[str, int] = {}
         for obs in sg.observations:
             if obs.certainty != "absent" and obs.source == "report":
-                for sid in {ev.sentence_id for ev in obs.evidence if ev.sentence_id}:
+                evidence = obs.evidence
+                if len(evidence) == 1:  # the common case, without a set per observation
+                    sid = evidence[0].sentence_id
+                    if sid:
+                        per_sentence[sid] = per_sentence.get(sid, 0) + 1
+                    continue
+                for sid in {ev.sentence_id for ev in evidence if ev.sentence_id}:
                     per_sentence[sid] = per_sentence.get(sid, 0) + 1
         self.shared_sentences = frozenset(k for k, n in per_sentence.items() if n > 1)
         self.facts: dict[str, Fact] = {}
@@ -217,7 +270,8 @@ class StudyCtx:
         blocked: set[str] = set()
         stated: set[str] = set()
         # (worked out only for a study holding a label-only candidate: most hold none)
-        if omit and any(label_only(obs, True) for obs in sg.observations):
+        # (``label_only`` is false for any observation but a label's: most are the report's)
+        if omit and any(obs.source == "label" and label_only(obs, True) for obs in sg.observations):
             # a label copy of a report finding (same finding, ancestor or descendant) is no
             # label-only finding even where the scene graph did not merge it (localize does)
             v = gen.vocab
@@ -229,7 +283,8 @@ class StudyCtx:
         unstated = gen.unstated if sg.report is not None else frozenset()
         said_less = gen.unstated_words if sg.report is not None else {}
         for obs in sg.observations:
-            if ((omit and label_only(obs, True) and obs.finding not in stated) or obs.finding in unstated
+            if ((omit and obs.source == "label" and label_only(obs, True) and obs.finding not in stated)
+                    or obs.finding in unstated
                     or (obs.temporal == "old" and obs.finding in gen.unstated_old and sg.report is not None)
                     or (obs.finding in said_less and obs.source == "report" and obs.evidence
                         and all(" ".join(ev.text.lower().split()) in said_less[obs.finding] for ev in obs.evidence))):
@@ -376,7 +431,20 @@ class StudyCtx:
         keyword matching (about a twentieth of a row's instructions went to argument set-up).
         ``compose`` may also be a tuple (tag, regions, boxes): the lead is the whole answer and
         its one part, a main part with that tag, regions and boxes (no closure per row)."""
-        question = tpl.questions[widx].format_map(slots)
+        q = tpl.questions[widx]
+        info = _WORDING.get(q)
+        if info is None:
+            info = _wording(q)
+        question = info[0]
+        if question is None:  # ``fill``, inlined for one or two placeholders (one call per row)
+            b = info[2]
+            if info[3] or info[1] not in slots or (b is not None and b not in slots):
+                question = fill(q, slots)
+            else:
+                fk = (q, slots[info[1]]) if b is None else (q, slots[info[1]], slots[b])
+                question = _FILLED.get(fk)
+                if question is None:
+                    question = _filled(fk, q, slots)
         ws = wordings or tpl.answers[key]
         if tpl.checks:
             cand = Candidate(question, short, choices, ws, parts)
@@ -384,8 +452,27 @@ class StudyCtx:
                 if not check(cand):
                     return False
         n = len(ws)  # ``pick``, inlined (one call per row): same stream, same draw
-        lead = (ws[0] if n == 1 else ws[int(self.rng.random() * n)]).format_map(
-            {**slots, **lvars} if slots else lvars)
+        w = ws[0] if n == 1 else ws[int(self.rng.random() * n)]
+        info = _WORDING.get(w)
+        if info is None:
+            info = _wording(w)
+        lead = info[0]
+        if lead is None:  # ``fill``, inlined as above (``lvars`` wins over ``slots``)
+            a, b = info[1], info[2]
+            if info[3] or b is not None:
+                lead = fill(w, slots, lvars)
+            elif a in lvars:
+                fk = (w, lvars[a])
+                lead = _FILLED.get(fk)
+                if lead is None:
+                    lead = _filled(fk, w, {**slots, **lvars} if slots else lvars)
+            elif a in slots:
+                fk = (w, slots[a])
+                lead = _FILLED.get(fk)
+                if lead is None:
+                    lead = _filled(fk, w, {**slots, **lvars} if slots else lvars)
+            else:
+                lead = fill(w, slots, lvars)
         # identical lists within a study become one shared (read-only) list: the rows of a study
         # repeat the same part lists, findings and provenance many times over, and every list that
         # outlives the call is one more object for the cyclic GC to traverse while rows wait in
@@ -573,6 +660,8 @@ class Generator:
         # (modifier words, sentence texts) -> negated_only; regions -> their phrase: facts.py
         self.negated_cache: dict[tuple[Any, ...], bool] = {}
         self.region_phrases: dict[tuple[str, ...], str] = {}
+        # (wording, name, phrase, a_phrase, be, in_location) -> a fact's statement: facts.py
+        self.fact_texts: dict[tuple[str, ...], str] = {}
 
     def _family(self, fname: str, ops: dict[str, Op], phrases: dict[str, frozenset[str]],
                 config_type: type) -> Family:

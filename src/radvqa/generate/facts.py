@@ -292,30 +292,44 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     # an implied negative rests on the report's silence: say so rather than cite nothing
     f.prov = ["report:not_mentioned"] if implied else ctx.provenance_of(obs)
     key = "statement_" + c if c in ("present", "uncertain", "absent") else "statement_present"
-    # positives state the location in their own details part; negatives name it in the sentence
-    vars_ = {"name": name, "phrase": phrase, "a_phrase": f.a_phrase, "A_phrase": cap(f.a_phrase),
-             "be": f.be, "in_location": f.in_location if f.absent else ""}
     f.qualified = bool(qualifier)
-    if (f.absent or qualifier) and lat in ("left", "right"):
-        # "no left pleural effusion" is all the report says: never "there is no pleural effusion"
-        vars_["name"] = f"{lat} {name}"
-    if qualifier:
-        # a qualified negative ("no large pleural effusion") says exactly that: not "a pleural
-        # effusion may be present", which reads as a positive finding
-        key = "statement_qualified"
-        vars_["qualifier"] = qualifier
-        # the qualifier may carry the head noun: "no typical findings of pulmonary edema are
-        # seen" (audit #13 r6 CXR3949, CXR340)
-        vars_["be"] = gen.lexicon.forms(f"{qualifier} {vars_['name']}", "x")[1]
-        vars_["in_location"] = f.in_location = (" in " + f.location) if narrowing else ""
-        f.tag = f"no {qualifier} {f.tag.removeprefix('possible ').removeprefix('no ')}"
     as_label = (obs.source == "label" and c != "absent" and gen.options.label_only == "state-as-label"
                 and label_only(obs, ctx.sg.report is not None))
-    if as_label:
-        # --label-only state-as-label: the label says what it is, not that the finding is seen
-        key = "statement_label_only"
-        vars_["term"] = gen.common.config.label_terms.get(ctx.sg.source, "label")
-    text = ctx.pick(ph[key]).format_map(vars_)
+    if not qualifier and not as_label:
+        # the common case: the statement is a function of the drawn wording and five words, and
+        # recurs across studies ("No pneumothorax."): filled once per generator (``fact_texts``)
+        w = ctx.pick(ph[key])
+        # "no left pleural effusion" is all the report says: never "there is no pleural effusion"
+        name_s = f"{lat} {name}" if (f.absent and lat in ("left", "right")) else name
+        # positives state the location in their own details part; negatives name it in the sentence
+        tkey = (w, name_s, phrase, f.a_phrase, f.be, f.in_location if f.absent else "")
+        texts = gen.fact_texts
+        text = texts.get(tkey)
+        if text is None:
+            if len(texts) > 100_000:
+                texts.clear()
+            text = texts[tkey] = w.format_map({"name": name_s, "phrase": phrase, "a_phrase": f.a_phrase,
+                                               "A_phrase": cap(f.a_phrase), "be": f.be, "in_location": tkey[5]})
+    else:
+        vars_ = {"name": name, "phrase": phrase, "a_phrase": f.a_phrase, "A_phrase": cap(f.a_phrase),
+                 "be": f.be, "in_location": f.in_location if f.absent else ""}
+        if (f.absent or qualifier) and lat in ("left", "right"):
+            vars_["name"] = f"{lat} {name}"
+        if qualifier:
+            # a qualified negative ("no large pleural effusion") says exactly that: not "a pleural
+            # effusion may be present", which reads as a positive finding
+            key = "statement_qualified"
+            vars_["qualifier"] = qualifier
+            # the qualifier may carry the head noun: "no typical findings of pulmonary edema are
+            # seen" (audit #13 r6 CXR3949, CXR340)
+            vars_["be"] = gen.lexicon.forms(f"{qualifier} {vars_['name']}", "x")[1]
+            vars_["in_location"] = f.in_location = (" in " + f.location) if narrowing else ""
+            f.tag = f"no {qualifier} {f.tag.removeprefix('possible ').removeprefix('no ')}"
+        if as_label:
+            # --label-only state-as-label: the label says what it is, not that the finding is seen
+            key = "statement_label_only"
+            vars_["term"] = gen.common.config.label_terms.get(ctx.sg.source, "label")
+        text = ctx.pick(ph[key]).format_map(vars_)
     regions_l = list(regions)
     f.main = AnswerPart(part_type="main", text=text, level=0, tag=f.tag, findings=[fid],
                         regions=regions_l, laterality=lat, certainty=c, severity=sev,

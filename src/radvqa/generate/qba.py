@@ -376,7 +376,9 @@ class Study:
         self.hidden: dict[str, tuple[set[str], set[str] | None]] = {}
         if ctx.hidden:
             self._hide(ctx)
-        if not self.devs and s.unnamed.devices_unknown(ctx.sg.report):
+        # (one pass over the report's sentences: ``find`` and ``devices_unknown`` of unnamed.py)
+        subs_u, regs_u, operated = s.unnamed.scan(ctx.sg.report)
+        if not self.devs and operated:
             # "Prior cholecystectomy": no device stated, and no "no device" answer either
             self.hidden["devices"] = (set(), None)
         if not self.arts and s.talks_about(self.text()[0], "artifact", self.text()[1]):
@@ -387,7 +389,6 @@ class Study:
             self._block_normal(s)
         # findings the ontology does not name ("irregularity of the right ribs"): their regions and
         # subcategories are never called normal (nor is the study)
-        subs_u, regs_u = s.unnamed.find(ctx.sg.report)
         if regs_u:
             subs, regs = self.hidden.setdefault("abnormal", (set(), set()))
             subs.update(subs_u)

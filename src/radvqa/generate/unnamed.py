@@ -73,6 +73,30 @@ class UnnamedFindings:
                 regions.update(hit[1])
         return subs, regions
 
+    def scan(self, report: Any) -> tuple[set[str], set[str], bool]:
+        """``find`` and ``devices_unknown`` in one pass over the report's sentences:
+        (subcategories, regions, names a past operation)."""
+        subs: set[str] = set()
+        regions: set[str] = set()
+        op = False
+        if report is None or (self.operation is None and (self.word is None or self.region is None)):
+            return subs, regions, op
+        find = self.word is not None and self.region is not None
+        sections = self.sections
+        cache = self._cache
+        for s in report.sentences:
+            if sections and s.section.upper() not in sections:
+                continue
+            hit = cache.get(s.text)
+            if hit is None:
+                hit = self._sentence(s.text)
+            if hit[2]:
+                op = True
+            if find and hit[1]:
+                subs.update(hit[0])
+                regions.update(hit[1])
+        return subs, regions, op and self.operation is not None
+
     def _sentence(self, text: str) -> tuple[frozenset[str], frozenset[str], bool]:
         """(subcategories, regions, names a past operation) of one sentence, cached: report
         sentences repeat across a corpus ("No pneumothorax." in most OpenI reports)."""
