@@ -198,6 +198,15 @@ class Aggregator:
                 continue
             if lat == "bilateral" and len(sides & {"left", "right"}) == 1:
                 other = "left" if "right" in sides else "right"
+                if regions and all(self._side.get(r) in (None, "bilateral") or self._side.get(r) != other for r in regions) \
+                        and any(self._side.get(r) in ("left", "right") for r in regions):
+                    # every sided place is the hedged side ("opacity in the left upper lung ...
+                    # both on PA and lateral views ... scarring": "bilateral" came from "both"),
+                    # so the hedge is the whole statement's, not a cue to keep the other side
+                    o[0] = "uncertain"
+                    o[2] = [(sp, "uncertain" if c == "present" else c, v, own, q) for sp, c, v, own, q in o[2]]
+                    out.append((key, o))
+                    continue
                 if any(k[0] == f and k[1] == other and p[0] == "present" for k, p in items):
                     continue  # the other side is stated on its own
                 keep = tuple(r for r in regions if self._side.get(r) is None or self._side.get(r) == other)
@@ -269,7 +278,18 @@ def _places(regions: tuple[str, ...]) -> frozenset[str]:
     place or the whole chest (a place that any other place can be)."""
     if not regions or "chest" in regions:
         return frozenset()
-    return frozenset(r.removeprefix("left_").removeprefix("right_") for r in regions)
+    out = frozenset(r.removeprefix("left_").removeprefix("right_") for r in regions)
+    if out.isdisjoint(_ZONE):
+        return out
+    return frozenset(_ZONE.get(r, r) for r in out)
+
+
+# a lobe and the zone it fills are one place for a hedge ("streaky opacities in the right upper
+# lobe, XXXX scarring ... opacities in the bilateral upper lobes could represent scarring",
+# CXR4, seed 70: the upper lung zones' hedge is the right upper lobe's)
+_ZONE = {"upper_lobe": "upper_lung_zone", "upper_lung_zones": "upper_lung_zone",
+         "lower_lobe": "lower_lung_zone", "lower_lung_zones": "lower_lung_zone", "lung_bases": "lower_lung_zone",
+         "middle_lobe": "mid_lung_zone", "mid_lung_zones": "mid_lung_zone"}
 
 
 def _dropped(v: AttrValues, regions: tuple[str, ...], into: list[str] | None) -> list[str]:

@@ -92,7 +92,8 @@ class AttributeMatcher:
                     add(w, kind, value)
         for kind, groups in (extra or {}).items():
             if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
-                        "outside_cavity", "range_joint", "finding_severity", "change_degree", "not_postoperative"):
+                        "outside_cavity", "range_joint", "finding_severity", "change_degree", "not_postoperative",
+                        "space_range_levels"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -116,6 +117,7 @@ class AttributeMatcher:
         # range, kept as said ("moderate to large"), not the lower level of the ontology's table
         joint = (extra or {}).get("range_joint")
         self.range_joint = re.compile(joint) if joint else None
+        self.space_levels = {v: i for i, v in enumerate((extra or {}).get("space_range_levels") or ())}
         # change values a severity word right before grades ("slightly improved"): the change's
         # degree, not the finding's severity
         self.change_degree = frozenset((extra or {}).get("change_degree") or ())
@@ -131,7 +133,9 @@ class AttributeMatcher:
             if vals:
                 for kind, value in vals:
                     if kind == "severity" and out and out[-1].kind == "severity" and self.range_joint is not None \
-                            and out[-1].value != value and self.range_joint.fullmatch(lower, out[-1].end, a):
+                            and out[-1].value != value and (self.range_joint.fullmatch(lower, out[-1].end, a) or (
+                                lower[out[-1].end:a].isspace() and -1 < self.space_levels.get(out[-1].value, -1)
+                                < self.space_levels.get(value, -1))):
                         prev = out[-1]
                         out[-1] = Attr("severity", f"{prev.value} to {value}", prev.start, b)
                         continue

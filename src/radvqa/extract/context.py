@@ -153,6 +153,10 @@ class ContextRules:
             if dist > self.max_pre:
                 break
             roles = c.roles & PRE_MASK
+            if roles & DOM_PRE and pre & NEG_PRE and "," in lower[c.end:pre_cue[NEG_PRE].start]:
+                # a list item with a negation of its own: "no definite focal consolidation, no
+                # pleural effusion XXXX demonstrated" (CXR273, seed 69): the effusion is absent
+                roles &= ~DOM_PRE
             if dist > self.max_hypo or pre:
                 # "history of X" reaches only the next few words, and not past a closer cue
                 # ("history of CHF, now dyspnea, ?pna": the "?" decides for pna)

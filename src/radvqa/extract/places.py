@@ -54,6 +54,26 @@ class FindingPlaces:
                 errors.append(f"findings: unknown finding {fid!r}")
                 continue
             allowed[fid] = union(f"findings.{fid}", fams)
+        # a category whose findings lie anywhere but a few places ("shunt tubing courses along the
+        # anterior left hemithorax" is no device in the lung): every region but those
+        for cat, ids in (data.get("categories_except") or {}).items():
+            if cat not in {f.category for f in ontology.findings.values()}:
+                errors.append(f"categories_except: unknown category {cat!r}")
+                continue
+            out_ids: set[str] = set()
+            for rid in ids or []:
+                exact = rid.startswith("=")
+                rid = rid.lstrip("=")
+                if rid not in regions:
+                    errors.append(f"categories_except.{cat}: unknown region {rid!r}")
+                    continue
+                out_ids.add(rid)
+                if not exact:
+                    out_ids.update(ontology.region_descendants(rid))
+            rest = frozenset(r for r in regions if r not in out_ids)
+            for fid, f in ontology.findings.items():
+                if f.category == cat and fid not in allowed:
+                    allowed[fid] = rest
         if errors:
             raise ValueError("finding_places.yaml: " + "; ".join(errors))
         # finding -> the regions it can lie in; a finding not in the table may lie anywhere

@@ -27,6 +27,8 @@ from radvqa.extract import EXTRACTORS
 VERSION = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, side propagation (#12)
 # sentence ids, made once ("S01", "S02", ...; a longer report formats its own)
 _SIDS = tuple(f"S{n:02d}" for n in range(1, 100))
+# the side a place of this side rules out (a side with a place of the other side is never said)
+_OTHER_SIDE = {"left": "right", "right": "left"}
 
 # A sentence longer than this is not report prose (a run without punctuation, a pasted table):
 # the report is rejected with this reason rather than analysed (#20; OpenI's longest sentence
@@ -118,6 +120,10 @@ class RulesExtractor:
         self.open_hint = tuple(sorted({c.rstrip('.') for c in oc}))
         # whether a sentence holds one of them: one C search instead of a generator per sentence
         self.open_hint_re = re.compile("|".join(re.escape(h) for h in self.open_hint) or "(?!x)x")
+        sc = [str(c) for c in alt.get("sign_connectors") or []]
+        self.sign_gap = re.compile(
+            rf"\s*(?:,\s*)?(?:{'|'.join(re.escape(c) for c in sorted(sc, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,4}}") \
+            if sc else None
         # "X over Y": X favoured, Y the less likely alternative (uncertain)
         fo = [str(c) for c in alt.get("favoured_over") or []]
         self.favoured_over = re.compile(
@@ -158,6 +164,11 @@ class RulesExtractor:
             # clause with no cue took seconds to fail (CXR1016: 6 s for one report)
             self.explained_away = re.compile(
                 rf"[^\s;]*(?:\s+[^\s;]+){{0,10}}?\s+[^\w\s;]*(?:{cues})\b(?:\s+[^\s;]+){{0,{int(ea.get('max_words', 8))}}}?\s+(?:{expl})\b")
+        # "Nodular right lower lobe opacity, XXXX nipple XXXX" (CXR412, seed 70): a comma and a
+        # blanked word (four spaces) right before the explanation stand for the cue the
+        # de-identification took
+        self.explained_masked = re.compile(
+            rf",\s{{5,8}}(?:{expl})\b") if ea.get("masked_cue") and self.explained_away is not None else None
         ns = ea.get("next_sentence") or {}
         self.explained_next = None
         self.explained_next_findings: frozenset[str] = frozenset()
@@ -473,6 +484,12 @@ class RulesExtractor:
                 # it as dropped: aggregate.py)
                 regions = regions0 if ok is None or not regions0 else tuple(r for r in regions0 if r in ok)
                 lat = lat0
+                if lat0 in _OTHER_SIDE and regions:
+                    # a side and a place of the other side are never said together: "left upper
+                    # and right upper lobe bullous disease" read "a left bulla in the right upper
+                    # lobe" (CXR1916, seed 69); the side the words say stays, the place goes
+                    other = _OTHER_SIDE[lat0]
+                    regions = tuple(r for r in regions if self.region_side.get(r) != other)
                 if lat is None and regions0:
                     # the side of a dropped place is still said ("hydropneumothorax within the
                     # left chest": left, though not in the chest wall)
@@ -628,7 +645,8 @@ class RulesExtractor:
             certs.append(cert)
             quals.append(q)
             prev_end = m.end
-        if self.alt_gap is not None and len(mentions) > 1 and "present" in certs and self.alt_hint.search(seg):
+        if self.alt_gap is not None and len(mentions) > 1 and ("present" in certs or "uncertain" in certs) \
+                and self.alt_hint.search(seg):
             self._alternatives(seg, mentions, certs, quals, vals)
         if self.open_alt is not None and self.alt_gap is not None and "present" in certs and \
                 self.open_hint_re.search(seg) is not None:
@@ -745,6 +763,8 @@ class RulesExtractor:
             if not ok:
                 continue  # not every finding of the mention is a sign
             hit = self.explained_away.match(seg, m.end)  # type: ignore[union-attr]
+            if hit is None and self.explained_masked is not None and seg.startswith(", ", m.end):
+                hit = self.explained_masked.match(seg, m.end)
             if hit is not None and any(n.start >= hit.end() and _OR_NEXT.fullmatch(seg, hit.end(), n.start)
                                        for n in mentions[i + 1:]):
                 # the explanation is one alternative of a finding ("density ... which could
@@ -764,6 +784,7 @@ class RulesExtractor:
         n = len(mentions)
         g0 = 0
         alt = False
+        direct: set[int] = set()  # members a connector joins to the next or previous one
         for i in range(1, n + 1):
             if i < n:
                 a, b = mentions[i - 1].end, mentions[i].start
@@ -772,6 +793,9 @@ class RulesExtractor:
                     if not (self.alt_same and any(frozenset((f, g)) in self.alt_same
                                                   for f in mentions[i - 1].findings for g in mentions[i].findings)):
                         alt = True
+                        if self.sign_gap is not None and self.sign_gap.fullmatch(seg, a, b):
+                            direct.add(i - 1)
+                            direct.add(i)
                     continue
                 if self.list_gap.fullmatch(seg, a, b):
                     continue
@@ -781,6 +805,16 @@ class RulesExtractor:
                            for k in range(g0, i))
                 for k in range(g0, i):
                     m = mentions[k]
+                    if m.certainty is None and k in direct and certs[k] in ("present", "uncertain"):
+                        # an alternative is offered, not stated, and so is the age its words give
+                        # it ("chronic interstitial changes or edema", "edema versus chronic
+                        # interstitial changes": "It is described as chronic", CXR1898, seed 70),
+                        # a sign that is itself one of the alternatives included
+                        if vals is not None and vals[k] is not None and vals[k].temporal is not None:
+                            vals[k] = replace(vals[k], temporal=None)
+                        if all(f in self.alt_signs for f in m.findings):
+                            certs[k] = "uncertain"
+                            continue
                     if m.certainty is not None or all(f in self.alt_signs for f in m.findings):
                         continue
                     if past and certs[k] in ("present", "uncertain"):
