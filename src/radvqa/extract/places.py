@@ -19,19 +19,22 @@ class FindingPlaces:
         data = load_data("finding_places") if data is None else data
         regions = ontology.regions
         errors: list[str] = []
-        families: dict[str, frozenset[str]] = {}
-        for fam, ids in (data.get("places") or {}).items():
+
+        def expand(where: str, ids: Any) -> set[str]:
+            """Region ids with their descendants ("=id": that region alone); unknown ids are errors."""
             members: set[str] = set()
             for rid in ids or []:
                 exact = rid.startswith("=")
                 rid = rid.lstrip("=")
                 if rid not in regions:
-                    errors.append(f"places.{fam}: unknown region {rid!r}")
+                    errors.append(f"{where}: unknown region {rid!r}")
                     continue
                 members.add(rid)
                 if not exact:
                     members.update(ontology.region_descendants(rid))
-            families[fam] = frozenset(members)
+            return members
+
+        families = {fam: frozenset(expand(f"places.{fam}", ids)) for fam, ids in (data.get("places") or {}).items()}
 
         def union(where: str, fams: Any) -> frozenset[str]:
             out: set[str] = set()
@@ -60,16 +63,7 @@ class FindingPlaces:
             if cat not in {f.category for f in ontology.findings.values()}:
                 errors.append(f"categories_except: unknown category {cat!r}")
                 continue
-            out_ids: set[str] = set()
-            for rid in ids or []:
-                exact = rid.startswith("=")
-                rid = rid.lstrip("=")
-                if rid not in regions:
-                    errors.append(f"categories_except.{cat}: unknown region {rid!r}")
-                    continue
-                out_ids.add(rid)
-                if not exact:
-                    out_ids.update(ontology.region_descendants(rid))
+            out_ids = expand(f"categories_except.{cat}", ids)
             rest = frozenset(r for r in regions if r not in out_ids)
             for fid, f in ontology.findings.items():
                 if f.category == cat and fid not in allowed:
