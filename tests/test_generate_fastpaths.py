@@ -159,22 +159,28 @@ def test_kept_wordings_give_the_plain_rows(monkeypatch):
     assert first == plain and again == plain
 
 
-def test_unnamed_scan_equals_find_and_devices_unknown():
+def test_unnamed_scan_reads_every_observed_sentence_once():
+    # the one pass finds the unnamed findings and the past operation wherever they stand among
+    # the observed sentences, and reads nothing of a section it does not observe (INDICATION)
     from radvqa.generate.unnamed import UnnamedFindings
     from radvqa.model import Report, Sentence
     from radvqa.ontology import load_ontology
 
     un = UnnamedFindings(Generator(load_ontology()).vocab)
     texts = ["Irregularity of the right fifth and sixth ribs.", "No rib irregularity.",
-             "Prior cholecystectomy.", "Stable postsurgical change of the left clavicle.", "Lungs are clear.",
-             "Status post cholecystectomy with deformity of the left clavicle."]
-    for k in range(len(texts) + 1):
+             "Prior cholecystectomy.", "Lungs are clear.", "Stable postsurgical change of the left clavicle."]
+    ribs, _, _ = un.scan(Report(text=texts[0], sentences=[Sentence(id="S1", section="FINDINGS", start=0,
+                                                                   end=len(texts[0]), text=texts[0])]))
+    clavicle = {"clavicle", "clavicles", "left_clavicle"}
+    for k in range(len(texts)):
+        order = texts[k:] + texts[:k]
         for section in ("FINDINGS", "IMPRESSION", "INDICATION"):
-            sents = [Sentence(id=f"S{i}", section=section, start=0, end=len(t), text=t)
-                     for i, t in enumerate(texts[k:] + texts[:k][:2])]
-            rep = Report(text=" ".join(s.text for s in sents), sentences=sents)
-            subs, regs, op = un.scan(rep)
-            assert (subs, regs) == un.find(rep) and op == un.devices_unknown(rep)
+            sents = [Sentence(id=f"S{i}", section=section, start=0, end=len(t), text=t) for i, t in enumerate(order)]
+            subs, regs, op = un.scan(Report(text=" ".join(order), sentences=sents))
+            if section == "INDICATION":
+                assert (subs, regs, op) == (set(), set(), False)
+            else:
+                assert "ribs" in regs and regs & clavicle and subs == ribs | {"BONE"} and op is True
     assert un.scan(None) == (set(), set(), False)
 
 

@@ -179,9 +179,12 @@ def test_unnamed_findings_reader(onto):
     u = UnnamedFindings(Vocab(onto))
     sg = _sg(["Irregularity of the right fifth and sixth ribs stable since XXXX, postsurgical.",
               "No rib irregularity on the left.", "XXXX-year-old with chest pain."], [])
-    subs, regions = u.find(sg.report)
-    assert regions == {"ribs"} and subs == {"BONE"}
-    assert u.find(_sg(["No osseous irregularity.", "The lungs are clear."], []).report) == (set(), set())
+    subs, regions, operated = u.scan(sg.report)
+    assert regions == {"ribs"} and subs == {"BONE"} and not operated
+    assert u.scan(_sg(["No osseous irregularity.", "The lungs are clear."], []).report) == (set(), set(), False)
+    # a past operation named without a device: the study may hold clips, so no "no device" answer
+    assert u.scan(_sg(["Prior cholecystectomy.", "The lungs are clear."], []).report) == (set(), set(), True)
+    assert u.scan(_sg(["No prior cholecystectomy."], []).report)[2] is False
 
 
 def test_region_with_an_unnamed_finding_is_never_called_normal(onto):

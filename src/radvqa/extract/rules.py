@@ -8,7 +8,6 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import msgspec
 from msgspec.structs import replace  # AttrValues and FrozenAttrs are msgspec Structs
 
 from radvqa.extract._data import load_data

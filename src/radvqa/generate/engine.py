@@ -97,19 +97,20 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 # values study after study ("Is there any {finding}?" with "pleural effusion"): each result is
 # kept, keyed by the wording and the values of its placeholders. A wording's placeholders are
 # plain names (templates.py checks), so its text is a function of those values alone (all str).
-# wording -> (its text if it has no placeholder, first name, second name, more than two names)
-_WORDING: dict[str, tuple[str | None, str, str | None, bool]] = {}
+# wording -> (its text if it has no placeholder, first name, second name, more than two names,
+# all its names in order)
+_WORDING: dict[str, tuple[str | None, str, str | None, bool, tuple[str, ...]]] = {}
 _FILLED: dict[tuple[str, ...], str] = {}
 _FORMATTER = string.Formatter()
 
 
-def _wording(w: str) -> tuple[str | None, str, str | None, bool]:
+def _wording(w: str) -> tuple[str | None, str, str | None, bool, tuple[str, ...]]:
     if len(_WORDING) > 100_000:
         _WORDING.clear()
     names = tuple(dict.fromkeys(name for _lit, name, _spec, _conv in _FORMATTER.parse(w) if name is not None))
     # no placeholder: the text format_map gives ("{{" is "{")
     hit = _WORDING[w] = (None if names else w.format_map({}), names[0] if names else "",
-                         names[1] if len(names) > 1 else None, len(names) > 2)
+                         names[1] if len(names) > 1 else None, len(names) > 2, names)
     return hit
 
 
@@ -129,9 +130,8 @@ def fill(w: str, slots: dict[str, str], lvars: dict[str, str] | None = None) -> 
         info = _wording(w)
     if info[0] is not None:
         return info[0]
-    names = [n for _lit, n, _spec, _conv in _FORMATTER.parse(w) if n is not None]
     try:
-        key = (w, *[mapping[n] for n in dict.fromkeys(names)])
+        key = (w, *[mapping[n] for n in info[4]])
     except KeyError:  # a placeholder without a value: format_map's own error
         return w.format_map(mapping)
     text = _FILLED.get(key)
@@ -458,21 +458,15 @@ class StudyCtx:
             info = _wording(w)
         lead = info[0]
         if lead is None:  # ``fill``, inlined as above (``lvars`` wins over ``slots``)
-            a, b = info[1], info[2]
-            if info[3] or b is not None:
+            a = info[1]
+            src = None if info[2] is not None else lvars if a in lvars else slots if a in slots else None
+            if src is None:  # two or more placeholders, or a missing value: the general path
                 lead = fill(w, slots, lvars)
-            elif a in lvars:
-                fk = (w, lvars[a])
-                lead = _FILLED.get(fk)
-                if lead is None:
-                    lead = _filled(fk, w, {**slots, **lvars} if slots else lvars)
-            elif a in slots:
-                fk = (w, slots[a])
-                lead = _FILLED.get(fk)
-                if lead is None:
-                    lead = _filled(fk, w, {**slots, **lvars} if slots else lvars)
             else:
-                lead = fill(w, slots, lvars)
+                fk = (w, src[a])
+                lead = _FILLED.get(fk)
+                if lead is None:
+                    lead = _filled(fk, w, {**slots, **lvars} if slots else lvars)
         # identical lists within a study become one shared (read-only) list: the rows of a study
         # repeat the same part lists, findings and provenance many times over, and every list that
         # outlives the call is one more object for the cyclic GC to traverse while rows wait in

@@ -376,7 +376,7 @@ class Study:
         self.hidden: dict[str, tuple[set[str], set[str] | None]] = {}
         if ctx.hidden:
             self._hide(ctx)
-        # (one pass over the report's sentences: ``find`` and ``devices_unknown`` of unnamed.py)
+        # (one pass over the report's sentences: unnamed findings and past operations)
         subs_u, regs_u, operated = s.unnamed.scan(ctx.sg.report)
         if not self.devs and operated:
             # "Prior cholecystectomy": no device stated, and no "no device" answer either

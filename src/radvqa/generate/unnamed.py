@@ -1,6 +1,6 @@
 """Findings the ontology does not name ("irregularity of the right fifth and sixth ribs", "stable
 postsurgical change of the left clavicle"): the extractor states nothing from them, yet the region
-they lie in is not normal. ``UnnamedFindings.find`` reads a report's observed sentences once per
+they lie in is not normal. ``UnnamedFindings.scan`` reads a report's observed sentences once per
 study and returns the regions (with the subcategories those regions make up) that no "normal" /
 "no abnormality" answer may speak for. Words and the region -> subcategory table are data
 (``data/unnamed_findings.yaml``); region words are the ontology's region names and synonyms."""
@@ -21,7 +21,7 @@ def _alt(words: list[str]) -> str:
 
 
 class UnnamedFindings:
-    """Built once per generator from the vocabulary; ``find`` is a pure function of the report."""
+    """Built once per generator from the vocabulary; ``scan`` is a pure function of the report."""
 
     def __init__(self, vocab: Any, path: Path = _DATA) -> None:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -44,38 +44,15 @@ class UnnamedFindings:
         self.ranc = vocab.rancestors
         self._cache: dict[str, tuple[frozenset[str], frozenset[str], bool]] = {}
 
-    def devices_unknown(self, report: Any) -> bool:
-        """The report names a past operation ("Prior cholecystectomy") without stating a device:
-        clips or sutures may be on the film, so no answer may say the study has no device."""
-        if report is None or self.operation is None:
-            return False
-        for s in report.sentences:
-            if self.sections and s.section.upper() not in self.sections:
-                continue
-            if self._sentence(s.text)[2]:
-                return True
-        return False
-
-    def find(self, report: Any) -> tuple[set[str], set[str]]:
-        """(subcategories, regions) holding a finding the report states but the ontology does not
-        name. A sentence counts when it has one of ``words`` with no negation before it in the
-        sentence ("no rib irregularity") and names a region."""
-        subs: set[str] = set()
-        regions: set[str] = set()
-        if report is None or self.word is None or self.region is None:
-            return subs, regions
-        for s in report.sentences:
-            if self.sections and s.section.upper() not in self.sections:
-                continue
-            hit = self._sentence(s.text)
-            if hit[1]:
-                subs.update(hit[0])
-                regions.update(hit[1])
-        return subs, regions
-
     def scan(self, report: Any) -> tuple[set[str], set[str], bool]:
-        """``find`` and ``devices_unknown`` in one pass over the report's sentences:
-        (subcategories, regions, names a past operation)."""
+        """One pass over the report's observed sentences: (subcategories, regions, names a past
+        operation).
+
+        The regions (with the subcategories they make up) hold a finding the report states but the
+        ontology does not name: a sentence counts when it has one of ``words`` with no negation
+        before it ("no rib irregularity") and names a region; no "normal" answer may speak for
+        them. A past operation ("Prior cholecystectomy") named without a device means clips or
+        sutures may be on the film: no answer may say the study has no device."""
         subs: set[str] = set()
         regions: set[str] = set()
         op = False
