@@ -28,10 +28,6 @@ VERSION = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, si
 _SIDS = tuple(f"S{n:02d}" for n in range(1, 100))
 # the side a place of this side rules out (a side with a place of the other side is never said)
 _OTHER_SIDE = {"left": "right", "right": "left"}
-# what a report does with a sentence of a section plan (RulesExtractor._plan): nothing but list
-# it (a skipped section, a body-part heading, another body part), forget the previous sentence's
-# location (no mention), analyse its mentions, or read an indication's
-_SKIP, _NONE, _ITEMS, _IND = "skip", "none", "items", "indication"
 
 # A sentence longer than this is not report prose (a run without punctuation, a pasted table):
 # the report is rejected with this reason rather than analysed (#20; OpenI's longest sentence
@@ -306,8 +302,8 @@ class RulesExtractor:
             # for a capital sigma, whose lower case depends on its neighbours
             key = (role, text[start:end], text[end:end + 3], start == 0) if not sigma \
                 else (role, text[start:end], text[end:end + 3], start == 0, lower[start:end])
-            plan = sec_cache.get(key)
-            if plan is None:
+            hit = sec_cache.get(key)
+            if hit is None:
                 spans = sentence_spans(text, start, end)
                 for a, b in spans:
                     if b - a > limit:
@@ -315,7 +311,7 @@ class RulesExtractor:
                                           error=f"sentence too long ({b - a:,} characters > {limit:,} at "
                                                 f"offset {a:,}): not report prose (no sentence punctuation?)")
                 if role == "skip":
-                    plan = tuple((a - start, b - start, text[a:b], _SKIP, False, ()) for a, b in spans)
+                    hit = tuple((a - start, b - start, None) for a, b in spans)
                 else:
                     # the sentence cache read here (most sentences are in it), _sentence on a miss
                     cache = self._cache_ind if indication else self._cache
@@ -323,99 +319,74 @@ class RulesExtractor:
                     for a, b in spans:
                         seg = lower[a:b]
                         entry = cache.get(seg)
-                        entries.append((a, b, entry if entry is not None else self._sentence(seg, indication)))
-                    plan = self._plan(text, lower, start, entries, indication)
+                        entries.append((a - start, b - start, entry if entry is not None else self._sentence(seg, indication)))
+                    hit = tuple(entries)
                 if self.cache_size > 0:
                     if len(sec_cache) >= self.cache_size:
                         sec_cache.clear()  # bounded memory; results do not depend on the cache
-                    sec_cache[key] = plan
+                    sec_cache[key] = hit
+            # False after a heading of another body part ("Left knee."); a section starts as chest
+            chest_part = True
             name = sec.name
             in_conclusion = name in concluding
             n = len(sentences)
-            for a, b, stext, mode, anaphoric, items in plan:
+            for j, (a, b, entry) in enumerate(hit):
                 a += start
+                b += start
                 sid = _SIDS[n] if n < 99 else f"S{n + 1:02d}"
                 n += 1
-                sentences.append(Sentence(id=sid, section=name, start=a, end=start + b, text=stext))
-                if mode is _ITEMS:
-                    # "opacity in the left upper lobe. This may represent scarring": a diagnosis
-                    # offered for the previous sentence's finding is located where that finding is
-                    loc = prev_loc if anaphoric else None
-                    prev_loc = None
-                    for i0, i1, stxt, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys in items:
-                        span = Span(start=a + i0, end=a + i1, text=stxt, sentence_id=sid)
-                        if wants_loc and loc is not None:
-                            v = replace(v, laterality=loc[0], regions=loc[1]) if v is not None \
-                                else FrozenAttrs(laterality=loc[0], regions=loc[1])
-                            keys = self._keys(findings, v)
-                            own_loc = loc
-                        if own_loc is not None:
-                            prev_loc = own_loc
-                        add(keys, cert, span, v, implicit, qualifier)
-                        if in_conclusion:
-                            agg.concluding.add(sid)
-                        if cert == "uncertain" and qualifier is None and not self._hedges(lower, a, a + i0, findings, stxt):
-                            agg.no_hedge.add((sid, a + i0))
-                elif mode is _NONE:
-                    prev_loc = None
-                elif mode is _IND:
+                stext = text[a:b]
+                sentences.append(Sentence(id=sid, section=name, start=a, end=b, text=stext))
+                if entry is None:
+                    continue  # a skipped section
+                if indication:
                     ind_texts.append(stext)
+                part, items, anaphoric, hedges_next = entry
+                if part is not None:
+                    chest_part = part[0] == "chest"
+                    if part[1]:  # the whole sentence is the heading
+                        continue
+                if not chest_part:
+                    continue
+                if not items:
                     prev_loc = None
-                    for i0, i1, stxt, findings in items:
+                    continue
+                # "opacity in the left upper lobe. This may represent scarring": a diagnosis offered
+                # for the previous sentence's finding is located where that finding is
+                loc = prev_loc if anaphoric else None
+                prev_loc = None
+                # "opacity in the right midlung. This may be artifact.": the next sentence explains
+                # the sign away; a plain statement of it is uncertain (CXR163)
+                hedge_next = hedges_next and j + 1 < len(hit) and \
+                    self.explained_next.match(lower, start + hit[j + 1][0], start + hit[j + 1][1]) is not None  # type: ignore[union-attr]
+                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys in items:
+                    if hedge_next and cert == "present" and not implicit and all(
+                            f in self.explained_next_findings for f in findings):
+                        cert = "uncertain"
+                    span = Span(start=a + i0, end=a + i1, text=text[a + i0:a + i1], sentence_id=sid)
+                    if indication:
                         for f in findings:
                             if f not in ind_findings:
                                 ind_findings.append(f)
-                        ind_spans.append(Span(start=a + i0, end=a + i1, text=stxt, sentence_id=sid))
+                        ind_spans.append(span)
+                        continue
+                    if wants_loc and loc is not None:
+                        v = replace(v, laterality=loc[0], regions=loc[1]) if v is not None \
+                            else FrozenAttrs(laterality=loc[0], regions=loc[1])
+                        keys = self._keys(findings, v)
+                        own_loc = loc
+                    if own_loc is not None:
+                        prev_loc = own_loc
+                    add(keys, cert, span, v, implicit, qualifier)
+                    if in_conclusion:
+                        agg.concluding.add(sid)
+                    if cert == "uncertain" and qualifier is None and not self._hedges(lower, a, a + i0, findings, span.text):
+                        agg.no_hedge.add((sid, span.start))
         ind = None
         if ind_texts:
             ind = Indication(text=" ".join(ind_texts), evaluate=ind_findings, evidence=ind_spans)
         return Extraction(report=Report(text=text, sections=sections, sentences=sentences),
                           observations=agg.observations(), indication=ind, extractor=self.version)
-
-    def _plan(self, text: str, lower: str, start: int, entries: list, indication: bool) -> tuple:
-        """What a report does with one section's sentences, worked out once per distinct section
-        (kept in the section cache): per sentence (start, end relative to the section, its text,
-        mode, anaphoric?, items). Everything here is a pure function of the section's key: the
-        sentence and span texts, the body-part headings (a section starts as chest), and the
-        next-sentence hedge (the next sentence is in the same section). What crosses sections
-        (the previous sentence's location, sentence ids, the concluding section, hedges stated
-        elsewhere) stays in ``_extract``. Items of an observed sentence: (start, end, text,
-        findings, certainty, implicit, attributes, qualifier, own location, wants the previous
-        sentence's location, keys); of an indication sentence: (start, end, text, findings)."""
-        out = []
-        chest_part = True  # False after a heading of another body part ("Left knee.")
-        nf = self.explained_next_findings
-        for j, (a, b, entry) in enumerate(entries):
-            stext = text[a:b]
-            part, items, anaphoric, hedges_next = entry
-            a0, b0 = a - start, b - start
-            if indication:  # (no body-part headings in an indication)
-                out.append((a0, b0, stext, _IND, False, tuple(
-                    (it[0], it[1], text[a + it[0]:a + it[1]], it[2]) for it in items)))
-                continue
-            if part is not None:
-                chest_part = part[0] == "chest"
-                if part[1]:  # the whole sentence is the heading
-                    out.append((a0, b0, stext, _SKIP, False, ()))
-                    continue
-            if not chest_part:
-                out.append((a0, b0, stext, _SKIP, False, ()))
-                continue
-            if not items:
-                out.append((a0, b0, stext, _NONE, False, ()))
-                continue
-            # "opacity in the right midlung. This may be artifact.": the next sentence explains
-            # the sign away; a plain statement of it is uncertain (CXR163)
-            hedge_next = hedges_next and j + 1 < len(entries) and \
-                self.explained_next.match(lower, entries[j + 1][0], entries[j + 1][1]) is not None  # type: ignore[union-attr]
-            prepared = []
-            for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys in items:
-                if hedge_next and cert == "present" and not implicit and nf.issuperset(findings):
-                    cert = "uncertain"
-                prepared.append((i0, i1, text[a + i0:a + i1], findings, cert, implicit, v, qualifier, own_loc,
-                                 wants_loc, keys))
-            out.append((a0, b0, stext, _ITEMS, anaphoric, tuple(prepared)))
-        return tuple(out)
 
     def _sentence(self, seg: str, indication: bool) -> tuple:
         """(body-part heading, items, anaphoric?, may the next sentence explain a sign away?) of one
