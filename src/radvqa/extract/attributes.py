@@ -203,12 +203,12 @@ MAX_GAP = 80  # characters between an attribute and the mention it can describe
 MAX_GROUP = 8  # a longer chain of coordinated mentions is a list, not one finding phrase (and bounds the work)
 
 
-def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
+def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
            share: list[bool] | None = None, signs: list[bool] | None = None,
            fits: Callable[[int, str], bool] | None = None,
            region_side: dict[str, str | None] | None = None) -> list[AttrValues | None]:
     """Give each attribute to the nearest mention of the sentence; returns one AttrValues per
-    mention (same order as ``mention_spans``, which are in text order and do not overlap), None
+    mention (``starts``, ``ends``: the mentions' offsets, in text order, not overlapping), None
     for a mention that gets none.
 
     Only mentions within ``MAX_GAP`` characters are candidates (found by bisection), so the work
@@ -222,14 +222,12 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
       sign ("opacity in the left base compatible with / , scarring or atelectasis"; ``signs[i]``
       marks the signs) is located where the sign is;
     - a severity / change / temporal word right after a negation only describes what follows it."""
-    n = len(mention_spans)
+    n = len(starts)
     # None for a mention that gets no attribute (most of them: the same as an empty AttrValues
     # to every reader, without making one)
     vals: list[AttrValues | None] = [None] * n
     if not n:
         return vals  # type: ignore[return-value]
-    starts = [a for a, _ in mention_spans]
-    ends = [b for _, b in mention_spans]
     lat_at: list[tuple[int, int, int] | None] = [None] * n  # (distance, start, end) of the side kept
     # each mention's location words; () until it gets one (most mentions get none)
     own_loc: list = [()] * n

@@ -143,9 +143,8 @@ class ContextRules:
             if c.start >= m_start:  # inside the mention ("heart is not enlarged")
                 if c.end <= m_end and c.roles & PRE_MASK:
                     pre |= c.roles & PRE_MASK
-                    for f in _FLAGS:
-                        if c.roles & f:
-                            pre_cue.setdefault(f, c)
+                    for f in _BITS[c.roles & PRE_MASK]:
+                        pre_cue.setdefault(f, c)
                 continue
             if c.roles & TERM:
                 break
@@ -163,9 +162,8 @@ class ContextRules:
                 roles &= ~(HYPO | HIST)
             if roles:
                 pre |= roles
-                for f in _FLAGS:
-                    if roles & f:
-                        pre_cue.setdefault(f, c)
+                for f in _BITS[roles]:
+                    pre_cue.setdefault(f, c)
         high_post = m_end + self.max_chars_post
         skip_to = -1  # end of a closed parenthetical the scan steps over
         aside = 0  # words inside it: they are not between the mention and its cue
@@ -188,9 +186,8 @@ class ContextRules:
                 break
             if c.roles & POST_MASK:
                 post |= c.roles & POST_MASK
-                for f in _FLAGS:
-                    if c.roles & f:
-                        post_cue.setdefault(f, c)
+                for f in _BITS[c.roles & POST_MASK]:
+                    post_cue.setdefault(f, c)
         if pre & (HYPO | HIST) and not pre & (NEG_PRE | DOM_PRE):
             return None, pre_cue.get(HYPO) or pre_cue.get(HIST)
         # "tuberculosis should be excluded": asked about, not seen (without this the mention
@@ -213,3 +210,5 @@ class ContextRules:
 
 
 _FLAGS = (DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST, HYPO_POST)
+# roles -> the flags of _FLAGS it holds, in that order (one index instead of nine tests per cue)
+_BITS = tuple(tuple(f for f in _FLAGS if r & f) for r in range(1 << 11))

@@ -582,6 +582,8 @@ class RulesExtractor:
             props = self._props
             share: list[bool] = []
             signs: list[bool] = []
+            mstarts: list[int] = []
+            mends: list[int] = []
             for m in mentions:
                 p = props.get(m.findings)
                 if p is None:  # (can take a side, is a sign the alternatives explain)
@@ -589,7 +591,9 @@ class RulesExtractor:
                                              all(f in self.alt_signs for f in m.findings))
                 share.append(p[0])
                 signs.append(p[1])
-            vals = attach(attrs, [(m.start, m.end) for m in mentions], seg, share, signs,
+                mstarts.append(m.start)
+                mends.append(m.end)
+            vals = attach(attrs, mstarts, mends, seg, share, signs,
                           lambda k, r: self._fits(mentions[k].findings, r), self.region_side)
         certs: list[str | None] = []
         quals: list[str | None] = []
