@@ -84,6 +84,9 @@ class ContextRules:
                 # the start guard of trie_regex's third part holds at any phrase that starts with
                 # punctuation; the end guard stays
                 self._marks.append(re.compile(rf"(?:{trie_regex(other, word_bounded=False).pattern})(?:(?<=\w)(?!\w)|(?<=\W))"))
+        # whether a sentence holds any of them (57 of 8,603 distinct OpenI sentences do): one
+        # search instead of a scan per trie
+        self._marks_any = re.compile("|".join(f"(?:{rx.pattern})" for rx in self._marks) or "(?!x)x")
         self.max_pre = int(data.get("max_words_pre", 14))
         self.max_post = int(data.get("max_words_post", 8))
         self.max_hypo = int(data.get("max_words_hypothetical", 6))
@@ -98,7 +101,7 @@ class ContextRules:
         spans = None
         if self._edged_fast is not None and not start and end == len(lower) and lower.isascii():
             spans = word_spans(self._edged, self._edged_fast, lower, 0, end)  # type: ignore[arg-type]
-            for rx in self._marks:
+            for rx in self._marks if self._marks_any.search(lower) is not None else ():
                 marks = [m.span() for m in rx.finditer(lower)]
                 if marks:
                     spans = sorted(spans + marks)

@@ -678,22 +678,22 @@ class RulesExtractor:
                 # disease, old (the cavity it left is what is seen), never a current one
                 past_end = m.end
                 v = replace(v, temporal="old") if v is not None else AttrValues(temporal="old")
-            if quals[i] is not None and v is not None and v.severity is not None:
-                # "no large effusion": "large" limits the negation, it is no severity of an effusion
-                v.severity = None
-            if v is not None and v.severity is not None and any(
-                    v.severity in self._finding_severity.get(f, ()) for f in m.findings):
-                v.severity = None  # "the heart is large": the word is the finding, not its degree
-            if v is not None and v.temporal is not None and v.temporal == "postoperative" and \
-                    any(f in self._not_postoperative for f in m.findings):
-                v.temporal = None  # "status post humerus fracture": after a fracture, no surgery
-            if v is not None and v.change == "resolved" and cert == "present":
-                # "almost completely resolved pleural air": still there, so it improved
-                v = replace(v, change="improved")
-            if m.certainty is not None and v is not None and (v.temporal or v.severity):
-                # "no acute cardiopulmonary disease": the pattern's own words describe the
-                # disease it negates, not each finding it implies
-                v.temporal = v.severity = None
+            if v is not None:  # (most mentions get no attribute: one test for them)
+                if quals[i] is not None and v.severity is not None:
+                    # "no large effusion": "large" limits the negation, it is no severity of an effusion
+                    v.severity = None
+                if v.severity is not None and any(
+                        v.severity in self._finding_severity.get(f, ()) for f in m.findings):
+                    v.severity = None  # "the heart is large": the word is the finding, not its degree
+                if v.temporal == "postoperative" and any(f in self._not_postoperative for f in m.findings):
+                    v.temporal = None  # "status post humerus fracture": after a fracture, no surgery
+                if v.change == "resolved" and cert == "present":
+                    # "almost completely resolved pleural air": still there, so it improved
+                    v = replace(v, change="improved")
+                if m.certainty is not None and (v.temporal or v.severity):
+                    # "no acute cardiopulmonary disease": the pattern's own words describe the
+                    # disease it negates, not each finding it implies
+                    v.temporal = v.severity = None
             findings = m.findings
             if m.certainty is not None and quals[i] is not None:
                 # "lungs are grossly clear": a hedge on the lungs (the first finding the pattern
