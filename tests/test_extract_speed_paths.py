@@ -219,7 +219,8 @@ def test_word_start_scanners_find_what_the_tries_find():
              "are", "clear", "mild", "small", "pleural", "pneumothorax", "acute", "cardiopulmonary", "disease",
              "without", "opacity", "possible", "cm", "3", "bilateral", "stable", "the", "and", "or", "?", "healed",
              "chronic", "appearing", "fracture", ", healed"]
-    texts = _EDGE_TEXTS + _random_texts(words, 1500, 7)
+    # punctuation cues, scanned only when one search finds any (context.ContextRules.cues)
+    texts = _EDGE_TEXTS + _random_texts(words, 1500, 7) + _random_texts(words + ["(", ";", ":", ")"], 300, 8)
     for t in texts:
         for s in (t, t.upper().lower()):
             got = ([(m.start, m.end, m.findings, m.certainty, m.rule) for m in mm.find(s, 0, len(s))],
