@@ -154,6 +154,12 @@ class AttributeMatcher:
         return out
 
 
+def _adj_end(lower: str, pos: int) -> int:
+    """Where the adjective commas after ``pos`` end (``_ADJ_COMMA`` matches everywhere)."""
+    m: Any = _ADJ_COMMA.match(lower, pos)
+    return m.end()
+
+
 _DEGREE_GAP = re.compile(r"[\s-]*")
 # A modifier right after a negation ("emphysema without acute disease", "no acute fracture")
 # belongs to the negated phrase: it can only describe a mention that follows it.
@@ -281,7 +287,7 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
                     # ("mild hyperinflation, right apical pleural-parenchymal irregularities
                     # compatible with scarring": the apex is the scarring's, CXR2516)
                     if nxt < n and ((pre and starts[nxt] - a.end <= 40 and not _PHRASE_BREAK.search(
-                                        lower, _ADJ_COMMA.match(lower, a.end).end(), starts[nxt])
+                                        lower, _adj_end(lower, a.end), starts[nxt])
                                      and not _VERB_BREAK.search(lower, a.end, starts[nxt]))
                                     or (comma and not _CLAUSE_END.search(lower, a.end, starts[nxt])
                                         and not (pre and _VERB_BREAK.search(lower, a.end, starts[nxt])))):
@@ -342,7 +348,7 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
     return vals  # type: ignore[return-value]
 
 
-def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int], own_loc: list[list[Attr]],
+def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int], own_loc: list,
                      lower: str, share: list[bool] | None, signs: list[bool] | None = None,
                      fits: Callable[[int, str], bool] | None = None,
                      region_side: dict[str, str | None] | None = None) -> None:

@@ -50,6 +50,8 @@ class ContextRules:
 
     def __init__(self, data: dict[str, Any], extra: dict[str, tuple[str, ...]] | None = None):
         roles: dict[str, int] = {}
+        block: Any = None  # (one type per variable: see benchmarks/extraction_compiled.py)
+        flag: Any = None
         for key, sub, flag in _KEYS:
             block = data.get(key) or ([] if sub is None else {})
             phrases = block.get(sub, []) if sub is not None else block

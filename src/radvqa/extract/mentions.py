@@ -37,6 +37,7 @@ class MentionMatcher:
         """``terms``: normalised term -> finding ids (the ontology's ``finding_terms()``);
         ``patterns``: parsed ``patterns.yaml``; ``known``: valid finding ids (unknown ids in the
         data are an error, so a renamed ontology id cannot silently switch a rule off)."""
+        ids: Any = None  # (one type per variable: see benchmarks/extraction_compiled.py)
         lex: dict[str, tuple[str, ...]] = dict(terms)
         problems: list[str] = []
 
@@ -114,6 +115,8 @@ class MentionMatcher:
     def find(self, lower: str, start: int, end: int) -> list[Mention]:
         """Mentions in ``lower[start:end]`` (lower-cased report text), in text order. Pattern
         matches win over lexicon terms they overlap (they are the more specific reading)."""
+        m: Any = None  # (one type per variable: see benchmarks/extraction_compiled.py)
+        ids: Any = None
         out: list[Mention] = []
         taken: list[tuple[int, int]] = []
         whole = start == 0 and end == len(lower) and lower.isascii()

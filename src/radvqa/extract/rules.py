@@ -5,7 +5,7 @@ modifiers) and ``radvqa/extract/data/*.yaml`` (sections, context cues, patterns,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from msgspec.structs import replace  # AttrValues and FrozenAttrs are msgspec Structs
@@ -54,6 +54,14 @@ _LIST_JOIN = re.compile(r"\s*,?\s*(?:(?:and|or|nor|and/or)\s+)?")
 
 # a mention followed by another alternative ("secondary to cardiomegaly or pericardial effusion")
 _ALT_NEXT = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
+
+
+def _fits_fn(ex: Any, mentions: list) -> Callable[[int, str], bool]:
+    """``attach``'s test whether mention ``k`` can lie in a region (a closure at module level:
+    the compiled engine has none inside the extractor's methods)."""
+    def fits(k: int, r: str) -> bool:
+        return ex._fits(mentions[k].findings, r)
+    return fits
 
 
 @EXTRACTORS.register("rules")
@@ -467,7 +475,7 @@ class RulesExtractor:
                                          all(f in self.alt_signs for f in findings))
         return p[0]
 
-    def _keys(self, findings: tuple[str, ...], v: AttrValues | None) -> tuple:
+    def _keys(self, findings: tuple[str, ...], v: Any) -> tuple:  # v: AttrValues, FrozenAttrs or None
         """The observation key (finding, laterality, regions) of each finding of a mention: the
         laterality stated, else from the regions' sides, and none for findings without a side
         (memoised: a corpus names a few hundred combinations)."""
@@ -519,7 +527,7 @@ class RulesExtractor:
         """Drop a redacted-device phrase ("tip") that follows a named device in the sentence:
         "tracheostomy tube tip at the clavicles" is one tracheostomy tube, not also a catheter."""
         out = []
-        named = False
+        named: Any = False  # (a memoised bool, None before it is worked out)
         is_device = self._is_device
         for m in mentions:
             if named and m.rule is None and seg[m.start:m.end] in self.redacted_device:
@@ -559,7 +567,7 @@ class RulesExtractor:
         ctx = self.context
         cues = ctx.cues(seg, 0, n)
         starts = [c.start for c in cues]
-        out = []
+        out: list[Any] = []
         if indication:
             for m in mentions:
                 # what the indication asks about: not what it rules out, not the history
@@ -571,7 +579,7 @@ class RulesExtractor:
                 out.append((m.start, m.end, m.findings, cert, False, None, None))
             return tuple(out)
         attrs = self.attributes.find(seg, 0, n)
-        per_side: dict[int, tuple[str, str, str, str]] = {}
+        per_side: dict[int, tuple[int, int, tuple[tuple[str, str], ...]]] = {}
         if attrs and self.per_side is not None and ("left" in seg or "right" in seg):
             per_side = self._per_side(seg, mentions)
             if per_side:  # the per-side words describe their finding only
@@ -594,7 +602,7 @@ class RulesExtractor:
                 mstarts.append(m.start)
                 mends.append(m.end)
             vals = attach(attrs, mstarts, mends, seg, share, signs,
-                          lambda k, r: self._fits(mentions[k].findings, r), self.region_side)
+                          _fits_fn(self, mentions), self.region_side)
         certs: list[str | None] = []
         quals: list[str | None] = []
         prev_end = 0
@@ -713,7 +721,7 @@ class RulesExtractor:
     def _per_side(self, seg: str, mentions: list) -> dict[int, tuple[int, int, tuple[tuple[str, str], ...]]]:
         """Mentions followed by a per-side statement (``per_side`` in attributes.yaml: two
         different sides, each with a severity word): index -> (start, end, ((side, severity), ...))."""
-        out = {}
+        out: dict[int, tuple[int, int, tuple[tuple[str, str], ...]]] = {}
         for i, mm in enumerate(mentions):
             m = self.per_side.match(seg, mm.end)  # type: ignore[union-attr]
             if m is None or m.group("s1") == m.group("s2"):
