@@ -119,12 +119,6 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
     c0 = time.process_time()
     studies = load_shard_studies(Path(task.spill), shard, n_shards, task.n_parts)
     t_load = time.process_time() - c0
-    n_in = len(studies)
-    # taken from the end of a reversed list, so each study is freed once processed: its memory
-    # is reused for the QA rows and Arrow buffers that follow, instead of the whole decoded shard
-    # (~11 KB a study) staying alive to the end beside them (a worker's peak RSS, #19)
-    studies.reverse()
-    take = studies.pop
 
     pipe = make_pipeline(options)
     name = shard_name(shard)
@@ -143,8 +137,7 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
     try:
         prior: SceneGraph | None = None
         prev_id: str | None = None
-        for i in range(n_in):
-            study = take()
+        for i, study in enumerate(studies):
             if on_studies is not None and i and i % 100 == 0:
                 on_studies(shard, 100)
             if prior is not None and prior.patient_id != study.patient_id:
@@ -212,7 +205,7 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
     stats = ShardStats(
         shard=shard,
         n_shards=n_shards,
-        studies_in=n_in,
+        studies_in=len(studies),
         studies_out=studies_out,
         studies_rejected=studies_rejected,
         patients=len(patients),
