@@ -17,8 +17,9 @@ import os
 # mimalloc keeps the pages that a shard's row groups freed resident (its 1 GiB reserved region held
 # ~25 MB dirty per worker after a shard), glibc gives them back. Measured on the dev VM (a worker
 # forked from this server, 3 synthetic shards of ~1,300 studies): peak RSS 126-132 -> 107 MB, CPU
-# the same or lower (write stage 3.2-4.3 -> 2.9-3.3 CPU-s); the bytes written do not depend on
-# the allocator. Arrow reads the variable once, when its C++ default pool is first asked for, so
+# the same or lower (write stage 3.2-4.3 -> 2.9-3.3 CPU-s); on the 16-vCPU device a worker of a
+# 200k-study build went 151-155 -> 116-117 MB RSS (docs/scale-out.md, session 7). The bytes
+# written do not depend on the allocator. Arrow reads the variable once, when its C++ default pool is first asked for, so
 # it is set here, before anything imports pyarrow (``pa.set_memory_pool`` would reach only
 # pyarrow's Python-level calls, not the Parquet writer). A pool the user chose is left alone.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
