@@ -21,6 +21,8 @@ the read phase and the shard phase. The RSS sum counts pages shared by forked wo
 process, the PSS sum once in all. Each row also prints the read / shard / finish seconds and the
 serial part (wall time outside the executor) and its share of the wall time. CPU seconds (this
 process + reaped workers) are printed too: on a shared machine wall time depends on other load.
+With more than one worker, ``tail`` says how the shard phase ended: each worker's last shard back
+against the last of all (``tail_s``, ``idle_share`` of the workers' time, ``last_s`` per worker).
 16-core figures: docs/scale-out.md.
 
   python benchmarks/scale.py writer --rows 200000
