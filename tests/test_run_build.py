@@ -268,28 +268,6 @@ def test_spill_round_trip_in_parts_with_small_blocks(tmp_path: Path) -> None:
     assert sorted(got, key=lambda s: s.id) == sorted(recs, key=lambda s: s.id)
 
 
-def test_shard_tasks_largest_first(tmp_path: Path) -> None:
-    """The shard phase hands out the shards with the most spilled bytes first (ties in shard
-    order): the small ones come last, so workers finish close together (#19 load balance)."""
-    from radvqa.run.shards import SpillWriter, largest_first, part_dir, shard_spill_bytes
-    from radvqa.run.tasks import ShardTask
-
-    recs = list(records(300, extra=False))
-    for k, chunk in enumerate((recs[:170], recs[170:])):
-        w = SpillWriter(part_dir(tmp_path / "spill", k))
-        for r in chunk:
-            w.add(r)
-        w.close()
-    tasks = [ShardTask(out=str(tmp_path), spill=str(tmp_path / "spill"), shard=k, n_shards=8, n_parts=2, options={})
-             for k in range(8)]
-    size = {t.shard: shard_spill_bytes(tmp_path / "spill", t.shard, 8, 2) for t in tasks}
-    files = sum(p.stat().st_size for p in (tmp_path / "spill").rglob("b*.bin"))
-    assert sum(size.values()) == files and len(set(size.values())) > 1
-    order = [t.shard for t in largest_first(tasks)]
-    assert sorted(order) == list(range(8))
-    assert order == sorted(range(8), key=lambda k: (-size[k], k))
-
-
 def test_parallel_read_phase_identical(tmp_path: Path) -> None:
     """The synthetic source read by the workers (patient ranges, one spill folder per part) gives
     the same files as one reader; the manifest says how many parts were read."""

@@ -44,7 +44,7 @@ from radvqa.run.errors import BuildError
 from radvqa.run.executors import Executor, TaskFailed, make_executor
 from radvqa.run.imagepaths import PathRelativizer, image_roots_for
 from radvqa.run.reader import build_ontology, configure, make_source, plan_parts, rejects_file, spill_part
-from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, largest_first, plan_shards
+from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, plan_shards
 from radvqa.run.tasks import ReadStats, ReadTask, ShardStats, ShardTask
 from radvqa.run.worker import (
     GC_THRESHOLD,
@@ -395,8 +395,6 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
             clear_shard(out, k)
             todo.append(ShardTask(out=str(out.resolve()), spill=str(spill.resolve()), shard=k, n_shards=n_shards,
                                   n_parts=n_parts, options=opts.worker_options()))
-    if len(todo) > 1 and opts.workers > 1:
-        todo = largest_first(todo)
     resumed = len(finished)
     if finished:
         progress.message(f"resume: {len(finished)} of {n_shards} shards already complete")

@@ -22,7 +22,6 @@ from pathlib import Path
 import msgspec
 
 from radvqa.model import Study
-from radvqa.run.tasks import ShardTask
 
 N_BUCKETS = 256
 DEFAULT_SHARD_STUDIES = 2_000
@@ -122,28 +121,6 @@ def read_bucket(path: Path) -> Iterator[Study]:
             raise ValueError(f"{path}: truncated spill record at byte {pos - 4}")
         yield dec.decode(data[pos : pos + n])
         pos += n
-
-
-def shard_spill_bytes(spill_dir: Path, shard: int, n_shards: int, n_parts: int = 1) -> int:
-    """Bytes of one shard's spilled studies over every part: its share of the shard phase's work
-    (the cost of a shard grows with its studies, and so do its bytes)."""
-    total = 0
-    for b in buckets_of_shard(shard, n_shards):
-        for part in range(n_parts):
-            try:
-                total += (part_dir(spill_dir, part) / f"b{b:03d}.bin").stat().st_size
-            except FileNotFoundError:
-                pass
-    return total
-
-
-def largest_first(tasks: list[ShardTask]) -> list[ShardTask]:
-    """Shard tasks, the most spilled bytes first (ties: shard order). Workers take the next task
-    as they finish one, so the small shards come last and fill the gaps while the slower workers
-    finish: the phase ends with a short tail instead of one worker still on a large shard while
-    the others idle. The order only changes which worker builds which shard, never the output."""
-    size = {t.shard: shard_spill_bytes(Path(t.spill), t.shard, t.n_shards, t.n_parts) for t in tasks}
-    return sorted(tasks, key=lambda t: (-size[t.shard], t.shard))
 
 
 def load_shard_studies(spill_dir: Path, shard: int, n_shards: int, n_parts: int = 1) -> list[Study]:
