@@ -64,7 +64,6 @@ def _fits_fn(ex: Any, mentions: list) -> Callable[[int, str], bool]:
     return fits
 
 
-@EXTRACTORS.register("rules")
 class RulesExtractor:
     """Build once (compiles the ontology and rule data), then call ``extract`` per report."""
 
@@ -834,3 +833,8 @@ class RulesExtractor:
                         certs[k] = "uncertain"
             g0 = i
             alt = False
+
+
+# registered after its body, not by a decorator: a decorated class stays a plain Python class
+# when the engine is compiled with mypyc (benchmarks/extraction_compiled.py)
+EXTRACTORS.register("rules")(RulesExtractor)
