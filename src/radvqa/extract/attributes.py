@@ -12,8 +12,7 @@ import re
 from bisect import bisect_left
 from typing import Any, Callable
 
-import msgspec
-
+from radvqa.extract._structs import Attr, AttrValues, FrozenAttrs
 from radvqa.extract._trie import trie_regexes, word_spans
 
 KINDS = ("region", "laterality", "severity", "change", "temporal")
@@ -24,46 +23,6 @@ SIZE_RE = re.compile(
     r"(mm|cm|millimet(?:er|re)s?|centimet(?:er|re)s?)(?!\w)"
 )
 _UNIT_MM = {"mm": 1.0, "cm": 10.0}
-
-
-# Made for every attribute word of every analysed sentence: a msgspec Struct is made in C (a
-# third of a slots dataclass's Python __init__) and, holding only strings and ints, is kept out of
-# the cyclic garbage collector (gc=False); nothing mutates them
-class Attr(msgspec.Struct, gc=False):
-    kind: str
-    value: str
-    start: int
-    end: int
-
-
-# Made for each mention that gets an attribute: a msgspec Struct is made in C (the slots
-# dataclass's Python __init__, with a factory per list, was a seventh of attach); each instance
-# gets its own empty lists. Copy with msgspec.structs.replace.
-class AttrValues(msgspec.Struct):
-    laterality: str | None = None
-    regions: list[str] = []
-    severity: str | None = None
-    size_mm: float | None = None
-    change: str | None = None
-    temporal: str | None = None
-    spans: list[tuple[int, int]] = []
-    # words of the sentence not attached because their binding was ambiguous ("severity:small")
-    dropped: list[str] = []
-
-
-# What the extractor keeps of a mention's AttrValues once its sentence is analysed (the sentence
-# cache holds it for the rest of the run; the aggregator only reads it): tuples and a frozen
-# msgspec Struct out of the cyclic garbage collector, where an AttrValues was four tracked
-# objects per cached mention for every collection to walk (98k -> 49k tracked objects after an
-# OpenI pass). Frozen: a report cannot change what the cache hands the next one.
-class FrozenAttrs(msgspec.Struct, frozen=True, gc=False):
-    laterality: str | None = None
-    regions: tuple[str, ...] = ()
-    severity: str | None = None
-    size_mm: float | None = None
-    change: str | None = None
-    temporal: str | None = None
-    dropped: tuple[str, ...] = ()
 
 
 def freeze(v: AttrValues) -> FrozenAttrs:

@@ -10,8 +10,7 @@ import re
 from bisect import bisect_left
 from typing import Any
 
-import msgspec
-
+from radvqa.extract._structs import Cue
 from radvqa.extract._trie import split_phrases, trie_regex, trie_regexes, word_spans
 
 # Roles a cue phrase can play (bit flags: one phrase may be a pre and a post cue).
@@ -33,15 +32,6 @@ _KEYS: tuple[tuple[str, str | None, int], ...] = (
     ("pseudo", None, PSEUDO),
     ("terminators", None, TERM),
 )
-
-
-# Built for every cue of every sentence: a msgspec Struct is made in C (a third of a slots
-# dataclass's Python __init__) and, holding only ints, is kept out of the cyclic garbage
-# collector (gc=False); nothing mutates them
-class Cue(msgspec.Struct, gc=False):
-    start: int
-    end: int
-    roles: int
 
 
 class ContextRules:

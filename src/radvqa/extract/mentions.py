@@ -15,21 +15,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import msgspec
-
 from radvqa.extract._prefix import lookahead, prefixes
+from radvqa.extract._structs import Mention
 from radvqa.extract._trie import ASCII_NOT_WORD, starts_with_ascii_word, trie_regexes, word_spans
-
-
-# Built for every match of every sentence: a msgspec Struct is made in C (a third of a slots
-# dataclass's Python __init__) and, holding no containers that could form a cycle, is kept out
-# of the cyclic garbage collector (gc=False); nothing mutates them
-class Mention(msgspec.Struct, gc=False):
-    start: int
-    end: int
-    findings: tuple[str, ...]
-    certainty: str | None = None  # fixed by a pattern (implicit normals); None = from context
-    rule: str | None = None  # pattern id for patterns, None for lexicon terms
 
 
 class MentionMatcher:
