@@ -55,9 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         build(dest)
     env = dict(os.environ, PYTHONPATH=str(dest / "src"))
     check = subprocess.run([sys.executable, "-c", "import radvqa.extract.rules as r; print(r.__file__)"],
-                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+                           env=env, capture_output=True, text=True).stdout.strip()
     if not check.endswith(".so"):
-        raise SystemExit(f"the copy in {dest} has no compiled engine ({check}); build it without --reuse")
+        raise SystemExit(f"the copy in {dest} has no compiled engine ({check or 'no radvqa there'}); "
+                         "build it without --reuse")
     print(f"compiled engine: {check}", flush=True)
     if not script:
         return 0
