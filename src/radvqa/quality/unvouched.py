@@ -1,0 +1,240 @@
+"""Readings the extractor made only in part (issue 13, round 10): generic criteria, in data
+(``quality/data/unvouched.yaml``), that name what in a positive observation's sentence the
+extractor did not read, so that the generator can leave the observation unstated
+(``GenerateOptions.unvouched = "omit"``) or grade it down with the reason (``"keep"``).
+
+Why generic: nine rounds of report-specific rules brought content errors of positive rows to a
+few percent on the reports they were written from, but not on unseen ones (every unseen report
+brings a new construction). These criteria do not know any construction; they ask whether the
+extractor's matches account for the sentence.
+
+Each criterion is computed once per sentence (cached by sentence text and the spans matched in
+it: report sentences repeat across a corpus) and then per observation from that record:
+
+- ``unread``: sentence words that no mention span of the sentence covers and that no vocabulary
+  the extractor reads around a mention (places, sides, severities, change and certainty cues)
+  nor the function-word list holds;
+- ``explained``: a cause cue ("due to", "represents", "from") after the finding's mention whose
+  clause holds no mention the extractor read: the finding may be explained away;
+- ``mixed_sides``: a left or right finding in a sentence that names the other side or both sides;
+- ``other_part``: a chest finding in a sentence naming a body part outside the chest;
+- ``detached``: a severity the observation carries, in a sentence of two or more mentions, whose
+  words lie nowhere near the finding's own mention;
+- ``slash``: "thickening/atelectasis" (a slash between words) with the finding stated certain.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from radvqa.model import Observation, SceneGraph
+from radvqa.quality.criteria import C, reason
+
+CRITERIA = ("unread", "explained", "mixed_sides", "other_part", "detached", "slash")
+_GRADES = {"C": C}
+_WORD = re.compile(r"[a-z]+")
+_SLASH = re.compile(r"\b([a-z]{3,})/([a-z]{3,})\b")
+
+
+@lru_cache(maxsize=None)
+def load_config() -> dict[str, Any]:
+    """``quality/data/unvouched.yaml`` (read once per process)."""
+    text = resources.files("radvqa.quality").joinpath("data", "unvouched.yaml").read_text("utf-8")
+    return yaml.safe_load(text)
+
+
+def _walk(obj: Any, out: set[str]) -> None:
+    if isinstance(obj, str):
+        out.update(_WORD.findall(obj.lower()))
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _walk(k, out)
+            _walk(v, out)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _walk(v, out)
+
+
+@lru_cache(maxsize=None)
+def read_vocabulary() -> frozenset[str]:
+    """Every word the extractor reads around a mention (the configured YAML files) plus the
+    function words: a sentence word outside it and outside every mention span is unread."""
+    cfg = load_config()
+    words: set[str] = set()
+    for pkg, names in (cfg.get("read_vocabularies") or {}).items():
+        for name in names:
+            text = resources.files(f"radvqa.{pkg}").joinpath("data", name).read_text("utf-8")
+            _walk(yaml.safe_load(text), words)
+    _walk(cfg.get("function_words") or [], words)
+    return frozenset(words)
+
+
+def _phrase_re(phrases: list[str]) -> re.Pattern[str]:
+    alts = sorted({p.lower() for p in phrases}, key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(re.escape(p) for p in alts) + r")\b")
+
+
+class SentenceRecord:
+    """What one sentence holds for the criteria: its lowered text, word tokens (start, end, word),
+    the unread words, and the mention spans (sentence-relative) the extractor matched in it."""
+
+    __slots__ = ("low", "tokens", "unread", "spans", "sides", "outside", "slash")
+
+    def __init__(self, low: str, tokens: list[tuple[int, int, str]], unread: tuple[str, ...],
+                 spans: tuple[tuple[int, int], ...], sides: frozenset[str], outside: tuple[str, ...],
+                 slash: str | None) -> None:
+        self.low = low
+        self.tokens = tokens
+        self.unread = unread
+        self.spans = spans
+        self.sides = sides
+        self.outside = outside
+        self.slash = slash
+
+
+class Unvouched:
+    """The criteria of one generator (``Generator.unvouched``): ``study(sg, subcats, severity_words)
+    -> {observation id: reasons}`` for the positive report observations it does not vouch for."""
+
+    def __init__(self) -> None:
+        cfg = load_config()
+        self.grades: dict[str, int] = {}
+        for name, g in (cfg.get("criteria") or {}).items():
+            if name not in CRITERIA:
+                raise ValueError(f"unvouched.yaml: unknown criterion {name!r}; known: {list(CRITERIA)}")
+            if g in _GRADES:
+                self.grades[name] = _GRADES[g]
+            elif g not in ("off", None, False):
+                raise ValueError(f"unvouched.yaml: criterion {name} grade must be C or off, not {g!r}")
+        self.vocab = read_vocabulary()
+        self.explain_re = _phrase_re(cfg.get("explain_cues") or [])
+        self.clause_ends = tuple(cfg.get("clause_ends") or ())
+        self.side_words = {side: frozenset(ws) for side, ws in (cfg.get("sides") or {}).items()}
+        self.outside = frozenset(cfg.get("outside_words") or ())
+        self.exempt = frozenset(str(s).upper() for s in cfg.get("exempt_subcategories") or ())
+        self.window = int(cfg.get("detached_window", 4))
+        self._records: dict[tuple[str, tuple[tuple[int, int], ...]], SentenceRecord] = {}
+        self._reasons: dict[tuple[str, str], str] = {}
+
+    def record(self, text: str, spans: tuple[tuple[int, int], ...]) -> SentenceRecord:
+        """The sentence's record, cached by (text, mention spans)."""
+        key = (text, spans)
+        hit = self._records.get(key)
+        if hit is None:
+            if len(self._records) > 200_000:
+                self._records.clear()
+            low = text.lower()
+            tokens = [(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(low)]
+            vocab = self.vocab
+            unread: list[str] = []
+            words: set[str] = set()
+            for s, e, w in tokens:
+                words.add(w)
+                if len(w) <= 2 or w == "xxxx" or w in vocab or w in unread:
+                    continue
+                if any(a <= s and e <= b for a, b in spans):
+                    continue
+                unread.append(w)
+            sides = frozenset(side for side, ws in self.side_words.items() if not ws.isdisjoint(words))
+            outside = tuple(w for w in dict.fromkeys(w for _, _, w in tokens) if w in self.outside)
+            m = _SLASH.search(low)
+            slash = m.group(0) if m is not None and "and/or" not in m.group(0) else None
+            hit = self._records[key] = SentenceRecord(low, tokens, tuple(unread), spans, sides, outside, slash)
+        return hit
+
+    def _reason(self, name: str, words: str) -> tuple[int, str]:
+        key = (name, words)
+        r = self._reasons.get(key)
+        if r is None:
+            r = self._reasons[key] = reason("evidence", f"{name}({words})", self.grades[name])
+        return self.grades[name], r
+
+    def study(self, sg: SceneGraph, subcats: dict[str, str],
+              severity_words: Any) -> dict[str, tuple[tuple[int, str], ...]]:
+        """Per positive report observation the criteria do not vouch for, its (grade, reason)s.
+        ``subcats``: finding -> ontology subcategory; ``severity_words(level)``: the words of a level."""
+        report = sg.report
+        if report is None or not self.grades or (sg.extractor or "").startswith("gold:"):
+            return {}
+        sents = {s.id: s for s in report.sentences}
+        # mention spans per sentence (every observation the extractor read there, any certainty)
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for obs in sg.observations:
+            if obs.source != "report":
+                continue
+            for ev in obs.evidence:
+                s = sents.get(ev.sentence_id) if ev.sentence_id else None
+                if s is not None:
+                    spans.setdefault(s.id, []).append((ev.start - s.start, ev.end - s.start))
+        out: dict[str, tuple[tuple[int, str], ...]] = {}
+        for obs in sg.observations:
+            if obs.source != "report" or obs.certainty == "absent" or not obs.evidence:
+                continue
+            found = self._observation(obs, sents, spans, subcats, severity_words)
+            if found:
+                out[obs.id] = found
+        return out
+
+    def _observation(self, obs: Observation, sents: dict[str, Any], spans: dict[str, list[tuple[int, int]]],
+                     subcats: dict[str, str], severity_words: Any) -> tuple[tuple[int, str], ...]:
+        g = self.grades
+        found: dict[str, tuple[int, str]] = {}
+        for ev in obs.evidence:
+            s = sents.get(ev.sentence_id) if ev.sentence_id else None
+            if s is None:
+                continue
+            sp = tuple(sorted(set(spans.get(s.id, ()))))
+            rec = self.record(s.text, sp)
+            start, end = ev.start - s.start, ev.end - s.start
+            if "unread" in g and rec.unread and "unread" not in found:
+                found["unread"] = self._reason("unread", " ".join(rec.unread[:3]))
+            if "explained" in g and "explained" not in found:
+                cue = self._explained(rec, end)
+                if cue:
+                    found["explained"] = self._reason("explained", cue)
+            if "mixed_sides" in g and obs.laterality in ("left", "right") and "mixed_sides" not in found:
+                other = "right" if obs.laterality == "left" else "left"
+                if other in rec.sides or "bilateral" in rec.sides:
+                    found["mixed_sides"] = self._reason("mixed_sides", " ".join(sorted(rec.sides)))
+            if "other_part" in g and rec.outside and "other_part" not in found and \
+                    subcats.get(obs.finding, "") not in self.exempt:
+                found["other_part"] = self._reason("other_part", " ".join(rec.outside[:3]))
+            if "detached" in g and obs.severity and len(sp) > 1 and "detached" not in found:
+                word = self._detached(rec, start, end, severity_words(obs.severity))
+                if word:
+                    found["detached"] = self._reason("detached", word)
+            if "slash" in g and rec.slash and obs.certainty == "present" and "slash" not in found:
+                found["slash"] = self._reason("slash", rec.slash)
+        return tuple(found[k] for k in CRITERIA if k in found)
+
+    def _explained(self, rec: SentenceRecord, end: int) -> str | None:
+        """The first cause cue after the mention whose clause holds no mention the extractor read."""
+        low = rec.low
+        for m in self.explain_re.finditer(low, max(end, 0)):
+            stop = len(low)
+            for c in self.clause_ends:
+                i = low.find(c, m.end())
+                if 0 <= i < stop:
+                    stop = i
+            if not any(m.end() <= a < stop for a, _ in rec.spans):
+                return m.group(0)
+        return None
+
+    def _detached(self, rec: SentenceRecord, start: int, end: int, words: tuple[str, ...]) -> str | None:
+        """A severity word of the sentence, none of whose occurrences lies within ``window`` words of
+        the mention (None where the sentence holds none: the severity came from elsewhere)."""
+        toks = rec.tokens
+        first = next((i for i, t in enumerate(toks) if t[1] > start), len(toks))
+        last = max((i for i, t in enumerate(toks) if t[0] < end), default=first)
+        wanted = {w for phrase in words for w in phrase.lower().split()}
+        hits = [i for i, t in enumerate(toks) if t[2] in wanted]
+        if not hits:
+            return None
+        if any(first - self.window <= i <= last + self.window for i in hits):
+            return None
+        return toks[hits[0]][2]
