@@ -291,7 +291,8 @@ class StudyCtx:
         unstated = gen.unstated if sg.report is not None else frozenset()
         # positive report observations read only in part (round 10): omitted like label-only ones,
         # or stated graded C (``unvouched``: observation id -> (grade, reason)s; facts.py)
-        self.unvouched = unv = gen.unvouched.study(sg, gen.vocab.fsub, gen.severity_words) \
+        self.unvouched = unv = gen.unvouched.study(sg, gen.vocab.fsub, gen.severity_words,
+                                                         gen.vocab.fname) \
             if sg.report is not None else {}
         omit_unv = bool(unv) and gen.options.unvouched == "omit"
         said_less = gen.unstated_words if sg.report is not None else {}

@@ -20,7 +20,10 @@ it: report sentences repeat across a corpus) and then per observation from that 
 - ``other_part``: a chest finding in a sentence naming a body part outside the chest;
 - ``detached``: a severity the observation carries, in a sentence of two or more mentions, whose
   words lie nowhere near the finding's own mention;
-- ``slash``: "thickening/atelectasis" (a slash between words) with the finding stated certain.
+- ``slash``: "thickening/atelectasis" (a slash between words) with the finding stated certain;
+- ``inferred``: no word of the finding's mention shares a stem (five letters) with the finding's
+  name: the extractor stated it from a sign the ontology maps to it ("peribronchial cuffing" ->
+  interstitial edema, "volume overload" -> heart failure), not from its name.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import yaml
 from radvqa.model import Observation, SceneGraph
 from radvqa.quality.criteria import C, reason
 
-CRITERIA = ("unread", "explained", "mixed_sides", "other_part", "detached", "slash")
+CRITERIA = ("unread", "explained", "mixed_sides", "other_part", "detached", "slash", "inferred")
 _GRADES = {"C": C}
 _WORD = re.compile(r"[a-z]+")
 _SLASH = re.compile(r"\b([a-z]{3,})/([a-z]{3,})\b")
@@ -114,12 +117,14 @@ class Unvouched:
         self.vocab = read_vocabulary()
         self.explain_re = _phrase_re(cfg.get("explain_cues") or [])
         self.clause_ends = tuple(cfg.get("clause_ends") or ())
+        self.comparison = frozenset(cfg.get("explain_comparison_words") or ())
         self.side_words = {side: frozenset(ws) for side, ws in (cfg.get("sides") or {}).items()}
         self.outside = frozenset(cfg.get("outside_words") or ())
         self.exempt = frozenset(str(s).upper() for s in cfg.get("exempt_subcategories") or ())
         self.window = int(cfg.get("detached_window", 4))
         self._records: dict[tuple[str, tuple[tuple[int, int], ...]], SentenceRecord] = {}
         self._reasons: dict[tuple[str, str], str] = {}
+        self._inferred: dict[tuple[str, str], str] = {}
 
     def record(self, text: str, spans: tuple[tuple[int, int], ...]) -> SentenceRecord:
         """The sentence's record, cached by (text, mention spans)."""
@@ -154,8 +159,20 @@ class Unvouched:
             r = self._reasons[key] = reason("evidence", f"{name}({words})", self.grades[name])
         return self.grades[name], r
 
+    def inferred(self, finding: str, name: str, mention: str) -> str | None:
+        """The mention's words where none shares a stem with the finding's name (cached)."""
+        key = (finding, mention)
+        hit = self._inferred.get(key)
+        if hit is None:
+            if len(self._inferred) > 200_000:
+                self._inferred.clear()
+            stems = {w[:5] for w in _WORD.findall(f"{name} {finding.replace('_', ' ')}".lower()) if len(w) > 2}
+            words = [w for w in _WORD.findall(mention.lower()) if len(w) > 2 and w != "xxxx"]
+            hit = self._inferred[key] = "" if not words or any(w[:5] in stems for w in words) else " ".join(words[:3])
+        return hit or None
+
     def study(self, sg: SceneGraph, subcats: dict[str, str],
-              severity_words: Any) -> dict[str, tuple[tuple[int, str], ...]]:
+              severity_words: Any, names: dict[str, str] | None = None) -> dict[str, tuple[tuple[int, str], ...]]:
         """Per positive report observation the criteria do not vouch for, its (grade, reason)s.
         ``subcats``: finding -> ontology subcategory; ``severity_words(level)``: the words of a level."""
         report = sg.report
@@ -175,15 +192,17 @@ class Unvouched:
         for obs in sg.observations:
             if obs.source != "report" or obs.certainty == "absent" or not obs.evidence:
                 continue
-            found = self._observation(obs, sents, spans, subcats, severity_words)
+            found = self._observation(obs, sents, spans, subcats, severity_words, names or {})
             if found:
                 out[obs.id] = found
         return out
 
     def _observation(self, obs: Observation, sents: dict[str, Any], spans: dict[str, list[tuple[int, int]]],
-                     subcats: dict[str, str], severity_words: Any) -> tuple[tuple[int, str], ...]:
+                     subcats: dict[str, str], severity_words: Any,
+                     names: dict[str, str]) -> tuple[tuple[int, str], ...]:
         g = self.grades
         found: dict[str, tuple[int, str]] = {}
+        detached: str | bool | None = None
         for ev in obs.evidence:
             s = sents.get(ev.sentence_id) if ev.sentence_id else None
             if s is None:
@@ -204,12 +223,23 @@ class Unvouched:
             if "other_part" in g and rec.outside and "other_part" not in found and \
                     subcats.get(obs.finding, "") not in self.exempt:
                 found["other_part"] = self._reason("other_part", " ".join(rec.outside[:3]))
-            if "detached" in g and obs.severity and len(sp) > 1 and "detached" not in found:
+            if "detached" in g and obs.severity and detached is not False:
                 word = self._detached(rec, start, end, severity_words(obs.severity))
-                if word:
-                    found["detached"] = self._reason("detached", word)
+                # near in one sentence is enough ("minimal subsegmental atelectasis" beside
+                # "minimal opacities ..., subsegmental atelectasis"); far counts only in a
+                # sentence of two or more mentions (the word may be another finding's)
+                if word == "":
+                    detached = False
+                elif word and len(sp) > 1 and detached is None:
+                    detached = word
+            if "inferred" in g and "inferred" not in found:
+                words = self.inferred(obs.finding, names.get(obs.finding, obs.finding), ev.text)
+                if words:
+                    found["inferred"] = self._reason("inferred", words)
             if "slash" in g and rec.slash and obs.certainty == "present" and "slash" not in found:
                 found["slash"] = self._reason("slash", rec.slash)
+        if isinstance(detached, str):
+            found["detached"] = self._reason("detached", detached)
         return tuple(found[k] for k in CRITERIA if k in found)
 
     def _explained(self, rec: SentenceRecord, end: int) -> str | None:
@@ -221,13 +251,16 @@ class Unvouched:
                 i = low.find(c, m.end())
                 if 0 <= i < stop:
                     stop = i
-            if not any(m.end() <= a < stop for a, _ in rec.spans):
-                return m.group(0)
+            if any(m.end() <= a < stop for a, _ in rec.spans):
+                continue
+            if not self.comparison.isdisjoint(_WORD.findall(low, m.end(), stop)):
+                continue
+            return m.group(0)
         return None
 
     def _detached(self, rec: SentenceRecord, start: int, end: int, words: tuple[str, ...]) -> str | None:
         """A severity word of the sentence, none of whose occurrences lies within ``window`` words of
-        the mention (None where the sentence holds none: the severity came from elsewhere)."""
+        the mention; "" where one does; None where the sentence holds none."""
         toks = rec.tokens
         first = next((i for i, t in enumerate(toks) if t[1] > start), len(toks))
         last = max((i for i, t in enumerate(toks) if t[0] < end), default=first)
@@ -236,5 +269,5 @@ class Unvouched:
         if not hits:
             return None
         if any(first - self.window <= i <= last + self.window for i in hits):
-            return None
+            return ""
         return toks[hits[0]][2]
