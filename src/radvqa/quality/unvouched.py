@@ -53,7 +53,8 @@ def load_config() -> dict[str, Any]:
 
 def _walk(obj: Any, out: set[str]) -> None:
     if isinstance(obj, str):
-        out.update(_WORD.findall(obj.lower()))
+        if "_" not in obj:  # an identifier ("interstitial_opacity"), no report word
+            out.update(_WORD.findall(obj.lower()))
     elif isinstance(obj, dict):
         for k, v in obj.items():
             _walk(k, out)
@@ -69,10 +70,11 @@ def read_vocabulary() -> frozenset[str]:
     function words: a sentence word outside it and outside every mention span is unread."""
     cfg = load_config()
     words: set[str] = set()
-    for pkg, names in (cfg.get("read_vocabularies") or {}).items():
-        for name in names:
+    for pkg, files in (cfg.get("read_vocabularies") or {}).items():
+        for name, keys in files.items():
             text = resources.files(f"radvqa.{pkg}").joinpath("data", name).read_text("utf-8")
-            _walk(yaml.safe_load(text), words)
+            data = yaml.safe_load(text)
+            _walk(data if keys is None else [data.get(k) for k in keys], words)
     _walk(cfg.get("function_words") or [], words)
     return frozenset(words)
 
