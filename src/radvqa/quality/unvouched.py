@@ -85,21 +85,28 @@ def _phrase_re(phrases: list[str]) -> re.Pattern[str]:
 
 
 class SentenceRecord:
-    """What one sentence holds for the criteria: its lowered text, word tokens (start, end, word),
-    the unread words, and the mention spans (sentence-relative) the extractor matched in it."""
+    """What one sentence holds for the criteria: its lowered text, the unread words, the mention
+    spans (sentence-relative) the extractor matched in it, the sides and outside-chest words it
+    names and its first slash pair. Word tokens (start, end, word) are made only when asked for
+    (``tokens``: the detached-severity check alone needs them)."""
 
-    __slots__ = ("low", "tokens", "unread", "spans", "sides", "outside", "slash")
+    __slots__ = ("low", "unread", "spans", "sides", "outside", "slash", "_tokens")
 
-    def __init__(self, low: str, tokens: list[tuple[int, int, str]], unread: tuple[str, ...],
-                 spans: tuple[tuple[int, int], ...], sides: frozenset[str], outside: tuple[str, ...],
-                 slash: str | None) -> None:
+    def __init__(self, low: str, unread: tuple[str, ...], spans: tuple[tuple[int, int], ...],
+                 sides: frozenset[str], outside: tuple[str, ...], slash: str | None) -> None:
         self.low = low
-        self.tokens = tokens
         self.unread = unread
         self.spans = spans
         self.sides = sides
         self.outside = outside
         self.slash = slash
+        self._tokens: list[tuple[int, int, str]] | None = None
+
+    @property
+    def tokens(self) -> list[tuple[int, int, str]]:
+        if self._tokens is None:
+            self._tokens = [(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(self.low)]
+        return self._tokens
 
 
 class Unvouched:
@@ -125,8 +132,32 @@ class Unvouched:
         self.exempt = frozenset(str(s).upper() for s in cfg.get("exempt_subcategories") or ())
         self.window = int(cfg.get("detached_window", 4))
         self._records: dict[tuple[str, tuple[tuple[int, int], ...]], SentenceRecord] = {}
+        self._bases: dict[str, Any] = {}
         self._reasons: dict[tuple[str, str], str] = {}
         self._inferred: dict[tuple[str, str], str] = {}
+
+    def _base(self, text: str) -> tuple[str, tuple[tuple[int, int, str], ...], frozenset[str], tuple[str, ...],
+                                       str | None]:
+        """What a sentence holds whatever was matched in it (cached by text): lowered text, its
+        out-of-vocabulary words with their offsets, sides, outside-chest words, slash pair."""
+        hit = self._bases.get(text)
+        if hit is None:
+            if len(self._bases) > 200_000:
+                self._bases.clear()
+            low = text.lower()
+            words = set(_WORD.findall(low))
+            vocab = self.vocab
+            # (a set difference in C first: most sentences have every word in the vocabulary)
+            odd = {w for w in words - vocab if len(w) > 2 and w != "xxxx"}
+            cands = tuple((m.start(), m.end(), m.group(0)) for m in _WORD.finditer(low) if m.group(0) in odd) \
+                if odd else ()
+            sides = frozenset(side for side, ws in self.side_words.items() if not ws.isdisjoint(words))
+            out_w = words & self.outside
+            outside = tuple(w for w in dict.fromkeys(_WORD.findall(low)) if w in out_w) if out_w else ()
+            m = _SLASH.search(low) if "/" in low else None
+            slash = m.group(0) if m is not None and "and/or" not in m.group(0) else None
+            hit = self._bases[text] = (low, cands, sides, outside, slash)
+        return hit
 
     def record(self, text: str, spans: tuple[tuple[int, int], ...]) -> SentenceRecord:
         """The sentence's record, cached by (text, mention spans)."""
@@ -135,23 +166,12 @@ class Unvouched:
         if hit is None:
             if len(self._records) > 200_000:
                 self._records.clear()
-            low = text.lower()
-            tokens = [(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(low)]
-            vocab = self.vocab
+            low, cands, sides, outside, slash = self._base(text)
             unread: list[str] = []
-            words: set[str] = set()
-            for s, e, w in tokens:
-                words.add(w)
-                if len(w) <= 2 or w == "xxxx" or w in vocab or w in unread:
-                    continue
-                if any(a <= s and e <= b for a, b in spans):
-                    continue
-                unread.append(w)
-            sides = frozenset(side for side, ws in self.side_words.items() if not ws.isdisjoint(words))
-            outside = tuple(w for w in dict.fromkeys(w for _, _, w in tokens) if w in self.outside)
-            m = _SLASH.search(low)
-            slash = m.group(0) if m is not None and "and/or" not in m.group(0) else None
-            hit = self._records[key] = SentenceRecord(low, tokens, tuple(unread), spans, sides, outside, slash)
+            for s, e, w in cands:
+                if w not in unread and not any(a <= s and e <= b for a, b in spans):
+                    unread.append(w)
+            hit = self._records[key] = SentenceRecord(low, tuple(unread), spans, sides, outside, slash)
         return hit
 
     def _reason(self, name: str, words: str) -> tuple[int, str]:
@@ -190,16 +210,17 @@ class Unvouched:
                 s = sents.get(ev.sentence_id) if ev.sentence_id else None
                 if s is not None:
                     spans.setdefault(s.id, []).append((ev.start - s.start, ev.end - s.start))
+        sorted_spans = {sid: tuple(sorted(set(v))) for sid, v in spans.items()}
         out: dict[str, tuple[tuple[int, str], ...]] = {}
         for obs in sg.observations:
             if obs.source != "report" or obs.certainty == "absent" or not obs.evidence:
                 continue
-            found = self._observation(obs, sents, spans, subcats, severity_words, names or {})
+            found = self._observation(obs, sents, sorted_spans, subcats, severity_words, names or {})
             if found:
                 out[obs.id] = found
         return out
 
-    def _observation(self, obs: Observation, sents: dict[str, Any], spans: dict[str, list[tuple[int, int]]],
+    def _observation(self, obs: Observation, sents: dict[str, Any], spans: dict[str, tuple[tuple[int, int], ...]],
                      subcats: dict[str, str], severity_words: Any,
                      names: dict[str, str]) -> tuple[tuple[int, str], ...]:
         g = self.grades
@@ -209,7 +230,7 @@ class Unvouched:
             s = sents.get(ev.sentence_id) if ev.sentence_id else None
             if s is None:
                 continue
-            sp = tuple(sorted(set(spans.get(s.id, ()))))
+            sp = spans.get(s.id, ())
             rec = self.record(s.text, sp)
             start, end = ev.start - s.start, ev.end - s.start
             if "unread" in g and rec.unread and "unread" not in found:
