@@ -149,7 +149,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[d
     from radvqa.cli import app
     import pyarrow.parquet as pq
 
-    omit = build_rows(DATA, tmp_path_factory.mktemp("omit") / "out")
+    omit = build_rows(DATA, tmp_path_factory.mktemp("omit") / "out", unvouched="omit")
     out = tmp_path_factory.mktemp("keep") / "out"
     res = CliRunner().invoke(app, ["build", "openi", "--input", str(DATA), "--out", str(out), "-q",
                                    "--unvouched", "keep"])

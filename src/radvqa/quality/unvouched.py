@@ -84,6 +84,20 @@ def _phrase_re(phrases: list[str]) -> re.Pattern[str]:
     return re.compile(r"\b(?:" + "|".join(re.escape(p) for p in alts) + r")\b")
 
 
+def _relative(ev: Any, s: Any) -> tuple[int, int]:
+    """The mention's span within its sentence: the offsets where they hold the mention's text (the
+    rules extractor's always do), else where the text first occurs in the sentence (a scene graph
+    made by hand or by another extractor may carry report offsets of another layout)."""
+    a, b = ev.start - s.start, ev.end - s.start
+    text = s.text
+    if text[a:b] == ev.text:
+        return a, b
+    i = text.find(ev.text)
+    if i < 0:
+        i = text.lower().find(ev.text.lower())
+    return (i, i + len(ev.text)) if i >= 0 else (a, b)
+
+
 class SentenceRecord:
     """What one sentence holds for the criteria: its lowered text, the unread words, the mention
     spans (sentence-relative) the extractor matched in it, the sides and outside-chest words it
@@ -200,22 +214,28 @@ class Unvouched:
         report = sg.report
         if report is None or not self.grades or (sg.extractor or "").startswith("gold:"):
             return {}
-        sents = {s.id: s for s in report.sentences}
-        # mention spans per sentence (every observation the extractor read there, any certainty)
+        observations = sg.observations
+        positive = [obs for obs in observations
+                    if obs.source == "report" and obs.certainty != "absent" and obs.evidence]
+        if not positive:
+            return {}
+        # only the sentences a positive observation cites are read (most negatives lie elsewhere)
+        cited = {ev.sentence_id for obs in positive for ev in obs.evidence if ev.sentence_id}
+        sents = {s.id: s for s in report.sentences if s.id in cited}
+        # mention spans per cited sentence (every observation the extractor read there, any certainty)
         spans: dict[str, list[tuple[int, int]]] = {}
-        for obs in sg.observations:
+        for obs in observations:
             if obs.source != "report":
                 continue
             for ev in obs.evidence:
                 s = sents.get(ev.sentence_id) if ev.sentence_id else None
                 if s is not None:
-                    spans.setdefault(s.id, []).append((ev.start - s.start, ev.end - s.start))
+                    spans.setdefault(s.id, []).append(_relative(ev, s))
         sorted_spans = {sid: tuple(sorted(set(v))) for sid, v in spans.items()}
         out: dict[str, tuple[tuple[int, str], ...]] = {}
-        for obs in sg.observations:
-            if obs.source != "report" or obs.certainty == "absent" or not obs.evidence:
-                continue
-            found = self._observation(obs, sents, sorted_spans, subcats, severity_words, names or {})
+        names = names or {}
+        for obs in positive:
+            found = self._observation(obs, sents, sorted_spans, subcats, severity_words, names)
             if found:
                 out[obs.id] = found
         return out
@@ -232,7 +252,7 @@ class Unvouched:
                 continue
             sp = spans.get(s.id, ())
             rec = self.record(s.text, sp)
-            start, end = ev.start - s.start, ev.end - s.start
+            start, end = _relative(ev, s)
             if "unread" in g and rec.unread and "unread" not in found:
                 found["unread"] = self._reason("unread", " ".join(rec.unread[:3]))
             if "explained" in g and "explained" not in found:
