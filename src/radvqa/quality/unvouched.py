@@ -84,6 +84,23 @@ def _phrase_re(phrases: list[str]) -> re.Pattern[str]:
     return re.compile(r"\b(?:" + "|".join(re.escape(p) for p in alts) + r")\b")
 
 
+def _occurrences(low: str, words: set[str]) -> tuple[tuple[int, int, str], ...]:
+    """(start, end, word) of every whole-word occurrence of ``words`` in ``low``, in text order
+    (a find loop per word: the few out-of-vocabulary words of a sentence, not every token)."""
+    out: list[tuple[int, int, str]] = []
+    n = len(low)
+    for w in words:
+        k = len(w)
+        i = low.find(w)
+        while i >= 0:
+            e = i + k
+            if (i == 0 or not ("a" <= low[i - 1] <= "z")) and (e == n or not ("a" <= low[e] <= "z")):
+                out.append((i, e, w))
+            i = low.find(w, i + 1)
+    out.sort()
+    return tuple(out)
+
+
 def _relative(ev: Any, s: Any) -> tuple[int, int]:
     """The mention's span within its sentence: the offsets where they hold the mention's text (the
     rules extractor's always do), else where the text first occurs in the sentence (a scene graph
@@ -163,8 +180,7 @@ class Unvouched:
             vocab = self.vocab
             # (a set difference in C first: most sentences have every word in the vocabulary)
             odd = {w for w in words - vocab if len(w) > 2 and w != "xxxx"}
-            cands = tuple((m.start(), m.end(), m.group(0)) for m in _WORD.finditer(low) if m.group(0) in odd) \
-                if odd else ()
+            cands = _occurrences(low, odd) if odd else ()
             sides = frozenset(side for side, ws in self.side_words.items() if not ws.isdisjoint(words))
             out_w = words & self.outside
             outside = tuple(w for w in dict.fromkeys(_WORD.findall(low)) if w in out_w) if out_w else ()
