@@ -21,6 +21,8 @@ the read phase and the shard phase. The RSS sum counts pages shared by forked wo
 process, the PSS sum once in all. Each row also prints the read / shard / finish seconds and the
 serial part (wall time outside the executor) and its share of the wall time. CPU seconds (this
 process + reaped workers) are printed too: on a shared machine wall time depends on other load.
+With more than one worker, ``tail`` says how the shard phase ended: each worker's last shard back
+against the last of all (``tail_s``, ``idle_share`` of the workers' time, ``last_s`` per worker).
 16-core figures: docs/scale-out.md.
 
   python benchmarks/scale.py writer --rows 200000
@@ -176,18 +178,43 @@ class PeakRSS:
 
 
 class PhaseClock:
-    """A build Progress that notes when each phase starts (wall clock, for the memory windows)."""
+    """A build Progress that notes when each phase starts (wall clock, for the memory windows) and
+    when each shard's result came back and from which worker (for the tail: ``tail``)."""
 
     def __init__(self) -> None:
         self.starts: dict[str, float] = {}
+        self.shards: list[tuple[float, int, int]] = []  # (time back, worker pid, shard)
 
     def phase(self, name: str, total: int | None = None) -> None:
         self.starts.setdefault(name, time.time())
 
     def advance(self, n: int = 1) -> None: ...
-    def shard_done(self, stats: object) -> None: ...
+
+    def shard_done(self, stats: object) -> None:
+        self.shards.append((time.time(), int(getattr(stats, "pid", 0)), int(getattr(stats, "shard", -1))))
+
     def studies_done(self, shard: int, n: int) -> None: ...
     def message(self, text: str) -> None: ...
+
+
+def tail(shards: list[tuple[float, int, int]], t0: float, workers: int) -> dict[str, object] | None:
+    """How the shard phase ended: each worker's last shard back, against the last one of all.
+    ``tail_s``: from the first worker to run out of shards to the end of the phase; ``idle_share``:
+    the worker-seconds spent idle after a worker's last shard, over workers x the phase's wall
+    time (0 = all finished together); ``last_s``: seconds from each worker's last result to the
+    end, sorted; ``order``: the shard indices in the order they came back (first and last few)."""
+    if workers < 2 or not shards:
+        return None
+    end = max(t for t, _, _ in shards)
+    last: dict[int, float] = {}
+    for t, pid, _ in shards:
+        last[pid] = max(last.get(pid, 0.0), t)
+    gaps = sorted(round(end - t, 2) for t in last.values())
+    gaps += [round(end - t0, 2)] * max(0, workers - len(gaps))  # a worker that ran no shard idled all along
+    wall = max(end - t0, 1e-9)
+    order = [k for _, _, k in sorted(shards)]
+    return {"tail_s": max(gaps), "idle_share": round(sum(gaps) / (workers * wall), 3), "last_s": gaps,
+            "shards_per_worker": round(len(shards) / workers, 1), "order": order[:4] + ["..."] + order[-4:]}
 
 
 def _cpu() -> float:
@@ -292,7 +319,7 @@ def bench_build(mode: str, studies: list[int], workers: list[int], pipeline: str
                  qa_rows_per_cpu_s=round(c["qa_rows"] / cpu) if cpu else None,
                  read_s=t["read_sources"], read_parts=t.get("read_parts"), shards_s=t["shards"],
                  finish_s=t.get("finish"), serial_s=round(serial, 2), serial_frac=round(serial / wall, 3),
-                 peak_all=rss.peak(), peak_read=rss.peak(tw0, t_sh), peak_shards=rss.peak(t_sh, t_fin),
+                 tail=tail(clock.shards, t_sh, w), peak_all=rss.peak(), peak_read=rss.peak(tw0, t_sh), peak_shards=rss.peak(t_sh, t_fin),
                  load_avg_1m=round(os.getloadavg()[0], 2), studies_per_s=round((c["studies_out"] if mode == "source" else n) / wall, 1),
                  timings=t, cpus=os.cpu_count(), digest=_digest(out) if digest else None, command=cmd)
             if not keep:

@@ -28,3 +28,23 @@ def test_warm_fork_server_has_no_pandas_but_pandas_still_imports() -> None:
     env.pop("RADVQA_WARM_OPTIONS", None)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_warm_fork_server_uses_the_system_allocator_unless_told() -> None:
+    """Workers forked from the warm server allocate Arrow buffers with malloc (returned to the OS
+    between row groups), unless the user picked a pool (ARROW_DEFAULT_MEMORY_POOL)."""
+    code = (
+        "import io\n"
+        "import radvqa.run._warm\n"
+        "import pyarrow as pa, pyarrow.parquet as pq\n"
+        "pq.write_table(pa.table({'a': pa.array(list(range(1000)))}), io.BytesIO())\n"
+        "print(pa.default_memory_pool().backend_name)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("RADVQA_WARM_OPTIONS", None)
+    env.pop("ARROW_DEFAULT_MEMORY_POOL", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "system", r.stderr
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**env, "ARROW_DEFAULT_MEMORY_POOL": "jemalloc"})
+    assert r.returncode == 0 and r.stdout.strip() == "jemalloc", r.stderr
