@@ -10,7 +10,9 @@ runner pairs them) under ``valgrind --tool=callgrind`` and counts only the gener
 loading, the ontology and the Generator's set-up run uninstrumented. ``--warm`` runs the same
 studies once uninstrumented first, so the per-sentence caches (grading flags, mention tests)
 are filled, as in the best-of-N passes of ``benchmarks/generate.py``; without it the pass is cold
-(every sentence graded for the first time, as a real build meets most of them). Needs valgrind.
+(every sentence graded for the first time, as a real build meets most of them). ``--unvouched
+keep|omit`` sets that generation option where the tree has it (issue 13 round 10; ``keep`` emits
+the same rows as a tree without it, so instructions per row compare like with like). Needs valgrind.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 import tempfile
 
 
-def _child(sg_dir: str, studies: int, warm: bool) -> None:
+def _child(sg_dir: str, studies: int, warm: bool, unvouched: str | None = None) -> None:
     import gc
 
     from radvqa.generate import GenerateOptions, Generator
@@ -39,7 +41,10 @@ def _child(sg_dir: str, studies: int, warm: bool) -> None:
         pairs.append((sg, prior))
         prev = sg
     gc.set_threshold(GC_THRESHOLD, 20, 10)  # as the build runner sets it per shard
-    gen = Generator(onto, GenerateOptions(seed=0))
+    opts = GenerateOptions(seed=0)
+    if unvouched and "unvouched" in GenerateOptions.__struct_fields__:
+        opts = GenerateOptions(seed=0, unvouched=unvouched)
+    gen = Generator(onto, opts)
     if warm:
         for sg, prior in pairs:
             gen.generate(sg, prior)
@@ -58,10 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--studies", type=int, default=300)
     ap.add_argument("--warm", action="store_true", help="fill the per-sentence caches first (uninstrumented)")
     ap.add_argument("--src", action="append", default=[], help="a tree's src folder (repeatable)")
+    ap.add_argument("--unvouched", choices=("keep", "omit"), help="the generation option, where a tree has it")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        _child(args.scene_graphs, args.studies, args.warm)
+        _child(args.scene_graphs, args.studies, args.warm, args.unvouched)
         return 0
     for src in args.src or [""]:
         env = dict(os.environ)
@@ -71,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             out = os.path.join(tmp, "callgrind.out")
             cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
                    sys.executable, os.path.abspath(__file__), "--child", "--scene-graphs", args.scene_graphs,
-                   "--studies", str(args.studies)] + (["--warm"] if args.warm else [])
+                   "--studies", str(args.studies)] + (["--warm"] if args.warm else []) + \
+                (["--unvouched", args.unvouched] if args.unvouched else [])
             res = subprocess.run(cmd, env=env, capture_output=True, text=True)
             rows = re.search(r"rows (\d+)", res.stderr)
             text = open(out).read() if os.path.exists(out) else ""

@@ -188,7 +188,7 @@ def test_unnamed_findings_reader(onto):
 
 
 def test_region_with_an_unnamed_finding_is_never_called_normal(onto):
-    gen = Generator(onto, GenerateOptions(strategies=("qba",)))
+    gen = Generator(onto, GenerateOptions(strategies=("qba",), unvouched="keep"))
     text = "Heart size is normal."
     obs = [Observation(id="O01", finding="cardiomegaly", certainty="absent", regions=["cardiac_silhouette"],
                        evidence=[Span(start=0, end=len(text), text=text, sentence_id="S01")])]

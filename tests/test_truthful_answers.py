@@ -32,7 +32,7 @@ def onto():
 
 @pytest.fixture(scope="module")
 def gen(onto):
-    return Generator(onto, GenerateOptions(strategies=("qba",)))
+    return Generator(onto, GenerateOptions(strategies=("qba",), unvouched="keep"))
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,7 @@ def test_label_only_findings_are_omitted_or_stated_as_labels_and_graded_by_where
     assert not [r for r in rows if "scoliosis" in r.findings], [r.answer for r in rows if "scoliosis" in r.findings]
     assert not any(r.answer_key in ("normal", "none") for r in rows if r.question_type.startswith("A"))
     # --label-only state-as-label: said as the label it is, graded C
-    gl = Generator(onto, GenerateOptions(strategies=("qba",), label_only="state-as-label"))
+    gl = Generator(onto, GenerateOptions(strategies=("qba",), label_only="state-as-label", unvouched="keep"))
     rows = [r for r in gl.generate(sg) if "scoliosis" in r.findings and r.polarity == "positive"]
     assert rows and all(r.grade == "C" and "label:only_report_silent->C" in r.grade_reasons for r in rows)
     assert all("label:scoliosis" in r.provenance for r in rows)
@@ -248,7 +248,9 @@ def test_groups_of_findings_are_not_asked_about_as_body_parts(gen, fam):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("issue13") / "out"
-    res = CliRunner().invoke(app, ["build", "openi", "--input", str(DATA), "--out", str(out), "-q"])
+    # (the readings as before round 10: --unvouched keep; its default is tested in test_truth_unvouched.py)
+    res = CliRunner().invoke(app, ["build", "openi", "--input", str(DATA), "--out", str(out), "-q",
+                                   "--unvouched", "keep"])
     assert res.exit_code == 0, res.output
     rows = [r for f in sorted((out / "qa").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
     return out, rows
@@ -296,7 +298,7 @@ def test_issue_2622_mesh_label_the_report_does_not_back_is_not_stated(built, tmp
         assert "endotracheal" not in r["question"].lower() or r["polarity"] != "negative", r["question"]
     out = tmp_path / "as_label"
     res = CliRunner().invoke(app, ["build", "openi", "--input", str(DATA / "2622.xml"), "--out", str(out), "-q",
-                                   "--label-only", "state-as-label"])
+                                   "--label-only", "state-as-label", "--unvouched", "keep"])
     assert res.exit_code == 0, res.output
     rows = [r for f in sorted((out / "qa").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
     said = [r for r in rows if "endotracheal_tube" in r["findings"] and r["polarity"] == "positive"]

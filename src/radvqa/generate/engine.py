@@ -21,12 +21,13 @@ from typing import Any, Callable, Protocol, Sequence
 import msgspec
 
 from radvqa.generate.constraints import Candidate
-from radvqa.generate.facts import Fact, Lexicon, build_fact, implied_negative, union_boxes
+from radvqa.generate.facts import Fact, Lexicon, _severity_words, build_fact, implied_negative, union_boxes
 from radvqa.generate.priors import Priors, load_priors
 from radvqa.generate.templates import Family, Op, Template, check_unique, load_family
 from radvqa.generate.vocab import Vocab
 from radvqa.model import GRADES, QA, AnswerPart, Box, Observation, Reject, SceneGraph
 from radvqa.quality.criteria import CHANGE_TEXT_LEFT, EXTRACT_ERROR, GRADE_INDEX, label_only
+from radvqa.quality.unvouched import Unvouched
 from radvqa.registry import Registry
 from radvqa.splits import assign_split, normalize_split
 
@@ -146,6 +147,7 @@ def pick_index(rng: random.Random, tpl: Template) -> int:
 
 Compose = Callable[[str], tuple[str, list[AnswerPart]]]
 LABEL_ONLY_MODES = ("omit", "state-as-label")
+UNVOUCHED_MODES = ("omit", "keep")
 
 
 class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -169,6 +171,10 @@ class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # "omit" keeps it in the scene graph but states nothing from it, neither the finding nor a
     # negative it would contradict; "state-as-label" states it as the label it is, grade C
     label_only: str = "omit"
+    # a positive report observation the extractor read only in part (quality/unvouched.py: words of
+    # its sentence nothing read, a cause cue, mixed sides, ...): "omit" states nothing from it (as a
+    # label-only finding: nor any negative it would contradict); "keep" states it, grade C
+    unvouched: str = "omit"
 
     def check(self) -> None:
         """Raise ValueError naming the first bad option (before any work starts)."""
@@ -193,6 +199,8 @@ class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError(f"priors file {self.priors} not found")
         if self.label_only not in LABEL_ONLY_MODES:
             raise ValueError(f"label_only must be one of {list(LABEL_ONLY_MODES)}")
+        if self.unvouched not in UNVOUCHED_MODES:
+            raise ValueError(f"unvouched must be one of {list(UNVOUCHED_MODES)}")
 
 
 def stable_int(*parts: object) -> int:
@@ -222,7 +230,7 @@ class StudyCtx:
     __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "rboxes", "sentences",
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
                  "n_boxable_images", "implied", "no_strs", "no_boxes", "shared", "protos", "proto0",
-                 "label_support", "label_conflicts", "shared_sentences", "hidden", "blocked")
+                 "label_support", "label_conflicts", "shared_sentences", "hidden", "blocked", "unvouched")
 
     def __init__(self, gen: "Generator", sg: SceneGraph, split: str) -> None:
         self.gen = gen
@@ -281,10 +289,17 @@ class StudyCtx:
                     stated.update(v.fancestors.get(obs.finding, ()))
                     stated.update(v.fdescendants.get(obs.finding, ()))
         unstated = gen.unstated if sg.report is not None else frozenset()
+        # positive report observations read only in part (round 10): omitted like label-only ones,
+        # or stated graded C (``unvouched``: observation id -> (grade, reason)s; facts.py)
+        self.unvouched = unv = gen.unvouched.study(sg, gen.vocab.fsub, gen.severity_words,
+                                                         gen.vocab.fname) \
+            if sg.report is not None else {}
+        omit_unv = bool(unv) and gen.options.unvouched == "omit"
         said_less = gen.unstated_words if sg.report is not None else {}
         for obs in sg.observations:
             if ((omit and obs.source == "label" and label_only(obs, True) and obs.finding not in stated)
                     or obs.finding in unstated
+                    or (omit_unv and obs.id in unv)
                     or (obs.temporal == "old" and obs.finding in gen.unstated_old and sg.report is not None)
                     or (obs.finding in said_less and obs.source == "report" and obs.evidence
                         and all(" ".join(ev.text.lower().split()) in said_less[obs.finding] for ev in obs.evidence))):
@@ -608,6 +623,7 @@ class Generator:
         opts.check()
         self.min_grade = GRADE_INDEX[opts.min_grade] if opts.min_grade else None
         self.vocab = Vocab(onto)
+        self.unvouched = Unvouched()
         self.priors: Priors = load_priors(opts.priors)
         self.common = self._family("common.yaml", {}, COMMON_PHRASES, CommonConfig)
         cfg: CommonConfig = self.common.config
@@ -656,6 +672,10 @@ class Generator:
         self.region_phrases: dict[tuple[str, ...], str] = {}
         # (wording, name, phrase, a_phrase, be, in_location) -> a fact's statement: facts.py
         self.fact_texts: dict[tuple[str, ...], str] = {}
+
+    def severity_words(self, level: str) -> tuple[str, ...]:
+        """The report words meaning a severity level (facts.py, cached per generator)."""
+        return _severity_words(self, level)
 
     def _family(self, fname: str, ops: dict[str, Op], phrases: dict[str, frozenset[str]],
                 config_type: type) -> Family:

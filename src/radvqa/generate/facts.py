@@ -287,6 +287,9 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
                 hedge_re=v.hedge_re, shared_sentences=ctx.shared_sentences, vague=v.vague, places=places,
                 annotated=annotated)
         f.grade = hit
+        unv = ctx.unvouched.get(obs.id) if ctx.unvouched else None
+        if unv:
+            f.grade = (max(hit[0], *(g for g, _ in unv)), hit[1] + tuple(r for _, r in unv))
         if ctx.extract_grade is not None:
             f.grade = (max(f.grade[0], ctx.extract_grade[0]), f.grade[1] + ctx.extract_grade[1])
     # an implied negative rests on the report's silence: say so rather than cite nothing

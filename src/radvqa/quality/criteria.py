@@ -52,6 +52,10 @@ Criteria (REFERENCE.md §1; ours marked *). Grades promise correctness, not pola
 - *boxes valid: every box inside its image with x1 < x2, y1 < y2 -> otherwise D.
 - *answer in question: the question names its own answer -> D (generators skip these; the check
   is a safety net for hand-made templates).
+- *unvouched (round 10, ``quality/unvouched.py``, data ``quality/data/unvouched.yaml``): a positive
+  report observation whose sentence the extractor read only in part (unread words, a cause cue,
+  mixed sides, another body part, a detached severity, slash alternatives) -> C with
+  ``--unvouched keep``; by default (``omit``) the generator states nothing from it.
 - judge criteria (entailment, relevance, completeness, clarity) are an optional later pass:
   see ``radvqa.quality.judge``.
 """

@@ -1,0 +1,332 @@
+"""Readings the extractor made only in part (issue 13, round 10): generic criteria, in data
+(``quality/data/unvouched.yaml``), that name what in a positive observation's sentence the
+extractor did not read, so that the generator can leave the observation unstated
+(``GenerateOptions.unvouched = "omit"``) or grade it down with the reason (``"keep"``).
+
+Why generic: nine rounds of report-specific rules brought content errors of positive rows to a
+few percent on the reports they were written from, but not on unseen ones (every unseen report
+brings a new construction). These criteria do not know any construction; they ask whether the
+extractor's matches account for the sentence.
+
+Each criterion is computed once per sentence (cached by sentence text and the spans matched in
+it: report sentences repeat across a corpus) and then per observation from that record:
+
+- ``unread``: sentence words that no mention span of the sentence covers and that no vocabulary
+  the extractor reads around a mention (places, sides, severities, change and certainty cues)
+  nor the function-word list holds;
+- ``explained``: a cause cue ("due to", "represents", "from") after the finding's mention whose
+  clause holds no mention the extractor read: the finding may be explained away;
+- ``mixed_sides``: a left or right finding in a sentence that names the other side or both sides;
+- ``other_part``: a chest finding in a sentence naming a body part outside the chest;
+- ``detached``: a severity the observation carries, in a sentence of two or more mentions, whose
+  words lie nowhere near the finding's own mention;
+- ``slash``: "thickening/atelectasis" (a slash between words) with the finding stated certain;
+- ``inferred``: no word of the finding's mention shares a stem (five letters) with the finding's
+  name: the extractor stated it from a sign the ontology maps to it ("peribronchial cuffing" ->
+  interstitial edema, "volume overload" -> heart failure), not from its name.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from radvqa.model import Observation, SceneGraph
+from radvqa.quality.criteria import C, reason
+
+CRITERIA = ("unread", "explained", "mixed_sides", "other_part", "detached", "slash", "inferred")
+_GRADES = {"C": C}
+_WORD = re.compile(r"[a-z]+")
+_SLASH = re.compile(r"\b([a-z]{3,})/([a-z]{3,})\b")
+
+
+@lru_cache(maxsize=None)
+def load_config() -> dict[str, Any]:
+    """``quality/data/unvouched.yaml`` (read once per process)."""
+    text = resources.files("radvqa.quality").joinpath("data", "unvouched.yaml").read_text("utf-8")
+    return yaml.safe_load(text)
+
+
+def _walk(obj: Any, out: set[str]) -> None:
+    if isinstance(obj, str):
+        if "_" not in obj:  # an identifier ("interstitial_opacity"), no report word
+            out.update(_WORD.findall(obj.lower()))
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _walk(k, out)
+            _walk(v, out)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _walk(v, out)
+
+
+@lru_cache(maxsize=None)
+def read_vocabulary() -> frozenset[str]:
+    """Every word the extractor reads around a mention (the configured YAML files) plus the
+    function words: a sentence word outside it and outside every mention span is unread."""
+    cfg = load_config()
+    words: set[str] = set()
+    for pkg, files in (cfg.get("read_vocabularies") or {}).items():
+        for name, keys in files.items():
+            text = resources.files(f"radvqa.{pkg}").joinpath("data", name).read_text("utf-8")
+            data = yaml.safe_load(text)
+            _walk(data if keys is None else [data.get(k) for k in keys], words)
+    _walk(cfg.get("function_words") or [], words)
+    return frozenset(words)
+
+
+def _phrase_re(phrases: list[str]) -> re.Pattern[str]:
+    alts = sorted({p.lower() for p in phrases}, key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(re.escape(p) for p in alts) + r")\b")
+
+
+def _occurrences(low: str, words: set[str]) -> tuple[tuple[int, int, str], ...]:
+    """(start, end, word) of every whole-word occurrence of ``words`` in ``low``, in text order
+    (a find loop per word: the few out-of-vocabulary words of a sentence, not every token)."""
+    out: list[tuple[int, int, str]] = []
+    n = len(low)
+    for w in words:
+        k = len(w)
+        i = low.find(w)
+        while i >= 0:
+            e = i + k
+            if (i == 0 or not ("a" <= low[i - 1] <= "z")) and (e == n or not ("a" <= low[e] <= "z")):
+                out.append((i, e, w))
+            i = low.find(w, i + 1)
+    out.sort()
+    return tuple(out)
+
+
+def _relative(ev: Any, s: Any) -> tuple[int, int]:
+    """The mention's span within its sentence: the offsets where they hold the mention's text (the
+    rules extractor's always do), else where the text first occurs in the sentence (a scene graph
+    made by hand or by another extractor may carry report offsets of another layout)."""
+    a, b = ev.start - s.start, ev.end - s.start
+    text = s.text
+    if text[a:b] == ev.text:
+        return a, b
+    i = text.find(ev.text)
+    if i < 0:
+        i = text.lower().find(ev.text.lower())
+    return (i, i + len(ev.text)) if i >= 0 else (a, b)
+
+
+class SentenceRecord:
+    """What one sentence holds for the criteria: its lowered text, the unread words, the mention
+    spans (sentence-relative) the extractor matched in it, the sides and outside-chest words it
+    names and its first slash pair. Word tokens (start, end, word) are made only when asked for
+    (``tokens``: the detached-severity check alone needs them)."""
+
+    __slots__ = ("low", "unread", "spans", "sides", "outside", "slash", "_tokens")
+
+    def __init__(self, low: str, unread: tuple[str, ...], spans: tuple[tuple[int, int], ...],
+                 sides: frozenset[str], outside: tuple[str, ...], slash: str | None) -> None:
+        self.low = low
+        self.unread = unread
+        self.spans = spans
+        self.sides = sides
+        self.outside = outside
+        self.slash = slash
+        self._tokens: list[tuple[int, int, str]] | None = None
+
+    @property
+    def tokens(self) -> list[tuple[int, int, str]]:
+        if self._tokens is None:
+            self._tokens = [(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(self.low)]
+        return self._tokens
+
+
+class Unvouched:
+    """The criteria of one generator (``Generator.unvouched``): ``study(sg, subcats, severity_words)
+    -> {observation id: reasons}`` for the positive report observations it does not vouch for."""
+
+    def __init__(self) -> None:
+        cfg = load_config()
+        self.grades: dict[str, int] = {}
+        for name, g in (cfg.get("criteria") or {}).items():
+            if name not in CRITERIA:
+                raise ValueError(f"unvouched.yaml: unknown criterion {name!r}; known: {list(CRITERIA)}")
+            if g in _GRADES:
+                self.grades[name] = _GRADES[g]
+            elif g not in ("off", None, False):
+                raise ValueError(f"unvouched.yaml: criterion {name} grade must be C or off, not {g!r}")
+        self.vocab = read_vocabulary()
+        self.explain_re = _phrase_re(cfg.get("explain_cues") or [])
+        self.clause_ends = tuple(cfg.get("clause_ends") or ())
+        self.comparison = frozenset(cfg.get("explain_comparison_words") or ())
+        self.side_words = {side: frozenset(ws) for side, ws in (cfg.get("sides") or {}).items()}
+        self.outside = frozenset(cfg.get("outside_words") or ())
+        self.exempt = frozenset(str(s).upper() for s in cfg.get("exempt_subcategories") or ())
+        self.window = int(cfg.get("detached_window", 4))
+        self._records: dict[tuple[str, tuple[tuple[int, int], ...]], SentenceRecord] = {}
+        self._bases: dict[str, Any] = {}
+        self._reasons: dict[tuple[str, str], str] = {}
+        self._inferred: dict[tuple[str, str], str] = {}
+
+    def _base(self, text: str) -> tuple[str, tuple[tuple[int, int, str], ...], frozenset[str], tuple[str, ...],
+                                       str | None]:
+        """What a sentence holds whatever was matched in it (cached by text): lowered text, its
+        out-of-vocabulary words with their offsets, sides, outside-chest words, slash pair."""
+        hit = self._bases.get(text)
+        if hit is None:
+            if len(self._bases) > 200_000:
+                self._bases.clear()
+            low = text.lower()
+            words = set(_WORD.findall(low))
+            vocab = self.vocab
+            # (a set difference in C first: most sentences have every word in the vocabulary)
+            odd = {w for w in words - vocab if len(w) > 2 and w != "xxxx"}
+            cands = _occurrences(low, odd) if odd else ()
+            sides = frozenset(side for side, ws in self.side_words.items() if not ws.isdisjoint(words))
+            out_w = words & self.outside
+            outside = tuple(w for w in dict.fromkeys(_WORD.findall(low)) if w in out_w) if out_w else ()
+            m = _SLASH.search(low) if "/" in low else None
+            slash = m.group(0) if m is not None and "and/or" not in m.group(0) else None
+            hit = self._bases[text] = (low, cands, sides, outside, slash)
+        return hit
+
+    def record(self, text: str, spans: tuple[tuple[int, int], ...]) -> SentenceRecord:
+        """The sentence's record, cached by (text, mention spans)."""
+        key = (text, spans)
+        hit = self._records.get(key)
+        if hit is None:
+            if len(self._records) > 200_000:
+                self._records.clear()
+            low, cands, sides, outside, slash = self._base(text)
+            unread: list[str] = []
+            for s, e, w in cands:
+                if w not in unread and not any(a <= s and e <= b for a, b in spans):
+                    unread.append(w)
+            hit = self._records[key] = SentenceRecord(low, tuple(unread), spans, sides, outside, slash)
+        return hit
+
+    def _reason(self, name: str, words: str) -> tuple[int, str]:
+        key = (name, words)
+        r = self._reasons.get(key)
+        if r is None:
+            r = self._reasons[key] = reason("evidence", f"{name}({words})", self.grades[name])
+        return self.grades[name], r
+
+    def inferred(self, finding: str, name: str, mention: str) -> str | None:
+        """The mention's words where none shares a stem with the finding's name (cached)."""
+        key = (finding, mention)
+        hit = self._inferred.get(key)
+        if hit is None:
+            if len(self._inferred) > 200_000:
+                self._inferred.clear()
+            stems = {w[:5] for w in _WORD.findall(f"{name} {finding.replace('_', ' ')}".lower()) if len(w) > 2}
+            words = [w for w in _WORD.findall(mention.lower()) if len(w) > 2 and w != "xxxx"]
+            hit = self._inferred[key] = "" if not words or any(w[:5] in stems for w in words) else " ".join(words[:3])
+        return hit or None
+
+    def study(self, sg: SceneGraph, subcats: dict[str, str],
+              severity_words: Any, names: dict[str, str] | None = None) -> dict[str, tuple[tuple[int, str], ...]]:
+        """Per positive report observation the criteria do not vouch for, its (grade, reason)s.
+        ``subcats``: finding -> ontology subcategory; ``severity_words(level)``: the words of a level."""
+        report = sg.report
+        if report is None or not self.grades or (sg.extractor or "").startswith("gold:"):
+            return {}
+        observations = sg.observations
+        positive = [obs for obs in observations
+                    if obs.source == "report" and obs.certainty != "absent" and obs.evidence]
+        if not positive:
+            return {}
+        # only the sentences a positive observation cites are read (most negatives lie elsewhere)
+        cited = {ev.sentence_id for obs in positive for ev in obs.evidence if ev.sentence_id}
+        sents = {s.id: s for s in report.sentences if s.id in cited}
+        # mention spans per cited sentence (every observation the extractor read there, any certainty)
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for obs in observations:
+            if obs.source != "report":
+                continue
+            for ev in obs.evidence:
+                s = sents.get(ev.sentence_id) if ev.sentence_id else None
+                if s is not None:
+                    spans.setdefault(s.id, []).append(_relative(ev, s))
+        sorted_spans = {sid: tuple(sorted(set(v))) for sid, v in spans.items()}
+        out: dict[str, tuple[tuple[int, str], ...]] = {}
+        names = names or {}
+        for obs in positive:
+            found = self._observation(obs, sents, sorted_spans, subcats, severity_words, names)
+            if found:
+                out[obs.id] = found
+        return out
+
+    def _observation(self, obs: Observation, sents: dict[str, Any], spans: dict[str, tuple[tuple[int, int], ...]],
+                     subcats: dict[str, str], severity_words: Any,
+                     names: dict[str, str]) -> tuple[tuple[int, str], ...]:
+        g = self.grades
+        found: dict[str, tuple[int, str]] = {}
+        detached: str | bool | None = None
+        for ev in obs.evidence:
+            s = sents.get(ev.sentence_id) if ev.sentence_id else None
+            if s is None:
+                continue
+            sp = spans.get(s.id, ())
+            rec = self.record(s.text, sp)
+            start, end = _relative(ev, s)
+            if "unread" in g and rec.unread and "unread" not in found:
+                found["unread"] = self._reason("unread", " ".join(rec.unread[:3]))
+            if "explained" in g and "explained" not in found:
+                cue = self._explained(rec, end)
+                if cue:
+                    found["explained"] = self._reason("explained", cue)
+            if "mixed_sides" in g and obs.laterality in ("left", "right") and "mixed_sides" not in found:
+                other = "right" if obs.laterality == "left" else "left"
+                if other in rec.sides or "bilateral" in rec.sides:
+                    found["mixed_sides"] = self._reason("mixed_sides", " ".join(sorted(rec.sides)))
+            if "other_part" in g and rec.outside and "other_part" not in found and \
+                    subcats.get(obs.finding, "") not in self.exempt:
+                found["other_part"] = self._reason("other_part", " ".join(rec.outside[:3]))
+            if "detached" in g and obs.severity and detached is not False:
+                word = self._detached(rec, start, end, severity_words(obs.severity))
+                # near in one sentence is enough ("minimal subsegmental atelectasis" beside
+                # "minimal opacities ..., subsegmental atelectasis"); far counts only in a
+                # sentence of two or more mentions (the word may be another finding's)
+                if word == "":
+                    detached = False
+                elif word and len(sp) > 1 and detached is None:
+                    detached = word
+            if "inferred" in g and "inferred" not in found:
+                words = self.inferred(obs.finding, names.get(obs.finding, obs.finding), ev.text)
+                if words:
+                    found["inferred"] = self._reason("inferred", words)
+            if "slash" in g and rec.slash and obs.certainty == "present" and "slash" not in found:
+                found["slash"] = self._reason("slash", rec.slash)
+        if isinstance(detached, str):
+            found["detached"] = self._reason("detached", detached)
+        return tuple(found[k] for k in CRITERIA if k in found)
+
+    def _explained(self, rec: SentenceRecord, end: int) -> str | None:
+        """The first cause cue after the mention whose clause holds no mention the extractor read."""
+        low = rec.low
+        for m in self.explain_re.finditer(low, max(end, 0)):
+            stop = len(low)
+            for c in self.clause_ends:
+                i = low.find(c, m.end())
+                if 0 <= i < stop:
+                    stop = i
+            if any(m.end() <= a < stop for a, _ in rec.spans):
+                continue
+            if not self.comparison.isdisjoint(_WORD.findall(low, m.end(), stop)):
+                continue
+            return m.group(0)
+        return None
+
+    def _detached(self, rec: SentenceRecord, start: int, end: int, words: tuple[str, ...]) -> str | None:
+        """A severity word of the sentence, none of whose occurrences lies within ``window`` words of
+        the mention; "" where one does; None where the sentence holds none."""
+        toks = rec.tokens
+        first = next((i for i, t in enumerate(toks) if t[1] > start), len(toks))
+        last = max((i for i, t in enumerate(toks) if t[0] < end), default=first)
+        wanted = {w for phrase in words for w in phrase.lower().split()}
+        hits = [i for i, t in enumerate(toks) if t[2] in wanted]
+        if not hits:
+            return None
+        if any(first - self.window <= i <= last + self.window for i in hits):
+            return ""
+        return toks[hits[0]][2]
