@@ -219,7 +219,8 @@ def test_word_start_scanners_find_what_the_tries_find():
              "are", "clear", "mild", "small", "pleural", "pneumothorax", "acute", "cardiopulmonary", "disease",
              "without", "opacity", "possible", "cm", "3", "bilateral", "stable", "the", "and", "or", "?", "healed",
              "chronic", "appearing", "fracture", ", healed"]
-    texts = _EDGE_TEXTS + _random_texts(words, 1500, 7)
+    # punctuation cues, scanned only when one search finds any (context.ContextRules.cues)
+    texts = _EDGE_TEXTS + _random_texts(words, 1500, 7) + _random_texts(words + ["(", ";", ":", ")"], 300, 8)
     for t in texts:
         for s in (t, t.upper().lower()):
             got = ([(m.start, m.end, m.findings, m.certainty, m.rule) for m in mm.find(s, 0, len(s))],
@@ -243,3 +244,30 @@ def test_word_start_scanners_find_what_the_tries_find():
     for s in _EDGE_TEXTS + _random_texts(["left", "lower", "lobe", "no", "acute", "leftx"], 500, 11):
         assert word_spans(pat, fast, s, 0, len(s)) == [m.span() for m in pat.finditer(s)], s
     assert trie_regexes(["left", "(see"])[1] is None  # a phrase led by punctuation: no scanner
+
+
+def test_compiled_engine_modules_define_no_class_with_keywords(tmp_path):
+    # benchmarks/extraction_compiled.py compiles these modules with mypyc, which builds a class
+    # without its keyword arguments (a msgspec Struct's gc=False / frozen=True were lost): such
+    # classes live in radvqa/extract/_structs.py. A copy without a compiled engine is refused.
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("extraction_compiled", root / "benchmarks" / "extraction_compiled.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    for name in mod.MODULES:
+        tree = ast.parse((root / "src" / "radvqa" / "extract" / f"{name}.py").read_text())
+        with_kw = [c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.keywords]
+        assert not with_kw, (name, with_kw)
+        # a decorated class compiles as a plain Python class (mypyc makes dataclasses native ones)
+        decorated = [c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                     and any(ast.unparse(d).split("(")[0] != "dataclass" for d in c.decorator_list)]
+        assert not decorated, (name, decorated)
+    (tmp_path / "src" / "radvqa").mkdir(parents=True)
+    import pytest as _pytest
+
+    with _pytest.raises(SystemExit, match="no compiled engine"):
+        mod.main(["--build", str(tmp_path), "--reuse"])

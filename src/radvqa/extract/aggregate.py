@@ -27,8 +27,8 @@ Rules (documented contract of the rules backend):
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from radvqa.extract.attributes import AttrValues
 from radvqa.model import Observation, Span
 
 _RANK = {"absent": 0, "uncertain": 1, "present": 2}
@@ -65,7 +65,9 @@ class Aggregator:
         # some mention was added uncertain (else no finding is stated both ways: most reports)
         self._uncertain = False
 
-    def add(self, finding: str, certainty: str, span: Span, v: AttrValues | None, implicit: bool = False,
+    # ``v``: the mention's AttrValues, or the FrozenAttrs the rules extractor's cache keeps (Any:
+    # the compiled engine checks annotations at run time; benchmarks/extraction_compiled.py)
+    def add(self, finding: str, certainty: str, span: Span, v: Any, implicit: bool = False,
             qualifier: str | None = None) -> None:
         lat = None
         regions: tuple[str, ...] = ()
@@ -76,7 +78,7 @@ class Aggregator:
                 lat = regions_side(regions, self._side)
         self.add_located(finding, certainty, span, v, lat, regions, implicit, qualifier)
 
-    def add_located(self, finding: str, certainty: str, span: Span, v: AttrValues | None, lat: str | None,
+    def add_located(self, finding: str, certainty: str, span: Span, v: Any, lat: str | None,
                     regions: tuple[str, ...], implicit: bool = False, qualifier: str | None = None) -> None:
         """``add`` with the mention's laterality (stated, else from its regions' sides) and
         regions already worked out."""
@@ -85,7 +87,7 @@ class Aggregator:
         self.add_keys(((finding, lat, regions),), certainty, span, v, implicit, qualifier)
 
     def add_keys(self, keys: tuple[tuple[str, str | None, tuple[str, ...]], ...], certainty: str, span: Span,
-                 v: AttrValues | None, implicit: bool = False, qualifier: str | None = None) -> None:
+                 v: Any, implicit: bool = False, qualifier: str | None = None) -> None:
         """One mention of several findings, each given as its observation key (finding,
         laterality, regions), the laterality already dropped for findings without a side (the
         rules extractor caches the keys with the sentence)."""
@@ -292,7 +294,7 @@ _ZONE = {"upper_lobe": "upper_lung_zone", "upper_lung_zones": "upper_lung_zone",
          "middle_lobe": "mid_lung_zone", "mid_lung_zones": "mid_lung_zone"}
 
 
-def _dropped(v: AttrValues, regions: tuple[str, ...], into: list[str] | None) -> list[str]:
+def _dropped(v: Any, regions: tuple[str, ...], into: list[str] | None) -> list[str]:
     """What the mention's words gave that the observation does not hold: regions its finding
     cannot lie in (left out of its key by the extractor) and words dropped at binding."""
     out = [] if into is None else into

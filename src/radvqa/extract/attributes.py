@@ -12,8 +12,7 @@ import re
 from bisect import bisect_left
 from typing import Any, Callable
 
-import msgspec
-
+from radvqa.extract._structs import Attr, AttrValues, FrozenAttrs
 from radvqa.extract._trie import trie_regexes, word_spans
 
 KINDS = ("region", "laterality", "severity", "change", "temporal")
@@ -24,46 +23,6 @@ SIZE_RE = re.compile(
     r"(mm|cm|millimet(?:er|re)s?|centimet(?:er|re)s?)(?!\w)"
 )
 _UNIT_MM = {"mm": 1.0, "cm": 10.0}
-
-
-# Made for every attribute word of every analysed sentence: a msgspec Struct is made in C (a
-# third of a slots dataclass's Python __init__) and, holding only strings and ints, is kept out of
-# the cyclic garbage collector (gc=False); nothing mutates them
-class Attr(msgspec.Struct, gc=False):
-    kind: str
-    value: str
-    start: int
-    end: int
-
-
-# Made for each mention that gets an attribute: a msgspec Struct is made in C (the slots
-# dataclass's Python __init__, with a factory per list, was a seventh of attach); each instance
-# gets its own empty lists. Copy with msgspec.structs.replace.
-class AttrValues(msgspec.Struct):
-    laterality: str | None = None
-    regions: list[str] = []
-    severity: str | None = None
-    size_mm: float | None = None
-    change: str | None = None
-    temporal: str | None = None
-    spans: list[tuple[int, int]] = []
-    # words of the sentence not attached because their binding was ambiguous ("severity:small")
-    dropped: list[str] = []
-
-
-# What the extractor keeps of a mention's AttrValues once its sentence is analysed (the sentence
-# cache holds it for the rest of the run; the aggregator only reads it): tuples and a frozen
-# msgspec Struct out of the cyclic garbage collector, where an AttrValues was four tracked
-# objects per cached mention for every collection to walk (98k -> 49k tracked objects after an
-# OpenI pass). Frozen: a report cannot change what the cache hands the next one.
-class FrozenAttrs(msgspec.Struct, frozen=True, gc=False):
-    laterality: str | None = None
-    regions: tuple[str, ...] = ()
-    severity: str | None = None
-    size_mm: float | None = None
-    change: str | None = None
-    temporal: str | None = None
-    dropped: tuple[str, ...] = ()
 
 
 def freeze(v: AttrValues) -> FrozenAttrs:
@@ -154,6 +113,12 @@ class AttributeMatcher:
         return out
 
 
+def _adj_end(lower: str, pos: int) -> int:
+    """Where the adjective commas after ``pos`` end (``_ADJ_COMMA`` matches everywhere)."""
+    m: Any = _ADJ_COMMA.match(lower, pos)
+    return m.end()
+
+
 _DEGREE_GAP = re.compile(r"[\s-]*")
 # A modifier right after a negation ("emphysema without acute disease", "no acute fracture")
 # belongs to the negated phrase: it can only describe a mention that follows it.
@@ -203,12 +168,12 @@ MAX_GAP = 80  # characters between an attribute and the mention it can describe
 MAX_GROUP = 8  # a longer chain of coordinated mentions is a list, not one finding phrase (and bounds the work)
 
 
-def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
+def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
            share: list[bool] | None = None, signs: list[bool] | None = None,
            fits: Callable[[int, str], bool] | None = None,
            region_side: dict[str, str | None] | None = None) -> list[AttrValues | None]:
     """Give each attribute to the nearest mention of the sentence; returns one AttrValues per
-    mention (same order as ``mention_spans``, which are in text order and do not overlap), None
+    mention (``starts``, ``ends``: the mentions' offsets, in text order, not overlapping), None
     for a mention that gets none.
 
     Only mentions within ``MAX_GAP`` characters are candidates (found by bisection), so the work
@@ -222,14 +187,12 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
       sign ("opacity in the left base compatible with / , scarring or atelectasis"; ``signs[i]``
       marks the signs) is located where the sign is;
     - a severity / change / temporal word right after a negation only describes what follows it."""
-    n = len(mention_spans)
+    n = len(starts)
     # None for a mention that gets no attribute (most of them: the same as an empty AttrValues
     # to every reader, without making one)
     vals: list[AttrValues | None] = [None] * n
     if not n:
         return vals  # type: ignore[return-value]
-    starts = [a for a, _ in mention_spans]
-    ends = [b for _, b in mention_spans]
     lat_at: list[tuple[int, int, int] | None] = [None] * n  # (distance, start, end) of the side kept
     # each mention's location words; () until it gets one (most mentions get none)
     own_loc: list = [()] * n
@@ -283,7 +246,7 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
                     # ("mild hyperinflation, right apical pleural-parenchymal irregularities
                     # compatible with scarring": the apex is the scarring's, CXR2516)
                     if nxt < n and ((pre and starts[nxt] - a.end <= 40 and not _PHRASE_BREAK.search(
-                                        lower, _ADJ_COMMA.match(lower, a.end).end(), starts[nxt])
+                                        lower, _adj_end(lower, a.end), starts[nxt])
                                      and not _VERB_BREAK.search(lower, a.end, starts[nxt]))
                                     or (comma and not _CLAUSE_END.search(lower, a.end, starts[nxt])
                                         and not (pre and _VERB_BREAK.search(lower, a.end, starts[nxt])))):
@@ -344,7 +307,7 @@ def attach(attrs: list[Attr], mention_spans: list[tuple[int, int]], lower: str,
     return vals  # type: ignore[return-value]
 
 
-def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int], own_loc: list[list[Attr]],
+def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int], own_loc: list,
                      lower: str, share: list[bool] | None, signs: list[bool] | None = None,
                      fits: Callable[[int, str], bool] | None = None,
                      region_side: dict[str, str | None] | None = None) -> None:

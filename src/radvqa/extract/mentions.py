@@ -15,21 +15,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import msgspec
-
 from radvqa.extract._prefix import lookahead, prefixes
+from radvqa.extract._structs import Mention
 from radvqa.extract._trie import ASCII_NOT_WORD, starts_with_ascii_word, trie_regexes, word_spans
-
-
-# Built for every match of every sentence: a msgspec Struct is made in C (a third of a slots
-# dataclass's Python __init__) and, holding no containers that could form a cycle, is kept out
-# of the cyclic garbage collector (gc=False); nothing mutates them
-class Mention(msgspec.Struct, gc=False):
-    start: int
-    end: int
-    findings: tuple[str, ...]
-    certainty: str | None = None  # fixed by a pattern (implicit normals); None = from context
-    rule: str | None = None  # pattern id for patterns, None for lexicon terms
 
 
 class MentionMatcher:
@@ -37,6 +25,7 @@ class MentionMatcher:
         """``terms``: normalised term -> finding ids (the ontology's ``finding_terms()``);
         ``patterns``: parsed ``patterns.yaml``; ``known``: valid finding ids (unknown ids in the
         data are an error, so a renamed ontology id cannot silently switch a rule off)."""
+        ids: Any = None  # (one type per variable: see benchmarks/extraction_compiled.py)
         lex: dict[str, tuple[str, ...]] = dict(terms)
         problems: list[str] = []
 
@@ -114,6 +103,8 @@ class MentionMatcher:
     def find(self, lower: str, start: int, end: int) -> list[Mention]:
         """Mentions in ``lower[start:end]`` (lower-cased report text), in text order. Pattern
         matches win over lexicon terms they overlap (they are the more specific reading)."""
+        m: Any = None  # (one type per variable: see benchmarks/extraction_compiled.py)
+        ids: Any = None
         out: list[Mention] = []
         taken: list[tuple[int, int]] = []
         whole = start == 0 and end == len(lower) and lower.isascii()

@@ -5,7 +5,7 @@ modifiers) and ``radvqa/extract/data/*.yaml`` (sections, context cues, patterns,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from msgspec.structs import replace  # AttrValues and FrozenAttrs are msgspec Structs
@@ -56,7 +56,14 @@ _LIST_JOIN = re.compile(r"\s*,?\s*(?:(?:and|or|nor|and/or)\s+)?")
 _ALT_NEXT = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
 
 
-@EXTRACTORS.register("rules")
+def _fits_fn(ex: Any, mentions: list) -> Callable[[int, str], bool]:
+    """``attach``'s test whether mention ``k`` can lie in a region (a closure at module level:
+    the compiled engine has none inside the extractor's methods)."""
+    def fits(k: int, r: str) -> bool:
+        return ex._fits(mentions[k].findings, r)
+    return fits
+
+
 class RulesExtractor:
     """Build once (compiles the ontology and rule data), then call ``extract`` per report."""
 
@@ -467,7 +474,7 @@ class RulesExtractor:
                                          all(f in self.alt_signs for f in findings))
         return p[0]
 
-    def _keys(self, findings: tuple[str, ...], v: AttrValues | None) -> tuple:
+    def _keys(self, findings: tuple[str, ...], v: Any) -> tuple:  # v: AttrValues, FrozenAttrs or None
         """The observation key (finding, laterality, regions) of each finding of a mention: the
         laterality stated, else from the regions' sides, and none for findings without a side
         (memoised: a corpus names a few hundred combinations)."""
@@ -519,7 +526,7 @@ class RulesExtractor:
         """Drop a redacted-device phrase ("tip") that follows a named device in the sentence:
         "tracheostomy tube tip at the clavicles" is one tracheostomy tube, not also a catheter."""
         out = []
-        named = False
+        named: Any = False  # (a memoised bool, None before it is worked out)
         is_device = self._is_device
         for m in mentions:
             if named and m.rule is None and seg[m.start:m.end] in self.redacted_device:
@@ -559,7 +566,7 @@ class RulesExtractor:
         ctx = self.context
         cues = ctx.cues(seg, 0, n)
         starts = [c.start for c in cues]
-        out = []
+        out: list[Any] = []
         if indication:
             for m in mentions:
                 # what the indication asks about: not what it rules out, not the history
@@ -571,7 +578,7 @@ class RulesExtractor:
                 out.append((m.start, m.end, m.findings, cert, False, None, None))
             return tuple(out)
         attrs = self.attributes.find(seg, 0, n)
-        per_side: dict[int, tuple[str, str, str, str]] = {}
+        per_side: dict[int, tuple[int, int, tuple[tuple[str, str], ...]]] = {}
         if attrs and self.per_side is not None and ("left" in seg or "right" in seg):
             per_side = self._per_side(seg, mentions)
             if per_side:  # the per-side words describe their finding only
@@ -582,6 +589,8 @@ class RulesExtractor:
             props = self._props
             share: list[bool] = []
             signs: list[bool] = []
+            mstarts: list[int] = []
+            mends: list[int] = []
             for m in mentions:
                 p = props.get(m.findings)
                 if p is None:  # (can take a side, is a sign the alternatives explain)
@@ -589,8 +598,10 @@ class RulesExtractor:
                                              all(f in self.alt_signs for f in m.findings))
                 share.append(p[0])
                 signs.append(p[1])
-            vals = attach(attrs, [(m.start, m.end) for m in mentions], seg, share, signs,
-                          lambda k, r: self._fits(mentions[k].findings, r), self.region_side)
+                mstarts.append(m.start)
+                mends.append(m.end)
+            vals = attach(attrs, mstarts, mends, seg, share, signs,
+                          _fits_fn(self, mentions), self.region_side)
         certs: list[str | None] = []
         quals: list[str | None] = []
         prev_end = 0
@@ -674,22 +685,22 @@ class RulesExtractor:
                 # disease, old (the cavity it left is what is seen), never a current one
                 past_end = m.end
                 v = replace(v, temporal="old") if v is not None else AttrValues(temporal="old")
-            if quals[i] is not None and v is not None and v.severity is not None:
-                # "no large effusion": "large" limits the negation, it is no severity of an effusion
-                v.severity = None
-            if v is not None and v.severity is not None and any(
-                    v.severity in self._finding_severity.get(f, ()) for f in m.findings):
-                v.severity = None  # "the heart is large": the word is the finding, not its degree
-            if v is not None and v.temporal is not None and v.temporal == "postoperative" and \
-                    any(f in self._not_postoperative for f in m.findings):
-                v.temporal = None  # "status post humerus fracture": after a fracture, no surgery
-            if v is not None and v.change == "resolved" and cert == "present":
-                # "almost completely resolved pleural air": still there, so it improved
-                v = replace(v, change="improved")
-            if m.certainty is not None and v is not None and (v.temporal or v.severity):
-                # "no acute cardiopulmonary disease": the pattern's own words describe the
-                # disease it negates, not each finding it implies
-                v.temporal = v.severity = None
+            if v is not None:  # (most mentions get no attribute: one test for them)
+                if quals[i] is not None and v.severity is not None:
+                    # "no large effusion": "large" limits the negation, it is no severity of an effusion
+                    v.severity = None
+                if v.severity is not None and any(
+                        v.severity in self._finding_severity.get(f, ()) for f in m.findings):
+                    v.severity = None  # "the heart is large": the word is the finding, not its degree
+                if v.temporal == "postoperative" and any(f in self._not_postoperative for f in m.findings):
+                    v.temporal = None  # "status post humerus fracture": after a fracture, no surgery
+                if v.change == "resolved" and cert == "present":
+                    # "almost completely resolved pleural air": still there, so it improved
+                    v = replace(v, change="improved")
+                if m.certainty is not None and (v.temporal or v.severity):
+                    # "no acute cardiopulmonary disease": the pattern's own words describe the
+                    # disease it negates, not each finding it implies
+                    v.temporal = v.severity = None
             findings = m.findings
             if m.certainty is not None and quals[i] is not None:
                 # "lungs are grossly clear": a hedge on the lungs (the first finding the pattern
@@ -709,7 +720,7 @@ class RulesExtractor:
     def _per_side(self, seg: str, mentions: list) -> dict[int, tuple[int, int, tuple[tuple[str, str], ...]]]:
         """Mentions followed by a per-side statement (``per_side`` in attributes.yaml: two
         different sides, each with a severity word): index -> (start, end, ((side, severity), ...))."""
-        out = {}
+        out: dict[int, tuple[int, int, tuple[tuple[str, str], ...]]] = {}
         for i, mm in enumerate(mentions):
             m = self.per_side.match(seg, mm.end)  # type: ignore[union-attr]
             if m is None or m.group("s1") == m.group("s2"):
@@ -822,3 +833,8 @@ class RulesExtractor:
                         certs[k] = "uncertain"
             g0 = i
             alt = False
+
+
+# registered after its body, not by a decorator: a decorated class stays a plain Python class
+# when the engine is compiled with mypyc (benchmarks/extraction_compiled.py)
+EXTRACTORS.register("rules")(RulesExtractor)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -97,7 +98,7 @@ def split_sections(text: str) -> list[Section]:
         whole = nl >= 0 or lo == 0
         # what precedes a colon repeats across reports ("FINDINGS", "IMPRESSION", "Chest"):
         # the header found in it is looked up, not worked out again
-        found = _heads_memo.get((seg, whole), _UNSEEN)
+        found: Any = _heads_memo.get((seg, whole), _UNSEEN)
         if found is _UNSEEN:
             found = _header_in(seg, whole, canonical)
             if len(_heads_memo) >= 20_000:

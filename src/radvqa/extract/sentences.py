@@ -7,6 +7,7 @@ punctuation between lines that are separate statements (blank lines, list items)
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from radvqa.model import Sentence
 
@@ -57,7 +58,8 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     (what a cache of them must key on)."""
     end = len(text) if end is None else end
     spans: list[tuple[int, int]] = []
-    seg = start
+    seg: Any = start  # (an offset here, the sentence text below: one type per variable when compiled)
+    m: Any = None
     for m in _BOUNDARY.finditer(text, start, end):
         g = m.group()
         if g[0] != "\n":  # terminal punctuation
