@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     dest = args.build.resolve()
     if not args.reuse:
         build(dest)
-    env = dict(os.environ, PYTHONPATH=str(dest / "src"))
+    # the copy first; whatever the caller's PYTHONPATH held (site folders of dependencies) after it
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(dest / "src"), os.environ.get("PYTHONPATH", "")) if p))
     check = subprocess.run([sys.executable, "-c", "import radvqa.extract.rules as r; print(r.__file__)"],
                            env=env, capture_output=True, text=True).stdout.strip()
     if not check.endswith(".so"):
