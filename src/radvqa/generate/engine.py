@@ -9,6 +9,8 @@ wording index).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import hashlib
 import importlib
 import random
@@ -230,7 +232,7 @@ class StudyCtx:
     __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "rboxes", "sentences",
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
                  "n_boxable_images", "implied", "no_strs", "no_boxes", "shared", "protos", "proto0",
-                 "label_support", "label_conflicts", "shared_sentences", "hidden", "blocked", "unvouched")
+                 "label_support", "label_conflicts", "shared_sentences", "hidden", "hidden_why", "blocked", "unvouched")
 
     def __init__(self, gen: "Generator", sg: SceneGraph, split: str) -> None:
         self.gen = gen
@@ -274,6 +276,7 @@ class StudyCtx:
         # no implied negative, "normal" region or study may contradict them (``blocked``: the
         # findings, their ancestors and descendants); hand audit: wrong 38 of 90 times as findings
         self.hidden: list[Observation] = []
+        self.hidden_why: list[str] = []  # one per hidden positive observation
         omit = gen.options.label_only == "omit" and sg.report is not None
         blocked: set[str] = set()
         stated: set[str] = set()
@@ -305,6 +308,10 @@ class StudyCtx:
                         and all(" ".join(ev.text.lower().split()) in said_less[obs.finding] for ev in obs.evidence))):
                 self.hidden.append(obs)
                 if obs.certainty != "absent":
+                    # why, for the build's count (Generator.generate: manifest ``findings_not_stated``)
+                    self.hidden_why.append("label_only" if omit and obs.source == "label" and label_only(obs, True)
+                                           and obs.finding not in stated else
+                                           "unvouched" if omit_unv and obs.id in unv else "never_stated")
                     v = gen.vocab
                     blocked.add(obs.finding)
                     blocked.update(v.fancestors.get(obs.finding, ()))
@@ -655,6 +662,10 @@ class Generator:
         check_unique(families)
         self.templates = {t.id: t for fam in families for t in fam.templates.values()}
         self.rejects: list[Reject] = []
+        # positive findings a study's rows do not state (StudyCtx.hidden), by why: ``label_only``
+        # (--label-only omit), ``unvouched`` (--unvouched omit), ``never_stated`` (findings or
+        # phrasings the templates never state); the build worker reads and clears it per shard
+        self.not_stated: Counter[str] = Counter()
         # grade reasons -> one list shared by every row with those reasons (read-only, see emit)
         self._reasons: dict[tuple[str, ...], list[str]] = {}
         self._caps: dict[str, int | None] = {}
@@ -716,6 +727,8 @@ class Generator:
         opts = self.options
         split = normalize_split(sg.split) if sg.split else assign_split(sg.patient_id, opts.seed, opts.split_ratios)
         ctx = StudyCtx(self, sg, split)
+        if ctx.hidden_why:
+            self.not_stated.update(ctx.hidden_why)
         for strat in self.strategies:
             ctx.strategy = strat.name
             if strat.applies(sg, prior):

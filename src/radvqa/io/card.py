@@ -31,11 +31,11 @@ def _size_category(n: int) -> str:
     return "100M<n<1B"
 
 
-def _table(title: str, counts: dict[str, int], total: int | None = None) -> str:
+def _table(title: str, counts: dict[str, int], total: int | None = None, unit: str = "rows") -> str:
     if not counts:
         return f"**{title}**: none\n"
     total = total if total is not None else sum(counts.values())
-    lines = [f"| {title} | rows | share |", "|---|---:|---:|"]
+    lines = [f"| {title} | {unit} | share |", "|---|---:|---:|"]
     for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         share = f"{100.0 * v / total:.1f}%" if total else "-"
         # k comes from the data (a split value, a question type): escaped so HTML in it stays text
@@ -246,6 +246,11 @@ def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
     body += [_table("split (studies)", c.get("studies_by_split", {})), ""]
     if c.get("rejects_by_stage"):
         body += [_table("rejects by stage", c["rejects_by_stage"]), ""]
+    if c.get("findings_not_stated"):
+        # label_only / unvouched: --label-only / --unvouched omit; never_stated: findings or
+        # phrasings no template states (docs/generation.md)
+        body += [_table("positive findings not stated (kept in scene_graphs/)", c["findings_not_stated"],
+                        unit="findings"), ""]
     body += _tiers_section(c.get("grades", {}))
     body += _subset_section(manifest.get("subset"))
     body += _shortcut_section(out)

@@ -19,6 +19,7 @@ MANIFEST_VERSION = 1
 
 _COUNTERS = (
     "qa_by_strategy", "qa_by_question_type", "grades", "qa_by_split", "studies_by_split", "rejects_by_stage",
+    "findings_not_stated",
 )
 _SUMS = ("studies_in", "studies_out", "studies_rejected", "patients", "qa_rows", "scene_graph_rows", "reject_lines")
 
@@ -63,6 +64,9 @@ def build_counts(shard_total: dict[str, Any], source_rejects: int, studies_spill
         "rejected_lines": shard_total["reject_lines"] + source_rejects + row_rejects,
         "records_read": records_read,
         "rejects_by_stage": dict(sorted((k, v) for k, v in rej_stage.items() if v)),
+        # positive findings of the scene graphs that no QA row states, by why (label_only,
+        # unvouched, never_stated: docs/generation.md); the scene graphs keep them all
+        "findings_not_stated": shard_total.get("findings_not_stated", {}),
     }
     if counts["studies_in"] != counts["studies_out"] + counts["studies_rejected"]:
         raise AssertionError(

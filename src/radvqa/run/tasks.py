@@ -71,6 +71,9 @@ class ShardStats(msgspec.Struct, kw_only=True):
     # io.stats.image_counts of this shard's files, counted by the worker (the parent only adds
     # them: no serial pass over the whole output); None in a marker written before this field
     image_counts: dict[str, int] | None = None
+    # positive findings the rows leave unstated, by why (Generator.not_stated); None in a marker
+    # written before this field
+    findings_not_stated: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.structs.asdict(self)

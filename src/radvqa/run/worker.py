@@ -121,6 +121,10 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
     t_load = time.process_time() - c0
 
     pipe = make_pipeline(options)
+    # the pipeline (and its generator) outlives the shard: its count starts again here
+    not_stated = getattr(getattr(pipe, "generator", None), "not_stated", None)
+    if not_stated is not None:
+        not_stated.clear()
     name = shard_name(shard)
     sg_writer = ShardWriter(out / "scene_graphs" / name, "scene_graphs", options.get("sg_row_group_rows"))
     qa_writer = ShardWriter(out / "qa" / name, "qa", options.get("qa_row_group_rows"))
@@ -222,6 +226,7 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
         timings=timings,
         pid=os.getpid(),
         image_counts=images,
+        findings_not_stated=dict(sorted(not_stated.items())) if not_stated is not None else None,
     )
     write_text_atomic(marker_path(out, shard), json.dumps(stats.to_dict(), indent=1, sort_keys=True))
     return stats
