@@ -9,14 +9,13 @@ wording index).
 
 from __future__ import annotations
 
-from collections import Counter
-
 import hashlib
 import importlib
 import random
 import _random
 import string
 from bisect import bisect_right
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
@@ -300,18 +299,19 @@ class StudyCtx:
         omit_unv = bool(unv) and gen.options.unvouched == "omit"
         said_less = gen.unstated_words if sg.report is not None else {}
         for obs in sg.observations:
-            if ((omit and obs.source == "label" and label_only(obs, True) and obs.finding not in stated)
-                    or obs.finding in unstated
-                    or (omit_unv and obs.id in unv)
-                    or (obs.temporal == "old" and obs.finding in gen.unstated_old and sg.report is not None)
-                    or (obs.finding in said_less and obs.source == "report" and obs.evidence
-                        and all(" ".join(ev.text.lower().split()) in said_less[obs.finding] for ev in obs.evidence))):
+            # why it is left unstated, if it is (also the build's count: manifest ``findings_not_stated``)
+            why = ("label_only" if omit and obs.source == "label" and label_only(obs, True) and obs.finding not in stated
+                   else "unvouched" if omit_unv and obs.id in unv
+                   else "never_stated" if (
+                       obs.finding in unstated
+                       or (obs.temporal == "old" and obs.finding in gen.unstated_old and sg.report is not None)
+                       or (obs.finding in said_less and obs.source == "report" and obs.evidence
+                           and all(" ".join(ev.text.lower().split()) in said_less[obs.finding] for ev in obs.evidence)))
+                   else None)
+            if why is not None:
                 self.hidden.append(obs)
                 if obs.certainty != "absent":
-                    # why, for the build's count (Generator.generate: manifest ``findings_not_stated``)
-                    self.hidden_why.append("label_only" if omit and obs.source == "label" and label_only(obs, True)
-                                           and obs.finding not in stated else
-                                           "unvouched" if omit_unv and obs.id in unv else "never_stated")
+                    self.hidden_why.append(why)
                     v = gen.vocab
                     blocked.add(obs.finding)
                     blocked.update(v.fancestors.get(obs.finding, ()))
