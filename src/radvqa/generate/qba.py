@@ -191,6 +191,15 @@ class Strategy:
         self._sub_shown: dict[str, str] = {}
         self.lie_cache: dict[tuple[str, str], bool] = {}  # (finding, region) -> _Regions._can_lie_in
         self.unnamed = UnnamedFindings(v)
+        # round 11a (quality/data/unvouched.yaml ``normal_blocks``): the regions a blocking sentence
+        # that names none stands for, with their subcategories, and per subcategory the general
+        # findings whose implied negative it blocks
+        nb = gen.unvouched.cfg.get("normal_blocks") or {}
+        dflt = [r for r in nb.get("default_regions") or () if r in v.rname]
+        self.nb_default = (frozenset(self.unnamed.sub_of[a] for r in dflt for a in (r, *v.rancestors.get(r, ()))
+                                     if a in self.unnamed.sub_of), frozenset(dflt))
+        self.nb_general = {str(k): tuple(f for f in fs if f in v.fname)
+                           for k, fs in (nb.get("general_negatives") or {}).items()}
         self._unaskable: frozenset[str] | None = None
 
     @property
@@ -387,6 +396,9 @@ class Study:
             self.hidden["artifacts"] = (set(), None)
         if s.normal_blockers:
             self._block_normal(s)
+        self.general_blocked: frozenset[str] = frozenset()
+        if ctx.normal_blocks:
+            self._block_unread(s, ctx.normal_blocks)
         # findings the ontology does not name ("irregularity of the right ribs"): their regions and
         # subcategories are never called normal (nor is the study)
         if regs_u:
@@ -414,6 +426,36 @@ class Study:
                     for r in s.normal_blocked_regions.get(x, ()):
                         regs.add(r)
                         regs.update(s.rdescendants.get(r, ()))
+
+    def _block_unread(self, s: Any, blocks: Any) -> None:
+        """Sentences stating something abnormal the extractor read nothing positive from, or
+        negating a normal (StudyCtx.normal_blocks, round 11a): the study is never called normal,
+        nor the regions they name (none named: the lungs; a body part outside the chest: the study
+        alone), nor any region overlapping those, nor their subcategories; the general
+        findings of those subcategories get no implied negative ("No lung opacity is seen")."""
+        subs, regs = self.hidden.setdefault("abnormal", (set(), set()))
+        general: set[str] = set()
+        ranc = s.gen.vocab.rancestors
+        for b in blocks:
+            bsubs, bregs = s.unnamed.regions_named(b.text)
+            if not bregs:
+                if b.outside:
+                    continue
+                bsubs, bregs = s.nb_default
+            subs.update(bsubs)
+            for x in bsubs:
+                general.update(s.nb_general.get(x, ()))
+            if regs is not None:
+                # every region overlapping a named one: the region, its parts, and whatever
+                # contains any of them ("basilar" -> the lung bases, and either lung)
+                # (a place without an extent of its own, the interstitium or the pulmonary
+                # vasculature, lies anywhere in its parents: as _Regions treats its findings)
+                rbox, rpar = s.gen.vocab.rboxable, s.gen.vocab.rparents
+                for r in [*bregs, *(p for r in bregs if not rbox.get(r, True) for p in rpar.get(r, ()))]:
+                    for d in (r, *s.rdescendants.get(r, ())):
+                        regs.add(d)
+                        regs.update(ranc.get(d, ()))
+        self.general_blocked = frozenset(general)
 
     def text(self) -> tuple[str, set[str]]:
         """The report's text for ``talks_about`` and its word starts, worked out once per study."""
@@ -1071,6 +1113,7 @@ class _Findings:
             unknowable.update(v.fdescendants.get(f.fid, ()))
         # label-only findings left unstated, their ancestors and descendants (StudyCtx.blocked)
         unknowable.update(st.ctx.blocked)
+        unknowable.update(st.general_blocked)  # round 11a: general negatives beside unread sentences
         stated = {f.fid for f in stated_f}
         if subject == "abnormal":
             mentioned = [*pos_by, *via_child, *(f.fid for f in stated_f)]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -42,6 +42,7 @@ CRITERIA = ("unread", "explained", "mixed_sides", "other_part", "detached", "sla
 _GRADES = {"C": C}
 _WORD = re.compile(r"[a-z]+")
 _SLASH = re.compile(r"\b([a-z]{3,})/([a-z]{3,})\b")
+_RUN_ON = re.compile(r"(?<=[a-z]) (?=[A-Z][a-z])")
 
 
 @lru_cache(maxsize=None)
@@ -145,7 +146,7 @@ class Unvouched:
     -> {observation id: reasons}`` for the positive report observations it does not vouch for."""
 
     def __init__(self) -> None:
-        cfg = load_config()
+        cfg = self.cfg = load_config()
         self.grades: dict[str, int] = {}
         for name, g in (cfg.get("criteria") or {}).items():
             if name not in CRITERIA:
@@ -166,6 +167,18 @@ class Unvouched:
         self._bases: dict[str, Any] = {}
         self._reasons: dict[tuple[str, str], str] = {}
         self._inferred: dict[tuple[str, str], str] = {}
+        # round 11a: sentences that keep "normal" claims away (``normal_blocks``)
+        nb = cfg.get("normal_blocks") or {}
+        self.nb_sections = frozenset(str(x).upper() for x in nb.get("sections") or ())
+        self.nb_negated_normal = [re.compile(p) for p in nb.get("negated_normal") or ()]
+        self.nb_negation = _phrase_re(nb.get("negations") or ["no"])
+        self.nb_clause_ends = tuple(nb.get("clause_ends") or ())
+        self.nb_normal = _phrase_re(nb.get("normal_words") or ["normal"])
+        self.nb_skip = _phrase_re(nb.get("skip_cues") or ["recommend"])
+        self.nb_ignore = frozenset(nb.get("ignore_words") or ())
+        self.nb_abnormal = frozenset(nb.get("abnormal_words") or ())
+        self.nb_outside = self.outside | frozenset(nb.get("non_chest_words") or ())
+        self._nb: dict[tuple[str, tuple[tuple[int, int], ...], bool], tuple[str, str, bool] | None] = {}
 
     def _base(self, text: str) -> tuple[str, tuple[tuple[int, int, str], ...], frozenset[str], tuple[str, ...],
                                        str | None]:
@@ -202,6 +215,60 @@ class Unvouched:
                 if w not in unread and not any(a <= s and e <= b for a, b in spans):
                     unread.append(w)
             hit = self._records[key] = SentenceRecord(low, tuple(unread), spans, sides, outside, slash)
+        return hit
+
+    def normal_block(self, text: str, spans: tuple[tuple[int, int], ...],
+                     positive: bool) -> tuple[str, str, bool] | None:
+        """(why, words, names a body part outside the chest) where the sentence keeps "normal" claims away, else None (cached by text,
+        mention spans and whether a positive observation cites it; see ``normal_blocks``)."""
+        key = (text, spans, positive)
+        cache = self._nb
+        if key in cache:
+            return cache[key]
+        if len(cache) > 200_000:
+            cache.clear()
+        low, cands, *_ = self._base(text)
+        hit: tuple[str, str, bool] | None = None
+        found: tuple[str, str] | None = None
+        for rx in self.nb_negated_normal:
+            m = rx.search(low)
+            if m is not None:
+                found = ("negated_normal", " ".join(m.group(0).split()))
+                break
+        extra = self.nb_abnormal.intersection(_WORD.findall(low)) if not positive else ()
+        if extra:
+            cands = tuple(sorted((*cands, *_occurrences(low, set(extra)))))
+        if found is None and cands and not positive:
+            words: list[str] = []
+            for a, b, w in cands:
+                if w in words or w in self.nb_ignore or any(x <= a and b <= y for x, y in spans):
+                    continue
+                # the clause the word stands in: a negation before the word negates it, a normal
+                # word anywhere in it makes it a normal statement ("within limits of normal")
+                start, end = 0, len(low)
+                for m in _RUN_ON.finditer(text):
+                    # a run-on sentence ("Chronic appearing interstitial markings The lungs are
+                    # normally inflated and clear.", R2Gen train): a capital after a lower-case word
+                    i = m.start()
+                    if i < a:
+                        start = max(start, i)
+                    elif i >= b:
+                        end = min(end, i)
+                        break
+                for c in self.nb_clause_ends:
+                    i = low.rfind(c, 0, a)
+                    if i >= 0 and i + len(c) > start:
+                        start = i + len(c)
+                    i = low.find(c, b)
+                    if 0 <= i < end:
+                        end = i
+                if self.nb_negation.search(low, start, a) is None and self.nb_normal.search(low, start, end) is None:
+                    words.append(w)
+            if words and self.nb_skip.search(low) is None:
+                found = ("unread_sentence", " ".join(words[:3]))
+        if found is not None:
+            hit = (*found, not self.nb_outside.isdisjoint(_WORD.findall(low)))
+        cache[key] = hit
         return hit
 
     def _reason(self, name: str, words: str) -> tuple[int, str]:
@@ -330,3 +397,54 @@ class Unvouched:
         if any(first - self.window <= i <= last + self.window for i in hits):
             return ""
         return toks[hits[0]][2]
+
+
+class NormalBlock(NamedTuple):
+    """A findings/impression sentence that keeps "normal" claims away (round 11a): ``why`` is
+    ``unread_sentence`` (an abnormal-looking statement the extractor read nothing positive from) or
+    ``negated_normal`` ("Lung parenchyma is not clear"); ``words`` what triggered it."""
+
+    sentence_id: str
+    why: str
+    words: str
+    text: str
+    outside: bool  # names a body part outside the chest ("Left knee: ..."): no default region
+
+
+def normal_blocks(u: Unvouched, sg: SceneGraph) -> tuple[NormalBlock, ...]:
+    """The sentences of a report that no "normal" answer (study, the regions they name, the general
+    negatives of those regions) may stand beside (docs/generation.md "Round 11a").
+
+    A sentence of the configured sections blocks when a negated normal pattern matches it, or when
+    it yields no positive report observation, is no normal statement, names no skip cue
+    (recommendations, notifications, technique) and holds unread words (round 10's ``unread``:
+    covered by no mention span of the sentence, no read vocabulary, no function word) that no
+    negation cue precedes in their clause ("No acute disease": every unread word negated)."""
+    report = sg.report
+    if report is None or not u.nb_sections or (sg.extractor or "").startswith("gold:"):
+        return ()
+    sents = report.sentences
+    by_id = {s.id: s for s in sents}
+    spans: dict[str, list[tuple[int, int]]] = {}
+    pos: set[str] = set()
+    for obs in sg.observations:
+        if obs.source != "report":
+            continue
+        present = obs.certainty != "absent"
+        for ev in obs.evidence:
+            sid = ev.sentence_id
+            s = by_id.get(sid) if sid else None
+            if s is not None:
+                spans.setdefault(sid, []).append(_relative(ev, s))
+                if present:
+                    pos.add(sid)
+    out: list[NormalBlock] = []
+    sections = u.nb_sections
+    for s in sents:
+        if s.section.upper() not in sections:
+            continue
+        sp = spans.get(s.id)
+        hit = u.normal_block(s.text, tuple(sorted(set(sp))) if sp else (), s.id in pos)
+        if hit is not None:
+            out.append(NormalBlock(s.id, hit[0], hit[1], s.text, hit[2]))
+    return tuple(out)
