@@ -344,6 +344,22 @@ class Strategy:
         return any(r not in dflt for r in f.explicit_regions)
 
 
+def _overlapping(s: Any, regions: Any) -> set[str]:
+    """Every region overlapping one of ``regions``: the region, its parts and whatever contains any
+    of them ("basilar" -> the lung bases and either lung); a place without an extent of its own
+    (the interstitium, the pulmonary vasculature) lies anywhere in its parents, as _Regions treats
+    its findings."""
+    v = s.gen.vocab
+    ranc, rbox, rpar = v.rancestors, v.rboxable, v.rparents
+    out: set[str] = set()
+    for r in [*regions, *(p for r in regions if not rbox.get(r, True) for p in rpar.get(r, ()))]:
+        for d in (r, *s.rdescendants.get(r, ())):
+            if d not in out:
+                out.add(d)
+                out.update(ranc.get(d, ()))
+    return out
+
+
 class Study:
     """One study's qba state, built inside ``Strategy.run`` (never kept on the strategy): the
     study's top-level facts by kind, and each scope's per-study work, done at its first template."""
@@ -435,7 +451,6 @@ class Study:
         findings of those subcategories get no implied negative ("No lung opacity is seen")."""
         subs, regs = self.hidden.setdefault("abnormal", (set(), set()))
         general: set[str] = set()
-        ranc = s.gen.vocab.rancestors
         for b in blocks:
             bsubs, bregs = s.unnamed.regions_named(b.text)
             if not bregs:
@@ -446,15 +461,7 @@ class Study:
             for x in bsubs:
                 general.update(s.nb_general.get(x, ()))
             if regs is not None:
-                # every region overlapping a named one: the region, its parts, and whatever
-                # contains any of them ("basilar" -> the lung bases, and either lung)
-                # (a place without an extent of its own, the interstitium or the pulmonary
-                # vasculature, lies anywhere in its parents: as _Regions treats its findings)
-                rbox, rpar = s.gen.vocab.rboxable, s.gen.vocab.rparents
-                for r in [*bregs, *(p for r in bregs if not rbox.get(r, True) for p in rpar.get(r, ()))]:
-                    for d in (r, *s.rdescendants.get(r, ())):
-                        regs.add(d)
-                        regs.update(ranc.get(d, ()))
+                regs.update(_overlapping(s, bregs))
         self.general_blocked = frozenset(general)
 
     def text(self) -> tuple[str, set[str]]:
@@ -467,7 +474,6 @@ class Study:
 
     def _hide(self, ctx: StudyCtx) -> None:
         s = self.s
-        ranc = s.gen.vocab.rancestors
         for o in ctx.hidden:
             if o.certainty == "absent":
                 continue
@@ -485,10 +491,9 @@ class Study:
                 if not where:
                     self.hidden[subject] = (subs, None)
                     continue
-                for r in where:
-                    regs.add(r)
-                    regs.update(ranc.get(r, ()))
-                    regs.update(s.rdescendants.get(r, ()))
+                # (round 11a: every region overlapping, not only those above and below: a hidden
+                # finding of the lung bases keeps either lung from being called normal)
+                regs.update(_overlapping(s, where))
 
     def states(self, fid: str) -> bool:
         """The study states the finding or a more specific one (not absent)."""
