@@ -198,6 +198,7 @@ class Strategy:
         dflt = [r for r in nb.get("default_regions") or () if r in v.rname]
         self.nb_default = (frozenset(self.unnamed.sub_of[a] for r in dflt for a in (r, *v.rancestors.get(r, ()))
                                      if a in self.unnamed.sub_of), frozenset(dflt))
+        self.overlap_cache: dict[Any, frozenset[str]] = {}  # _overlapping
         self.nb_general = {str(k): tuple(f for f in fs if f in v.fname)
                            for k, fs in (nb.get("general_negatives") or {}).items()}
         self._unaskable: frozenset[str] | None = None
@@ -344,20 +345,24 @@ class Strategy:
         return any(r not in dflt for r in f.explicit_regions)
 
 
-def _overlapping(s: Any, regions: Any) -> set[str]:
+def _overlapping(s: Any, regions: Any) -> frozenset[str]:
     """Every region overlapping one of ``regions``: the region, its parts and whatever contains any
     of them ("basilar" -> the lung bases and either lung); a place without an extent of its own
     (the interstitium, the pulmonary vasculature) lies anywhere in its parents, as _Regions treats
     its findings."""
-    v = s.gen.vocab
-    ranc, rbox, rpar = v.rancestors, v.rboxable, v.rparents
-    out: set[str] = set()
-    for r in [*regions, *(p for r in regions if not rbox.get(r, True) for p in rpar.get(r, ()))]:
-        for d in (r, *s.rdescendants.get(r, ())):
-            if d not in out:
-                out.add(d)
-                out.update(ranc.get(d, ()))
-    return out
+    key = regions if isinstance(regions, frozenset) else tuple(regions)
+    hit = s.overlap_cache.get(key)  # (per strategy: the ontology does not change)
+    if hit is None:
+        v = s.gen.vocab
+        ranc, rbox, rpar = v.rancestors, v.rboxable, v.rparents
+        out: set[str] = set()
+        for r in [*regions, *(p for r in regions if not rbox.get(r, True) for p in rpar.get(r, ()))]:
+            for d in (r, *s.rdescendants.get(r, ())):
+                if d not in out:
+                    out.add(d)
+                    out.update(ranc.get(d, ()))
+        hit = s.overlap_cache[key] = frozenset(out)
+    return hit
 
 
 class Study:

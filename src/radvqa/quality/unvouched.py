@@ -179,6 +179,7 @@ class Unvouched:
         self.nb_abnormal = frozenset(nb.get("abnormal_words") or ())
         self.nb_outside = self.outside | frozenset(nb.get("non_chest_words") or ())
         self._nb: dict[tuple[str, tuple[tuple[int, int], ...], bool], tuple[str, str, bool] | None] = {}
+        self._nb_maybe: dict[str, bool] = {}
 
     def _base(self, text: str) -> tuple[str, tuple[tuple[int, int, str], ...], frozenset[str], tuple[str, ...],
                                        str | None]:
@@ -217,10 +218,23 @@ class Unvouched:
             hit = self._records[key] = SentenceRecord(low, tuple(unread), spans, sides, outside, slash)
         return hit
 
+    def nb_maybe(self, text: str) -> bool:
+        """Whether the sentence could block at all (cached by text): it holds an out-of-vocabulary
+        word, an ``abnormal_words`` word or a negated normal."""
+        hit = self._nb_maybe.get(text)
+        if hit is None:
+            if len(self._nb_maybe) > 200_000:
+                self._nb_maybe.clear()
+            low, cands, *_ = self._base(text)
+            hit = self._nb_maybe[text] = bool(cands) or not self.nb_abnormal.isdisjoint(_WORD.findall(low)) \
+                or any(rx.search(low) is not None for rx in self.nb_negated_normal)
+        return hit
+
     def normal_block(self, text: str, spans: tuple[tuple[int, int], ...],
                      positive: bool) -> tuple[str, str, bool] | None:
-        """(why, words, names a body part outside the chest) where the sentence keeps "normal" claims away, else None (cached by text,
-        mention spans and whether a positive observation cites it; see ``normal_blocks``)."""
+        """(why, words, names a body part outside the chest) where the sentence keeps "normal"
+        claims away, else None (cached by text, mention spans and whether a positive observation
+        cites it; see ``normal_blocks``)."""
         key = (text, spans, positive)
         cache = self._nb
         if key in cache:
@@ -423,8 +437,14 @@ def normal_blocks(u: Unvouched, sg: SceneGraph) -> tuple[NormalBlock, ...]:
     report = sg.report
     if report is None or not u.nb_sections or (sg.extractor or "").startswith("gold:"):
         return ()
-    sents = report.sentences
-    by_id = {s.id: s for s in sents}
+    # (most sentences hold every word in a read vocabulary, "No pneumothorax.": a test per text,
+    # cached, leaves only the few that might block for the span work below)
+    sections = u.nb_sections
+    maybe = u.nb_maybe
+    cands = [s for s in report.sentences if s.section.upper() in sections and maybe(s.text)]
+    if not cands:
+        return ()
+    by_id = {s.id: s for s in cands}
     spans: dict[str, list[tuple[int, int]]] = {}
     pos: set[str] = set()
     for obs in sg.observations:
@@ -439,10 +459,7 @@ def normal_blocks(u: Unvouched, sg: SceneGraph) -> tuple[NormalBlock, ...]:
                 if present:
                     pos.add(sid)
     out: list[NormalBlock] = []
-    sections = u.nb_sections
-    for s in sents:
-        if s.section.upper() not in sections:
-            continue
+    for s in cands:
         sp = spans.get(s.id)
         hit = u.normal_block(s.text, tuple(sorted(set(sp))) if sp else (), s.id in pos)
         if hit is not None:
