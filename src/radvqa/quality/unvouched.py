@@ -178,8 +178,7 @@ class Unvouched:
         self.nb_ignore = frozenset(nb.get("ignore_words") or ())
         self.nb_abnormal = frozenset(nb.get("abnormal_words") or ())
         self.nb_outside = self.outside | frozenset(nb.get("non_chest_words") or ())
-        self._nb: dict[tuple[str, tuple[tuple[int, int], ...], bool], tuple[str, str, bool] | None] = {}
-        self._nb_maybe: dict[str, bool] = {}
+        self._nb_text: dict[str, Any] = {}
 
     def _base(self, text: str) -> tuple[str, tuple[tuple[int, int, str], ...], frozenset[str], tuple[str, ...],
                                        str | None]:
@@ -218,72 +217,80 @@ class Unvouched:
             hit = self._records[key] = SentenceRecord(low, tuple(unread), spans, sides, outside, slash)
         return hit
 
-    def nb_maybe(self, text: str) -> bool:
-        """Whether the sentence could block at all (cached by text): it holds an out-of-vocabulary
-        word, an ``abnormal_words`` word or a negated normal."""
-        hit = self._nb_maybe.get(text)
-        if hit is None:
-            if len(self._nb_maybe) > 200_000:
-                self._nb_maybe.clear()
-            low, cands, *_ = self._base(text)
-            hit = self._nb_maybe[text] = bool(cands) or not self.nb_abnormal.isdisjoint(_WORD.findall(low)) \
-                or any(rx.search(low) is not None for rx in self.nb_negated_normal)
-        return hit
+    def nb_text(self, text: str) -> tuple[str | None, tuple[tuple[int, int, str], ...], bool] | None:
+        """What of a sentence can keep "normal" claims away, whatever was matched in it (cached by
+        text): (the negated normal's words or None, the live words (start, end, word): unread
+        candidates not in ``ignore_words``, with no negation before them in their clause and no
+        normal word in it, in a sentence with no skip cue; names a body part outside the chest).
+        None where the sentence can never block ("No acute disease.": every word read, ignored
+        or negated), so most sentences cost one lookup."""
+        cache = self._nb_text
+        hit = cache.get(text, 0)
+        if hit != 0:
+            return hit  # type: ignore[return-value]
+        if len(cache) > 200_000:
+            cache.clear()
+        low = text.lower()
+        neg: str | None = None
+        for rx in self.nb_negated_normal:
+            m = rx.search(low)
+            if m is not None:
+                neg = " ".join(m.group(0).split())
+                break
+        toks = set(_WORD.findall(low))
+        extra = self.nb_abnormal & toks
+        if neg is None and not extra and all(len(w) < 3 or w == "xxxx" or w in self.nb_ignore for w in toks - self.vocab):
+            cache[text] = None  # every word read, short or ignored: no _base record for it
+            return None
+        cands = self._base(text)[1]
+        if extra:
+            cands = tuple(sorted((*cands, *_occurrences(low, set(extra)))))
+        live: list[tuple[int, int, str]] = []
+        if cands and self.nb_skip.search(low) is None:
+            # clause boundaries, once per sentence: (where a clause ends, where the next begins)
+            # for each clause end, and a run-on sentence ("Chronic appearing interstitial markings
+            # The lungs are normally inflated and clear.", R2Gen train): a capital after a
+            # lower-case word
+            bounds = [(m.start(), m.start()) for m in _RUN_ON.finditer(text)]
+            for c in self.nb_clause_ends:
+                k = len(c)
+                i = low.find(c)
+                while i >= 0:
+                    bounds.append((i, i + k))
+                    i = low.find(c, i + 1)
+            n = len(low)
+            negation, normal = self.nb_negation.search, self.nb_normal.search
+            for a, b, w in cands:
+                if w in self.nb_ignore:
+                    continue
+                # the clause the word stands in: a negation before the word negates it, a normal
+                # word anywhere in it makes it a normal statement ("within limits of normal")
+                start = max((e for i, e in bounds if i < a), default=0)
+                end = min((i for i, _ in bounds if i >= b), default=n)
+                if negation(low, start, a) is None and normal(low, start, max(end, b)) is None:
+                    live.append((a, b, w))
+        out = None if neg is None and not live else (neg, tuple(live), not self.nb_outside.isdisjoint(toks))
+        cache[text] = out
+        return out
 
     def normal_block(self, text: str, spans: tuple[tuple[int, int], ...],
                      positive: bool) -> tuple[str, str, bool] | None:
         """(why, words, names a body part outside the chest) where the sentence keeps "normal"
-        claims away, else None (cached by text, mention spans and whether a positive observation
-        cites it; see ``normal_blocks``)."""
-        key = (text, spans, positive)
-        cache = self._nb
-        if key in cache:
-            return cache[key]
-        if len(cache) > 200_000:
-            cache.clear()
-        low, cands, *_ = self._base(text)
-        hit: tuple[str, str, bool] | None = None
-        found: tuple[str, str] | None = None
-        for rx in self.nb_negated_normal:
-            m = rx.search(low)
-            if m is not None:
-                found = ("negated_normal", " ".join(m.group(0).split()))
-                break
-        extra = self.nb_abnormal.intersection(_WORD.findall(low)) if not positive else ()
-        if extra:
-            cands = tuple(sorted((*cands, *_occurrences(low, set(extra)))))
-        if found is None and cands and not positive:
-            words: list[str] = []
-            for a, b, w in cands:
-                if w in words or w in self.nb_ignore or any(x <= a and b <= y for x, y in spans):
-                    continue
-                # the clause the word stands in: a negation before the word negates it, a normal
-                # word anywhere in it makes it a normal statement ("within limits of normal")
-                start, end = 0, len(low)
-                for m in _RUN_ON.finditer(text):
-                    # a run-on sentence ("Chronic appearing interstitial markings The lungs are
-                    # normally inflated and clear.", R2Gen train): a capital after a lower-case word
-                    i = m.start()
-                    if i < a:
-                        start = max(start, i)
-                    elif i >= b:
-                        end = min(end, i)
-                        break
-                for c in self.nb_clause_ends:
-                    i = low.rfind(c, 0, a)
-                    if i >= 0 and i + len(c) > start:
-                        start = i + len(c)
-                    i = low.find(c, b)
-                    if 0 <= i < end:
-                        end = i
-                if self.nb_negation.search(low, start, a) is None and self.nb_normal.search(low, start, end) is None:
-                    words.append(w)
-            if words and self.nb_skip.search(low) is None:
-                found = ("unread_sentence", " ".join(words[:3]))
-        if found is not None:
-            hit = (*found, not self.nb_outside.isdisjoint(_WORD.findall(low)))
-        cache[key] = hit
-        return hit
+        claims away, else None: a negated normal, or (no positive observation citing it) a live
+        word (``nb_text``) that no mention span of the sentence covers. See ``normal_blocks``."""
+        t = self.nb_text(text)
+        if t is None:
+            return None
+        neg, live, outside = t
+        if neg is not None:
+            return ("negated_normal", neg, outside)
+        if positive:
+            return None
+        words: list[str] = []
+        for a, b, w in live:
+            if w not in words and not any(x <= a and b <= y for x, y in spans):
+                words.append(w)
+        return ("unread_sentence", " ".join(words[:3]), outside) if words else None
 
     def _reason(self, name: str, words: str) -> tuple[int, str]:
         key = (name, words)
@@ -440,8 +447,8 @@ def normal_blocks(u: Unvouched, sg: SceneGraph) -> tuple[NormalBlock, ...]:
     # (most sentences hold every word in a read vocabulary, "No pneumothorax.": a test per text,
     # cached, leaves only the few that might block for the span work below)
     sections = u.nb_sections
-    maybe = u.nb_maybe
-    cands = [s for s in report.sentences if s.section.upper() in sections and maybe(s.text)]
+    can = u.nb_text
+    cands = [s for s in report.sentences if s.section.upper() in sections and can(s.text) is not None]
     if not cands:
         return ()
     by_id = {s.id: s for s in cands}
