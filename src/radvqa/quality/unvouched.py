@@ -29,6 +29,7 @@ it: report sentences repeat across a corpus) and then per observation from that 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
@@ -170,15 +171,19 @@ class Unvouched:
         # round 11a: sentences that keep "normal" claims away (``normal_blocks``)
         nb = cfg.get("normal_blocks") or {}
         self.nb_sections = frozenset(str(x).upper() for x in nb.get("sections") or ())
-        self.nb_negated_normal = [re.compile(p) for p in nb.get("negated_normal") or ()]
+        neg_normal = nb.get("negated_normal") or ()
+        self.nb_negated_normal = re.compile("|".join(f"(?:{p})" for p in neg_normal)) if neg_normal else None
         self.nb_negation = _phrase_re(nb.get("negations") or ["no"])
-        self.nb_clause_ends = tuple(nb.get("clause_ends") or ())
+        self.nb_clause_re = re.compile("|".join(re.escape(c) for c in nb.get("clause_ends") or (";",)))
         self.nb_normal = _phrase_re(nb.get("normal_words") or ["normal"])
         self.nb_skip = _phrase_re(nb.get("skip_cues") or ["recommend"])
         self.nb_ignore = frozenset(nb.get("ignore_words") or ())
         self.nb_abnormal = frozenset(nb.get("abnormal_words") or ())
         self.nb_outside = self.outside | frozenset(nb.get("non_chest_words") or ())
         self._nb_text: dict[str, Any] = {}
+        self._nb_live: dict[str, tuple[tuple[int, int, str], ...]] = {}
+        # words that never make a candidate (read, ignored, anonymised)
+        self.nb_known = self.vocab | self.nb_ignore | {"xxxx"}
 
     def _base(self, text: str) -> tuple[str, tuple[tuple[int, int, str], ...], frozenset[str], tuple[str, ...],
                                        str | None]:
@@ -217,13 +222,12 @@ class Unvouched:
             hit = self._records[key] = SentenceRecord(low, tuple(unread), spans, sides, outside, slash)
         return hit
 
-    def nb_text(self, text: str) -> tuple[str | None, tuple[tuple[int, int, str], ...], bool] | None:
+    def nb_text(self, text: str) -> tuple[str | None, tuple[tuple[int, int, str], ...], str] | None:
         """What of a sentence can keep "normal" claims away, whatever was matched in it (cached by
-        text): (the negated normal's words or None, the live words (start, end, word): unread
-        candidates not in ``ignore_words``, with no negation before them in their clause and no
-        normal word in it, in a sentence with no skip cue; names a body part outside the chest).
-        None where the sentence can never block ("No acute disease.": every word read, ignored
-        or negated), so most sentences cost one lookup."""
+        text): (the negated normal's words or None, the candidate words (start, end, word):
+        out-of-vocabulary or ``abnormal_words``, not in ``ignore_words``; the lowered text). None
+        where the sentence can never block ("No pneumothorax.": every word read), so most
+        sentences cost one lookup."""
         cache = self._nb_text
         hit = cache.get(text, 0)
         if hit != 0:
@@ -231,66 +235,79 @@ class Unvouched:
         if len(cache) > 200_000:
             cache.clear()
         low = text.lower()
-        neg: str | None = None
-        for rx in self.nb_negated_normal:
-            m = rx.search(low)
-            if m is not None:
-                neg = " ".join(m.group(0).split())
-                break
+        m = self.nb_negated_normal.search(low) if self.nb_negated_normal is not None else None
+        neg = " ".join(m.group(0).split()) if m is not None else None
         toks = set(_WORD.findall(low))
+        odd = toks - self.nb_known  # (set work in C: most sentences end here)
         extra = self.nb_abnormal & toks
-        if neg is None and not extra and all(len(w) < 3 or w == "xxxx" or w in self.nb_ignore for w in toks - self.vocab):
-            cache[text] = None  # every word read, short or ignored: no _base record for it
+        if neg is None and not extra and (not odd or max(map(len, odd)) < 3):
+            cache[text] = None
             return None
         cands = self._base(text)[1]
         if extra:
             cands = tuple(sorted((*cands, *_occurrences(low, set(extra)))))
+        ignore = self.nb_ignore
+        cands = tuple(c for c in cands if c[2] not in ignore)
+        out = None if neg is None and not cands else (neg, cands, low)
+        cache[text] = out
+        return out
+
+    def nb_live(self, text: str, low: str, cands: tuple[tuple[int, int, str], ...]) -> tuple[tuple[int, int, str], ...]:
+        """The candidates that state something (cached by text): in a sentence with no skip cue,
+        with no negation before them in their clause and no normal word in it."""
+        hit = self._nb_live.get(text)
+        if hit is not None:
+            return hit
+        if len(self._nb_live) > 200_000:
+            self._nb_live.clear()
         live: list[tuple[int, int, str]] = []
-        if cands and self.nb_skip.search(low) is None:
-            # clause boundaries, once per sentence: (where a clause ends, where the next begins)
-            # for each clause end, and a run-on sentence ("Chronic appearing interstitial markings
-            # The lungs are normally inflated and clear.", R2Gen train): a capital after a
-            # lower-case word
-            bounds = [(m.start(), m.start()) for m in _RUN_ON.finditer(text)]
-            for c in self.nb_clause_ends:
-                k = len(c)
-                i = low.find(c)
-                while i >= 0:
-                    bounds.append((i, i + k))
-                    i = low.find(c, i + 1)
+        if self.nb_skip.search(low) is None:
+            # clause bounds once per sentence: (where a clause ends, where the next begins) per
+            # clause end, and a run-on sentence ("Chronic appearing interstitial markings The
+            # lungs are normally inflated and clear.", R2Gen train): a capital after a lower-case
+            # word
+            bounds = sorted([(m.start(), m.start()) for m in _RUN_ON.finditer(text)]
+                            + [(m.start(), m.end()) for m in self.nb_clause_re.finditer(low)])
+            ends = [i for i, _ in bounds]
+            starts: list[int] = []  # the latest clause start up to each bound
+            top = 0
+            for _, e in bounds:
+                top = e if e > top else top
+                starts.append(top)
             n = len(low)
             negation, normal = self.nb_negation.search, self.nb_normal.search
             for a, b, w in cands:
-                if w in self.nb_ignore:
-                    continue
                 # the clause the word stands in: a negation before the word negates it, a normal
                 # word anywhere in it makes it a normal statement ("within limits of normal")
-                start = max((e for i, e in bounds if i < a), default=0)
-                end = min((i for i, _ in bounds if i >= b), default=n)
+                k = bisect_left(ends, a)
+                start = starts[k - 1] if k else 0
+                k = bisect_left(ends, b)
+                end = ends[k] if k < len(ends) else n
                 if negation(low, start, a) is None and normal(low, start, max(end, b)) is None:
                     live.append((a, b, w))
-        out = None if neg is None and not live else (neg, tuple(live), not self.nb_outside.isdisjoint(toks))
-        cache[text] = out
-        return out
+        hit = self._nb_live[text] = tuple(live)
+        return hit
 
     def normal_block(self, text: str, spans: tuple[tuple[int, int], ...],
                      positive: bool) -> tuple[str, str, bool] | None:
         """(why, words, names a body part outside the chest) where the sentence keeps "normal"
         claims away, else None: a negated normal, or (no positive observation citing it) a live
-        word (``nb_text``) that no mention span of the sentence covers. See ``normal_blocks``."""
+        word (``nb_live``) that no mention span of the sentence covers. See ``normal_blocks``."""
         t = self.nb_text(text)
         if t is None:
             return None
-        neg, live, outside = t
+        neg, cands, low = t
         if neg is not None:
-            return ("negated_normal", neg, outside)
-        if positive:
+            return ("negated_normal", neg, not self.nb_outside.isdisjoint(_WORD.findall(low)))
+        if positive or not cands:
             return None
         words: list[str] = []
-        for a, b, w in live:
+        for a, b, w in self.nb_live(text, low, cands):
             if w not in words and not any(x <= a and b <= y for x, y in spans):
                 words.append(w)
-        return ("unread_sentence", " ".join(words[:3]), outside) if words else None
+        if not words:
+            return None
+        return ("unread_sentence", " ".join(words[:3]), not self.nb_outside.isdisjoint(_WORD.findall(low)))
 
     def _reason(self, name: str, words: str) -> tuple[int, str]:
         key = (name, words)
@@ -444,31 +461,53 @@ def normal_blocks(u: Unvouched, sg: SceneGraph) -> tuple[NormalBlock, ...]:
     report = sg.report
     if report is None or not u.nb_sections or (sg.extractor or "").startswith("gold:"):
         return ()
-    # (most sentences hold every word in a read vocabulary, "No pneumothorax.": a test per text,
-    # cached, leaves only the few that might block for the span work below)
+    # (most sentences hold every word in a read vocabulary, "No pneumothorax.", or only negated
+    # or ignored ones, "No acute disease.": tests per text, cached, leave only the few that might
+    # block for the span work below)
     sections = u.nb_sections
-    can = u.nb_text
-    cands = [s for s in report.sentences if s.section.upper() in sections and can(s.text) is not None]
-    if not cands:
+    can, live_of = u.nb_text, u.nb_live
+    found: list[tuple[Any, str | None, tuple[tuple[int, int, str], ...], str]] = []
+    for s in report.sentences:
+        if s.section not in sections and s.section.upper() not in sections:
+            continue
+        t = can(s.text)
+        if t is None:
+            continue
+        neg, cands, low = t
+        live = live_of(s.text, low, cands) if neg is None and cands else ()
+        if neg is not None or live:
+            found.append((s, neg, live, low))
+    if not found:
         return ()
-    by_id = {s.id: s for s in cands}
+    by_id = {s.id: s for s, neg, _, _ in found if neg is None}
     spans: dict[str, list[tuple[int, int]]] = {}
     pos: set[str] = set()
-    for obs in sg.observations:
-        if obs.source != "report":
-            continue
-        present = obs.certainty != "absent"
-        for ev in obs.evidence:
-            sid = ev.sentence_id
-            s = by_id.get(sid) if sid else None
-            if s is not None:
-                spans.setdefault(sid, []).append(_relative(ev, s))
-                if present:
-                    pos.add(sid)
+    if by_id:
+        for obs in sg.observations:
+            if obs.source != "report":
+                continue
+            present = obs.certainty != "absent"
+            for ev in obs.evidence:
+                sid = ev.sentence_id
+                s = by_id.get(sid) if sid else None
+                if s is not None:
+                    spans.setdefault(sid, []).append(_relative(ev, s))
+                    if present:
+                        pos.add(sid)
     out: list[NormalBlock] = []
-    for s in cands:
-        sp = spans.get(s.id)
-        hit = u.normal_block(s.text, tuple(sorted(set(sp))) if sp else (), s.id in pos)
-        if hit is not None:
-            out.append(NormalBlock(s.id, hit[0], hit[1], s.text, hit[2]))
+    outside = u.nb_outside
+    for s, neg, live, low in found:
+        if neg is not None:
+            out.append(NormalBlock(s.id, "negated_normal", neg, s.text, not outside.isdisjoint(_WORD.findall(low))))
+            continue
+        if s.id in pos:
+            continue  # round 10's criteria read a sentence that a positive observation cites
+        sp = spans.get(s.id, ())
+        words: list[str] = []
+        for a, b, w in live:
+            if w not in words and not any(x <= a and b <= y for x, y in sp):
+                words.append(w)
+        if words:
+            out.append(NormalBlock(s.id, "unread_sentence", " ".join(words[:3]), s.text,
+                                   not outside.isdisjoint(_WORD.findall(low))))
     return tuple(out)
