@@ -55,6 +55,16 @@ def test_negated_normal_blocks() -> None:
                                     ("S02", "negated_normal", "not entirely normal")]
 
 
+def test_negated_normal_is_no_normal_statement() -> None:
+    # the extractor reads no negative from a negated normal (while "Lungs are clear." gives several)
+    from radvqa.extract.rules import RulesExtractor
+
+    ex = RulesExtractor()
+    assert not ex.extract("FINDINGS: Lung parenchyma is not clear.").observations
+    assert not ex.extract("FINDINGS: The lungs are not entirely clear.").observations
+    assert any(o.certainty == "absent" for o in ex.extract("FINDINGS: Lungs are clear.").observations)
+
+
 def test_harmless_sentences_do_not_block() -> None:
     s = ["No acute disease.",  # every unread word negated
          "Specifically, no evidence of focal consolidation, pneumothorax, or pleural effusion.",

@@ -117,6 +117,31 @@ def _relative(ev: Any, s: Any) -> tuple[int, int]:
     return (i, i + len(ev.text)) if i >= 0 else (a, b)
 
 
+class _Cues:
+    """Whole-word cue phrases, tested on a sentence's word tokens (a set test per range: the many
+    alternatives of one regular expression cost far more per sentence); phrases of several words
+    or with a hyphen by substring first, then as whole words."""
+
+    def __init__(self, phrases: Any) -> None:
+        low = [" ".join(str(p).lower().split()) for p in phrases]
+        self.words = frozenset(p for p in low if p.isalpha())
+        multi = [p for p in low if not p.isalpha()]
+        self.multi = tuple(multi)
+        self.multi_re = _phrase_re(multi) if multi else None
+
+    def hit(self, low: str, tokens: list[tuple[int, int, str]], start: int, end: int) -> bool:
+        """A cue lies within ``low[start:end]`` (``tokens``: the (start, end, word) of ``low``)."""
+        words = self.words
+        for a, b, w in tokens:
+            if a >= start and b <= end and w in words:
+                return True
+        if self.multi_re is not None:
+            seg = low[start:end]
+            if any(p in seg for p in self.multi):
+                return self.multi_re.search(low, start, end) is not None
+        return False
+
+
 class SentenceRecord:
     """What one sentence holds for the criteria: its lowered text, the unread words, the mention
     spans (sentence-relative) the extractor matched in it, the sides and outside-chest words it
@@ -173,10 +198,10 @@ class Unvouched:
         self.nb_sections = frozenset(str(x).upper() for x in nb.get("sections") or ())
         neg_normal = nb.get("negated_normal") or ()
         self.nb_negated_normal = re.compile("|".join(f"(?:{p})" for p in neg_normal)) if neg_normal else None
-        self.nb_negation = _phrase_re(nb.get("negations") or ["no"])
+        self.nb_negation = _Cues(nb.get("negations") or ["no"])
         self.nb_clause_re = re.compile("|".join(re.escape(c) for c in nb.get("clause_ends") or (";",)))
-        self.nb_normal = _phrase_re(nb.get("normal_words") or ["normal"])
-        self.nb_skip = _phrase_re(nb.get("skip_cues") or ["recommend"])
+        self.nb_normal = _Cues(nb.get("normal_words") or ["normal"])
+        self.nb_skip = _Cues(nb.get("skip_cues") or ["recommend"])
         self.nb_ignore = frozenset(nb.get("ignore_words") or ())
         self.nb_abnormal = frozenset(nb.get("abnormal_words") or ())
         self.nb_outside = self.outside | frozenset(nb.get("non_chest_words") or ())
@@ -261,7 +286,8 @@ class Unvouched:
         if len(self._nb_live) > 200_000:
             self._nb_live.clear()
         live: list[tuple[int, int, str]] = []
-        if self.nb_skip.search(low) is None:
+        tokens = [(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(low)]
+        if not self.nb_skip.hit(low, tokens, 0, len(low)):
             # clause bounds once per sentence: (where a clause ends, where the next begins) per
             # clause end, and a run-on sentence ("Chronic appearing interstitial markings The
             # lungs are normally inflated and clear.", R2Gen train): a capital after a lower-case
@@ -275,7 +301,7 @@ class Unvouched:
                 top = e if e > top else top
                 starts.append(top)
             n = len(low)
-            negation, normal = self.nb_negation.search, self.nb_normal.search
+            negation, normal = self.nb_negation.hit, self.nb_normal.hit
             for a, b, w in cands:
                 # the clause the word stands in: a negation before the word negates it, a normal
                 # word anywhere in it makes it a normal statement ("within limits of normal")
@@ -283,7 +309,7 @@ class Unvouched:
                 start = starts[k - 1] if k else 0
                 k = bisect_left(ends, b)
                 end = ends[k] if k < len(ends) else n
-                if negation(low, start, a) is None and normal(low, start, max(end, b)) is None:
+                if not negation(low, tokens, start, a) and not normal(low, tokens, start, max(end, b)):
                     live.append((a, b, w))
         hit = self._nb_live[text] = tuple(live)
         return hit
