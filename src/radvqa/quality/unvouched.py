@@ -129,17 +129,12 @@ class _Cues:
         self.multi = tuple(multi)
         self.multi_re = _phrase_re(multi) if multi else None
 
-    def hit(self, low: str, tokens: list[tuple[int, int, str]], start: int, end: int) -> bool:
-        """A cue lies within ``low[start:end]`` (``tokens``: the (start, end, word) of ``low``)."""
-        words = self.words
-        for a, b, w in tokens:
-            if a >= start and b <= end and w in words:
-                return True
-        if self.multi_re is not None:
-            seg = low[start:end]
-            if any(p in seg for p in self.multi):
-                return self.multi_re.search(low, start, end) is not None
-        return False
+    def multi_at(self, low: str) -> list[tuple[int, int]]:
+        """(start, end) of every cue of several words (or with a hyphen) in the sentence; the
+        one-word cues are looked up on its word tokens (``Unvouched.nb_kind``)."""
+        if self.multi_re is None or not any(p in low for p in self.multi):
+            return []
+        return [m.span() for m in self.multi_re.finditer(low)]
 
 
 class SentenceRecord:
@@ -202,10 +197,15 @@ class Unvouched:
         self.nb_clause_re = re.compile("|".join(re.escape(c) for c in nb.get("clause_ends") or (";",)))
         self.nb_normal = _Cues(nb.get("normal_words") or ["normal"])
         self.nb_skip = _Cues(nb.get("skip_cues") or ["recommend"])
+        self.nb_kind: dict[str, int] = {}
+        for bit, cues in ((1, self.nb_skip), (2, self.nb_negation), (4, self.nb_normal)):
+            for w in cues.words:
+                self.nb_kind[w] = self.nb_kind.get(w, 0) | bit
         self.nb_ignore = frozenset(nb.get("ignore_words") or ())
         self.nb_abnormal = frozenset(nb.get("abnormal_words") or ())
         self.nb_outside = self.outside | frozenset(nb.get("non_chest_words") or ())
         self._nb_text: dict[str, Any] = {}
+        self._nb_neg: dict[str, Any] = {}
         self._nb_live: dict[str, tuple[tuple[int, int, str], ...]] = {}
         # words that never make a candidate (read, ignored, anonymised)
         self.nb_known = self.vocab | self.nb_ignore | {"xxxx"}
@@ -247,12 +247,23 @@ class Unvouched:
             hit = self._records[key] = SentenceRecord(low, tuple(unread), spans, sides, outside, slash)
         return hit
 
-    def nb_text(self, text: str) -> tuple[str | None, tuple[tuple[int, int, str], ...], str] | None:
-        """What of a sentence can keep "normal" claims away, whatever was matched in it (cached by
-        text): (the negated normal's words or None, the candidate words (start, end, word):
-        out-of-vocabulary or ``abnormal_words``, not in ``ignore_words``; the lowered text). None
-        where the sentence can never block ("No pneumothorax.": every word read), so most
-        sentences cost one lookup."""
+    def nb_negated(self, text: str) -> str | None:
+        """The words of a negated normal the sentence holds ("not clear"), else None (cached)."""
+        cache = self._nb_neg
+        hit = cache.get(text, 0)
+        if hit != 0:
+            return hit  # type: ignore[return-value]
+        if len(cache) > 200_000:
+            cache.clear()
+        m = self.nb_negated_normal.search(text.lower()) if self.nb_negated_normal is not None else None
+        hit = cache[text] = " ".join(m.group(0).split()) if m is not None else None
+        return hit
+
+    def nb_text(self, text: str) -> tuple[tuple[tuple[int, int, str], ...], str] | None:
+        """The candidate words of a sentence, whatever was matched in it (cached by text):
+        ((start, end, word) of every word in no read vocabulary, or in ``abnormal_words``, and
+        not in ``ignore_words``; the lowered text). None where there is none ("No
+        pneumothorax.": every word read), so most sentences cost one lookup."""
         cache = self._nb_text
         hit = cache.get(text, 0)
         if hit != 0:
@@ -260,22 +271,11 @@ class Unvouched:
         if len(cache) > 200_000:
             cache.clear()
         low = text.lower()
-        m = self.nb_negated_normal.search(low) if self.nb_negated_normal is not None else None
-        neg = " ".join(m.group(0).split()) if m is not None else None
         toks = set(_WORD.findall(low))
-        odd = toks - self.nb_known  # (set work in C: most sentences end here)
-        extra = self.nb_abnormal & toks
-        if neg is None and not extra and (not odd or max(map(len, odd)) < 3):
-            cache[text] = None
-            return None
-        cands = self._base(text)[1]
-        if extra:
-            cands = tuple(sorted((*cands, *_occurrences(low, set(extra)))))
-        ignore = self.nb_ignore
-        cands = tuple(c for c in cands if c[2] not in ignore)
-        out = None if neg is None and not cands else (neg, cands, low)
-        cache[text] = out
-        return out
+        # (set work in C: most sentences end here)
+        words = {w for w in toks - self.nb_known if len(w) > 2} | (self.nb_abnormal & toks)
+        hit = cache[text] = (_occurrences(low, words), low) if words else None
+        return hit
 
     def nb_live(self, text: str, low: str, cands: tuple[tuple[int, int, str], ...]) -> tuple[tuple[int, int, str], ...]:
         """The candidates that state something (cached by text): in a sentence with no skip cue,
@@ -287,13 +287,19 @@ class Unvouched:
             self._nb_live.clear()
         live: list[tuple[int, int, str]] = []
         tokens = [(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(low)]
-        if not self.nb_skip.hit(low, tokens, 0, len(low)):
+        kind = self.nb_kind  # word -> 1 skip cue, 2 negation, 4 normal word (bits)
+        marked = [(a, b, kind[w]) for a, b, w in tokens if w in kind]
+        skip = any(k & 1 for _, _, k in marked) or self.nb_skip.multi_at(low)
+        if not skip:
             # clause bounds once per sentence: (where a clause ends, where the next begins) per
             # clause end, and a run-on sentence ("Chronic appearing interstitial markings The
             # lungs are normally inflated and clear.", R2Gen train): a capital after a lower-case
             # word
-            bounds = sorted([(m.start(), m.start()) for m in _RUN_ON.finditer(text)]
-                            + [(m.start(), m.end()) for m in self.nb_clause_re.finditer(low)])
+            tail = text[1:]
+            bounds = [(m.start(), m.end()) for m in self.nb_clause_re.finditer(low)]
+            if tail != tail.lower():
+                bounds.extend((m.start(), m.start()) for m in _RUN_ON.finditer(text))
+                bounds.sort()
             ends = [i for i, _ in bounds]
             starts: list[int] = []  # the latest clause start up to each bound
             top = 0
@@ -301,15 +307,17 @@ class Unvouched:
                 top = e if e > top else top
                 starts.append(top)
             n = len(low)
-            negation, normal = self.nb_negation.hit, self.nb_normal.hit
+            negs = [(x, y) for x, y, k in marked if k & 2] + self.nb_negation.multi_at(low)
+            normals = [(x, y) for x, y, k in marked if k & 4] + self.nb_normal.multi_at(low)
             for a, b, w in cands:
                 # the clause the word stands in: a negation before the word negates it, a normal
                 # word anywhere in it makes it a normal statement ("within limits of normal")
                 k = bisect_left(ends, a)
                 start = starts[k - 1] if k else 0
                 k = bisect_left(ends, b)
-                end = ends[k] if k < len(ends) else n
-                if not negation(low, tokens, start, a) and not normal(low, tokens, start, max(end, b)):
+                end = max(ends[k] if k < len(ends) else n, b)
+                if not any(start <= x and y <= a for x, y in negs) and \
+                        not any(start <= x and y <= end for x, y in normals):
                     live.append((a, b, w))
         hit = self._nb_live[text] = tuple(live)
         return hit
@@ -319,21 +327,19 @@ class Unvouched:
         """(why, words, names a body part outside the chest) where the sentence keeps "normal"
         claims away, else None: a negated normal, or (no positive observation citing it) a live
         word (``nb_live``) that no mention span of the sentence covers. See ``normal_blocks``."""
-        t = self.nb_text(text)
+        low = text.lower()
+        outside = not self.nb_outside.isdisjoint(_WORD.findall(low))
+        neg = self.nb_negated(text)
+        if neg is not None:
+            return ("negated_normal", neg, outside)
+        t = None if positive else self.nb_text(text)
         if t is None:
             return None
-        neg, cands, low = t
-        if neg is not None:
-            return ("negated_normal", neg, not self.nb_outside.isdisjoint(_WORD.findall(low)))
-        if positive or not cands:
-            return None
         words: list[str] = []
-        for a, b, w in self.nb_live(text, low, cands):
+        for a, b, w in self.nb_live(text, t[1], t[0]):
             if w not in words and not any(x <= a and b <= y for x, y in spans):
                 words.append(w)
-        if not words:
-            return None
-        return ("unread_sentence", " ".join(words[:3]), not self.nb_outside.isdisjoint(_WORD.findall(low)))
+        return ("unread_sentence", " ".join(words[:3]), outside) if words else None
 
     def _reason(self, name: str, words: str) -> tuple[int, str]:
         key = (name, words)
@@ -492,42 +498,43 @@ def normal_blocks(u: Unvouched, sg: SceneGraph) -> tuple[NormalBlock, ...]:
     # block for the span work below)
     sections = u.nb_sections
     can, live_of = u.nb_text, u.nb_live
-    found: list[tuple[Any, str | None, tuple[tuple[int, int, str], ...], str]] = []
+    observations = [obs for obs in sg.observations if obs.source == "report"]
+    # a sentence a positive observation cites is round 10's (only a negated normal counts there)
+    pos = {ev.sentence_id for obs in observations if obs.certainty != "absent" for ev in obs.evidence}
+    negated = u.nb_negated
+    found: list[tuple[Any, str | None, tuple[tuple[int, int, str], ...]]] = []
     for s in report.sentences:
         if s.section not in sections and s.section.upper() not in sections:
             continue
-        t = can(s.text)
-        if t is None:
+        neg = negated(s.text)
+        if neg is not None:
+            found.append((s, neg, ()))
             continue
-        neg, cands, low = t
-        live = live_of(s.text, low, cands) if neg is None and cands else ()
-        if neg is not None or live:
-            found.append((s, neg, live, low))
+        if s.id in pos:
+            continue
+        t = can(s.text)
+        if t is not None:
+            live = live_of(s.text, t[1], t[0])
+            if live:
+                found.append((s, None, live))
     if not found:
         return ()
-    by_id = {s.id: s for s, neg, _, _ in found if neg is None}
+    by_id = {s.id: s for s, neg, _ in found if neg is None}
     spans: dict[str, list[tuple[int, int]]] = {}
-    pos: set[str] = set()
     if by_id:
-        for obs in sg.observations:
-            if obs.source != "report":
-                continue
-            present = obs.certainty != "absent"
+        for obs in observations:
             for ev in obs.evidence:
                 sid = ev.sentence_id
                 s = by_id.get(sid) if sid else None
                 if s is not None:
                     spans.setdefault(sid, []).append(_relative(ev, s))
-                    if present:
-                        pos.add(sid)
     out: list[NormalBlock] = []
     outside = u.nb_outside
-    for s, neg, live, low in found:
+    for s, neg, live in found:
+        low = s.text.lower()
         if neg is not None:
             out.append(NormalBlock(s.id, "negated_normal", neg, s.text, not outside.isdisjoint(_WORD.findall(low))))
             continue
-        if s.id in pos:
-            continue  # round 10's criteria read a sentence that a positive observation cites
         sp = spans.get(s.id, ())
         words: list[str] = []
         for a, b, w in live:
