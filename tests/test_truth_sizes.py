@@ -49,3 +49,14 @@ def test_a_size_is_not_spread_over_lesions_in_other_places(gen):
 def test_a_size_stays_when_the_other_copy_names_no_other_place(gen):
     rows = _rows(gen, ["lungs"])  # an ancestor of the measured place: one place named twice
     assert any("5 mm" in r.answer for r in rows), [r.answer for r in rows]
+
+
+def test_a_place_and_its_ancestor_are_said_once(gen):
+    # "poorly defined lung nodule in the right upper lobe" -> regions right upper lobe + lungs: the
+    # answer says "in the right upper lobe", not "in the right upper lobe and the lungs"
+    s = "There is a poorly defined lung nodule in the right upper lobe measuring approximately 7 mm."
+    obs = [Observation(id="O01", finding="nodule", certainty="present", laterality="right",
+                       regions=["right_upper_lobe", "lungs"], size_mm=7.0, evidence=_ev("S01", s), source="report")]
+    rows = [r for r in gen.generate(scene_graph(obs, [s])) if r.polarity == "positive"]
+    assert any("right upper lobe" in r.answer for r in rows), [r.answer for r in rows]
+    assert not any("and the lungs" in r.answer for r in rows), [r.answer for r in rows]

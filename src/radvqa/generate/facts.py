@@ -127,6 +127,11 @@ def _region_phrase(gen: Any, regions: list[str]) -> str:
     hit = gen.region_phrases.get(key)
     if hit is None:
         v = gen.vocab
+        if len(regions) > 1:
+            # a place and its ancestor say one place: "in the right upper lobe", not "in the right
+            # upper lobe and the lungs" ("lung nodule in the right upper lobe"; own read, session 8)
+            anc = v.rancestors
+            regions = [r for r in regions if not any(r in anc.get(o, ()) for o in regions if o != r)]
         hit = gen.region_phrases[key] = join_list(["the " + v.region_name(r) for r in regions])
     return hit
 
