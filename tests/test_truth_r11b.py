@@ -128,6 +128,10 @@ TABLE = [
     ("No cardiomegaly with bilateral small pleural effusions.", "cardiomegaly", "absent", {}),
     ("No pneumothorax with left chest tube in place.", "chest_tube", "present", {"laterality": "left"}),
     ("No pleural effusion or pneumothorax.", "pneumothorax", "absent", {}),
+    # a hedge still reaches past "with" (only a negation stops there), and so does a post negation
+    ("Left lower lobe pneumonia with small effusion cannot be excluded.", "pneumonia", "uncertain", {}),
+    ("Possible pneumonia with small left effusion.", "pleural_effusion", "uncertain", {}),
+    ("Cardiomegaly with small effusions is not seen.", "cardiomegaly", "absent", {}),
     # 8. sides: a normal statement's side is its own
     ("Right upper lobe pleural thickening, left apex clear.", "pleural_thickening", "present", {"laterality": "right"}),
     ("Pleural thickening along the right upper lobe; the left apex is clear.", "pleural_thickening", "present",
