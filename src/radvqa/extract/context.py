@@ -14,8 +14,8 @@ from radvqa.extract._structs import Cue
 from radvqa.extract._trie import split_phrases, trie_regex, trie_regexes, word_spans
 
 # Roles a cue phrase can play (bit flags: one phrase may be a pre and a post cue).
-DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST, PSEUDO, TERM, HYPO_POST = (
-    1 << i for i in range(11))
+DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST, PSEUDO, TERM, HYPO_POST, NEG_TERM = (
+    1 << i for i in range(12))
 PRE_MASK = DOM_PRE | NEG_PRE | UNC_PRE | HYPO | HIST
 POST_MASK = DOM_POST | NEG_POST | UNC_POST | HYPO_POST
 
@@ -31,6 +31,7 @@ _KEYS: tuple[tuple[str, str | None, int], ...] = (
     ("historical", None, HIST),
     ("pseudo", None, PSEUDO),
     ("terminators", None, TERM),
+    ("negation_terminators", None, NEG_TERM),
 )
 
 
@@ -123,6 +124,7 @@ class ContextRules:
         bisection, so each mention costs a bounded amount of work)."""
         pre = 0
         post = 0
+        keep = ~0  # the roles a cue beyond a negation-only terminator still has (all, until one)
         pre_cue: dict[int, Cue] = {}
         post_cue: dict[int, Cue] = {}
         if starts is None:
@@ -143,10 +145,16 @@ class ContextRules:
                 continue
             if c.roles & TERM:
                 break
+            if c.roles & NEG_TERM:
+                # "no cardiomegaly with bilateral small pleural effusions": a negation before this
+                # does not reach the mention; a hedge still does (round 11b). A post cue is not
+                # stopped: "cardiomegaly with small effusions is not seen" negates both, as before
+                keep = ~NEG_PRE
+                continue
             dist = len(lower[c.end:m_start].split())  # words between (blanked XXXX are not words)
             if dist > self.max_pre:
                 break
-            roles = c.roles & PRE_MASK
+            roles = c.roles & PRE_MASK & keep
             if roles & DOM_PRE and pre & NEG_PRE and "," in lower[c.end:pre_cue[NEG_PRE].start]:
                 # a list item with a negation of its own: "no definite focal consolidation, no
                 # pleural effusion XXXX demonstrated" (CXR273, seed 69): the effusion is absent
