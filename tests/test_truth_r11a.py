@@ -93,10 +93,11 @@ def test_outside_chest_and_run_on_sentences() -> None:
 
 
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], dict]:
+def rows(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], dict, str]:
     out = tmp_path_factory.mktemp("r11a") / "out"
     got = build_rows(DATA, out, unvouched="omit")
-    return got, json.loads((out / "manifest.json").read_text())["counts"]
+    return (got, json.loads((out / "manifest.json").read_text())["counts"],
+            (out / "README.md").read_text(encoding="utf-8"))
 
 
 def _normal_claims(rows: list[dict]) -> list[dict]:
@@ -104,9 +105,11 @@ def _normal_claims(rows: list[dict]) -> list[dict]:
 
 
 def test_real_reports_counted_and_no_lung_normal(rows) -> None:
-    got, counts = rows
+    got, counts, card = rows
     # every one of the five reports holds a blocking sentence (README)
     assert counts["normal_claims_blocked"] == {"unread_sentence": 5}
+    assert "| studies with normal claims withheld | studies | share |" in card
+    assert "| unread_sentence | 5 | 100.0% |" in card
     lungs = {"lungs", "right_lung", "left_lung", "lung_apices", "lung_bases", "right_upper_lung_zone"}
     for n in (3398, 2817, 1519, 218):
         for r in _normal_claims(rows_of(got, n)):
