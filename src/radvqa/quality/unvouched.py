@@ -198,6 +198,8 @@ class Unvouched:
         self.nb_clause_ends = tuple(nb.get("clause_ends") or (";",))
         self.nb_normal = _Cues(nb.get("normal_words") or ["normal"])
         self.nb_skip = _Cues(nb.get("skip_cues") or ["recommend"])
+        joiners = nb.get("joiners") or ()
+        self.nb_joiner = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in joiners) + r")\b") if joiners else None
         self.nb_kind: dict[str, int] = {}
         for bit, cues in ((1, self.nb_skip), (2, self.nb_negation), (4, self.nb_normal)):
             for w in cues.words:
@@ -318,15 +320,20 @@ class Unvouched:
             n = len(low)
             negs = [(x, y) for x, y, k in marked if k & 2] + self.nb_negation.multi_at(low)
             normals = [(x, y) for x, y, k in marked if k & 4] + self.nb_normal.multi_at(low)
+            # round 12: a joiner between a normal word and a later word starts a second statement
+            # ("Normal heart size is prominent left ventricular contour", CXR1538)
+            joins = [m.start() for m in self.nb_joiner.finditer(low)] if normals and self.nb_joiner else []
             for a, b, w in cands:
                 # the clause the word stands in: a negation before the word negates it, a normal
-                # word anywhere in it makes it a normal statement ("within limits of normal")
+                # word anywhere in it makes it a normal statement ("within limits of normal"),
+                # unless a joiner stands between that normal word and the word
                 k = bisect_left(ends, a)
                 start = starts[k - 1] if k else 0
                 k = bisect_left(ends, b)
                 end = max(ends[k] if k < len(ends) else n, b)
                 if not any(start <= x and y <= a for x, y in negs) and \
-                        not any(start <= x and y <= end for x, y in normals):
+                        not any(start <= x and y <= end and not (y <= a and any(y <= j < a for j in joins))
+                                for x, y in normals):
                     live.append((a, b, w))
         hit = self._nb_live[text] = tuple(live)
         return hit
