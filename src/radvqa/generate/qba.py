@@ -69,6 +69,14 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # from being called normal
     normal_blocked_by: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     normal_blocked_regions: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    # round 12: finding -> findings that, stated present or uncertain, may be it; beside one of
+    # them (or a more general finding: "opacity"), no implied "no <finding>" answers an indication
+    # that asks about it ("question pneumonia" beside "opacity ... atelectasis versus infiltrate")
+    indication_suspects: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    # round 12: region -> regions it projects over on a frontal film though neither contains the
+    # other (a lobe and the zones it lies in: the right middle lobe over the right mid and lower
+    # zones). Read both ways: a finding of one keeps the other from being asked or called normal.
+    region_projections: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
 
 
 PHRASES: dict[str, frozenset[str]] = {
@@ -172,6 +180,7 @@ class Strategy:
         self.min_neg = cfg.min_negatives
         self.deid_mask = cfg.deid_mask.lower()
         self.ind_filler = F(w.lower() for w in cfg.indication_filler_words)
+        self.ind_suspects = {k: F(x) for k, x in cfg.indication_suspects.items()}
         self.cw = tuple(f" {w} " for w in gen.change_words)
         self.mention_terms = _mention_terms(v)
         # per finding: the first four characters of its longer terms, and its shorter terms (the
@@ -182,6 +191,13 @@ class Strategy:
             for a in ancestors:
                 rdesc.setdefault(a, []).append(r)
         self.rdescendants = {a: tuple(ds) for a, ds in rdesc.items()}
+        proj: dict[str, set[str]] = {}
+        for a, bs in cfg.region_projections.items():
+            for b in bs:
+                if a in v.rname and b in v.rname:  # (a small test ontology may lack them)
+                    proj.setdefault(a, set()).add(b)
+                    proj.setdefault(b, set()).add(a)
+        self.projections = {a: tuple(sorted(bs)) for a, bs in proj.items()}
         self._bal: dict[str, tuple[float, int]] = {}
         self._counts: dict[tuple[Any, ...], tuple[int, int, int]] = {}
         # the plan: every template in file order with its scope function and operation
@@ -349,14 +365,17 @@ def _overlapping(s: Any, regions: Any) -> frozenset[str]:
     """Every region overlapping one of ``regions``: the region, its parts and whatever contains any
     of them ("basilar" -> the lung bases and either lung); a place without an extent of its own
     (the interstitium, the pulmonary vasculature) lies anywhere in its parents, as _Regions treats
-    its findings."""
+    its findings; round 12: and the regions each projects over (config ``region_projections``: the
+    right lower zone beside the right middle lobe)."""
     key = regions if isinstance(regions, frozenset) else tuple(regions)
     hit = s.overlap_cache.get(key)  # (per strategy: the ontology does not change)
     if hit is None:
         v = s.gen.vocab
         ranc, rbox, rpar = v.rancestors, v.rboxable, v.rparents
+        proj = s.projections
         out: set[str] = set()
-        for r in [*regions, *(p for r in regions if not rbox.get(r, True) for p in rpar.get(r, ()))]:
+        for r in [*regions, *(p for r in regions if not rbox.get(r, True) for p in rpar.get(r, ())),
+                  *(q for r in regions for q in proj.get(r, ()))]:
             for d in (r, *s.rdescendants.get(r, ())):
                 if d not in out:
                     out.add(d)
@@ -506,6 +525,19 @@ class Study:
             return True
         anc = self.s.gen.vocab.fancestors
         return any(not g.absent and fid in anc.get(g.fid, ()) for g in self.top_by.values())
+
+    def suspected(self, fid: str) -> bool:
+        """The study states, present or uncertain, a finding that may be ``fid``: a more general
+        one (an ancestor) or one of the config's ``indication_suspects`` of it (or below one)."""
+        anc = self.s.gen.vocab.fancestors
+        mine = anc.get(fid, ())
+        sus = self.s.ind_suspects.get(fid, frozenset())
+        for g in self.top:
+            if g.absent or g.fid == fid:
+                continue
+            if g.fid in mine or g.fid in sus or not sus.isdisjoint(anc.get(g.fid, ())):
+                return True
+        return False
 
     def subject(self, name: str) -> tuple[list[Fact], list[Fact]]:
         """(positives, stated negatives) of an operation's subject."""
@@ -850,6 +882,8 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     if ind.evaluate:
         facts = [st.stated_for(fid) for fid in ind.evaluate if fid in s.gen.vocab.fname]
         facts = list({id(f): f for f in facts}.values())
+        if any(f.implied and st.suspected(f.fid) for f in facts):
+            return ()  # "There is no pneumonia" beside an opacity that may be one
         pos = [f for f in facts if not f.absent and not f.qualified]
         neg = [f for f in facts if f.absent or f.qualified]
     else:
@@ -991,6 +1025,25 @@ class _Regions:
                 for r in f.regions:
                     if not rbox.get(r, True):
                         above.update(d for p in v.rparents.get(r, ()) for d in rdesc.get(p, ()) if d not in pos_at)
+        # round 12: a region a finding's region projects over (the right lower zone beside a right
+        # middle lobe mass, CXR249), with its parts and the regions containing it; and the default
+        # regions of a finding the report placed only in a region containing one of them
+        # ("central pulmonary vascular prominence" placed in "the lungs" by its name: the hila,
+        # its other default region, are not normal, CXR3502)
+        proj = s.projections
+        for f in st.ab_pos:
+            extra: list[str] = []
+            if proj:
+                for r in f.regions:
+                    extra.extend(proj.get(r, ()))
+            if f.explicit_regions:
+                dflt = self.fdefault.get(f.fid, ())
+                if dflt and all(any(e in anc.get(d, ()) for d in dflt) for e in f.explicit_regions):
+                    extra.extend(dflt)
+            for q in extra:
+                for d in (q, *rdesc.get(q, ()), *anc.get(q, ())):
+                    if d not in pos_at:
+                        above.add(d)
         base = list(dict.fromkeys([*(r for r in mentioned if r in v.rname and r not in above),
                                    *(r for r in s.default_regions if r not in above)]))
         chosen = set(base) | above
