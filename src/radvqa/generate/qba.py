@@ -533,7 +533,7 @@ class Study:
         mine = anc.get(fid, ())
         sus = self.s.ind_suspects.get(fid, frozenset())
         for g in self.top:
-            if g.absent or g.fid == fid:
+            if g.absent or g.qualified or g.fid == fid:  # ("lungs grossly clear": a negative)
                 continue
             if g.fid in mine or g.fid in sus or not sus.isdisjoint(anc.get(g.fid, ())):
                 return True
@@ -882,10 +882,15 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     if ind.evaluate:
         facts = [st.stated_for(fid) for fid in ind.evaluate if fid in s.gen.vocab.fname]
         facts = list({id(f): f for f in facts}.values())
-        if any(f.implied and st.suspected(f.fid) for f in facts):
-            return ()  # "There is no pneumonia" beside an opacity that may be one
         pos = [f for f in facts if not f.absent and not f.qualified]
         neg = [f for f in facts if f.absent or f.qualified]
+        suspected = [f for f in neg if f.implied and st.suspected(f.fid)]
+        if suspected:
+            # "There is no pneumonia" beside an opacity that may be one: not said; with nothing
+            # positive to show, "no finding answers the indication" would not hold either
+            if not pos:
+                return ()
+            neg = [f for f in neg if f not in suspected]
     else:
         pos, neg = st.ab_pos, []
     extra = []
