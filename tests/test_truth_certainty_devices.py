@@ -74,7 +74,9 @@ def test_1529_density_that_may_reflect_tortuous_vasculature_is_no_opacity(ex):
 
 def test_2163_nodules_on_a_ct_are_not_this_film(ex):
     # "given the presence of small nodules on the XXXX chest CT scan": only "no ... nodule" is left
-    assert [o.certainty for o in _obs(ex, 2163, "nodule")] == ["absent"]
+    # (round 12: "No XXXX suspicious pulmonary mass or nodule": "suspicious" reaches the nodule too,
+    # a qualified negative, as for CXR1145; never a nodule stated present)
+    assert [(o.certainty, o.qualifier) for o in _obs(ex, 2163, "nodule")] == [("uncertain", "suspicious")]
 
 
 def test_1695_soft_tissue_neck_part_is_not_the_chest(ex):
