@@ -117,3 +117,66 @@ def test_lung_volumes_take_a_side_but_no_zone(ex: RulesExtractor) -> None:
     assert lv and all("lung_bases" not in o.regions for o in lv)
     hyp = [o for o in e.observations if o.finding == "hyperinflation"]
     assert hyp and all(o.laterality == "left" for o in hyp)
+
+
+def _obs(oid: str, finding: str, sentences: list[str], i: int, words: str, certainty: str = "absent",
+         regions: tuple[str, ...] = (), laterality: str | None = None):
+    from radvqa.model import Observation, Span
+    start = sum(len(s) + 1 for s in sentences[:i]) + sentences[i].index(words)
+    return Observation(id=oid, finding=finding, certainty=certainty, regions=list(regions), laterality=laterality,
+                       evidence=[Span(start=start, end=start + len(words), text=words, sentence_id=f"S{i + 1:02d}")])
+
+
+@pytest.fixture(scope="module")
+def gen():
+    from radvqa.generate import GenerateOptions
+    from radvqa.generate.engine import Generator
+    return Generator(load_ontology(), GenerateOptions(strategies=("qba",)))
+
+
+def test_no_normal_zone_beside_a_finding_of_a_lobe_over_it(gen) -> None:
+    """Property over hand-written reports: a nodule in each lobe; no negative region row speaks for
+    a zone the lobe projects over (templates/qba.yaml ``region_projections``), nor a part of it."""
+    from radvqa.generate.qba import Config  # noqa: F401  (the config the projections come from)
+    v = gen.vocab
+    proj = {"right_upper_lobe": "right upper lobe", "right_middle_lobe": "right middle lobe",
+            "right_lower_lobe": "right lower lobe", "left_upper_lobe": "left upper lobe",
+            "lingula": "lingula", "left_lower_lobe": "left lower lobe"}
+    import yaml
+    from importlib import resources
+    table = yaml.safe_load(resources.files("radvqa.generate").joinpath("templates", "qba.yaml")
+                           .read_text("utf-8"))["config"]["region_projections"]
+    n_region = 0
+    for k, (lobe, words) in enumerate(proj.items()):
+        side = "right" if lobe.startswith("right") else "left"
+        s = [f"There is a {words} nodule.", "No pneumothorax.", "Heart size is normal."]
+        obs = [_obs("O1", "nodule", s, 0, "nodule", "present", (lobe,), side),
+               _obs("O2", "pneumothorax", s, 1, "pneumothorax"), _obs("O3", "cardiomegaly", s, 2, "Heart size is normal")]
+        zones = set(table.get(lobe, ())) | {a for a, bs in table.items() if lobe in bs}
+        zones |= {d for z in list(zones) for d in v.rname if z in v.rancestors.get(d, ())}
+        assert zones, lobe
+        for _ in range(3):  # several draws of the sampled regions
+            for r in gen.generate(scene_graph(obs, s, study_id=f"openi:P{k}{_}")):
+                if r.question_type in REGION:
+                    n_region += 1
+                    if r.polarity == "negative":
+                        assert not zones.intersection(r.regions), (lobe, r.question, r.answer)
+    assert n_region > 20
+
+
+def test_indication_gets_no_implied_no_beside_a_suspect(gen) -> None:
+    from radvqa.model import Indication
+    s = ["Left basilar opacity, atelectasis versus infiltrate.", "No pneumothorax."]
+    cases = [("infiltration", "uncertain", "infiltrate"), ("lung_opacity", "present", "opacity")]
+    for finding, certainty, words in cases:
+        obs = [_obs("O1", finding, s, 0, words, certainty, ("left_lower_lung_zone",), "left"),
+               _obs("O2", "pneumothorax", s, 1, "pneumothorax")]
+        sg = scene_graph(obs, s, indication=Indication(text="Cough, question pneumonia", evaluate=["pneumonia"]))
+        ind = [r for r in gen.generate(sg) if r.question_type == "A_indication"]
+        assert all("pneumonia" not in r.answer.lower() for r in ind), [r.answer for r in ind]
+    # a stated negative of another finding suspects nothing: "There is no pneumonia" stays
+    obs = [_obs("O1", "pneumothorax", s, 1, "pneumothorax")]
+    sg = scene_graph(obs, ["Lungs are clear.", "No pneumothorax."],
+                     indication=Indication(text="Cough, question pneumonia", evaluate=["pneumonia"]))
+    ind = [r for r in gen.generate(sg) if r.question_type == "A_indication"]
+    assert ind and "no pneumonia" in ind[0].answer.lower(), [r.answer for r in ind]

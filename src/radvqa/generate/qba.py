@@ -532,10 +532,13 @@ class Study:
         anc = self.s.gen.vocab.fancestors
         mine = anc.get(fid, ())
         sus = self.s.ind_suspects.get(fid, frozenset())
-        for g in self.top:
-            if g.absent or g.qualified or g.fid == fid:  # ("lungs grossly clear": a negative)
+        # (the findings left unstated count too: label-only, or round 10's unvouched readings)
+        stated = [g.fid for g in self.top if not g.absent and not g.qualified]  # ("grossly clear")
+        hidden = [o.finding for o in self.ctx.hidden or () if o.certainty != "absent"]
+        for g in (*stated, *hidden):
+            if g == fid:
                 continue
-            if g.fid in mine or g.fid in sus or not sus.isdisjoint(anc.get(g.fid, ())):
+            if g in mine or g in sus or not sus.isdisjoint(anc.get(g, ())):
                 return True
         return False
 
