@@ -197,62 +197,64 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
     # each mention's location words; () until it gets one (most mentions get none)
     own_loc: list = [()] * n
     for a in attrs:
+        # each field read once (a msgspec Struct: a generic attribute read each time when compiled)
+        kind, a_start, a_end = a.kind, a.start, a.end
         negated_mod = None  # worked out when a mention before the attribute is a candidate
-        if a.kind == "size" and _DISTANCE_AFTER.match(lower, a.end):
+        if kind == "size" and _DISTANCE_AFTER.match(lower, a_end):
             continue
         best = -1
         # only a distance within MAX_GAP can win; a candidate whose gap alone is no shorter than
         # the best distance so far is not looked at (its distance only adds penalties to the gap)
         best_d = MAX_GAP + 1
         nxt = -2  # the first mention after the attribute (worked out when an earlier one is a candidate)
-        i = bisect_left(ends, a.start - MAX_GAP)
-        while i < n and starts[i] <= a.end + MAX_GAP:
+        i = bisect_left(ends, a_start - MAX_GAP)
+        while i < n and starts[i] <= a_end + MAX_GAP:
             ms, me = starts[i], ends[i]
-            if a.start >= ms and a.end <= me:  # inside the mention ("left lower lobe atelectasis" pattern)
+            if a_start >= ms and a_end <= me:  # inside the mention ("left lower lobe atelectasis" pattern)
                 d = 0
-            elif a.end <= ms:  # attribute before the mention
-                if ms - a.end >= best_d:
+            elif a_end <= ms:  # attribute before the mention
+                if ms - a_end >= best_d:
                     break  # the later mentions are further away still
-                gap = lower[a.end:ms]
-                if a.kind == "size" and " of " in gap:
+                gap = lower[a_end:ms]
+                if kind == "size" and " of " in gap:
                     d = 1 << 30  # "1.9 cm interruption of the catheter": it measures the interruption
-                elif (a.kind == "severity" or a.kind == "size") and gap.strip() and _MOD_BREAK.search(gap.lstrip()):
+                elif (kind == "severity" or kind == "size") and gap.strip() and _MOD_BREAK.search(gap.lstrip()):
                     # a modifier separated from the mention by a clause break or "with" modifies
                     # a word of its own phrase ("stable moderate cardiomediastinal silhouette with
                     # atherosclerotic calcifications": not moderate calcifications, CXR1173)
                     d = 1 << 30
-                elif a.kind in _PRE_KINDS and _VERB_BREAK.search(gap):
+                elif kind in _PRE_KINDS and _VERB_BREAK.search(gap):
                     d = 1 << 30  # "chronic though could reflect early pulmonary edema" (CXR343)
                 else:
                     # "nodules in the left base are calcified": a verb between the location and
                     # the next mention makes the location the subject's, not the predicate's
                     d = len(gap) + _penalty(gap) + (20 if _VERB.search(gap) else 0)
-            elif a.start >= me:  # after
+            elif a_start >= me:  # after
                 if negated_mod is None:
-                    negated_mod = a.kind in _NEG_KINDS and _NEGATED_BEFORE.search(
-                        lower, max(0, a.start - 16), a.start) is not None
-                if negated_mod or a.start - me + 4 >= best_d:
+                    negated_mod = kind in _NEG_KINDS and _NEGATED_BEFORE.search(
+                        lower, max(0, a_start - 16), a_start) is not None
+                if negated_mod or a_start - me + 4 >= best_d:
                     i += 1
                     continue
-                gap = lower[me:a.start]
+                gap = lower[me:a_start]
                 d = len(gap) + 4 + _penalty(gap)
-                pre = a.kind in _PRE_KINDS
+                pre = kind in _PRE_KINDS
                 comma = "," in gap or ";" in gap
                 if pre or comma:
                     if nxt == -2:
-                        nxt = bisect_left(starts, a.end)
+                        nxt = bisect_left(starts, a_end)
                     # the attribute opens the next mention's phrase: a modifier ("small amount of
                     # right basilar atelectasis", CXR1079), or any attribute after a clause break
                     # ("mild hyperinflation, right apical pleural-parenchymal irregularities
                     # compatible with scarring": the apex is the scarring's, CXR2516)
-                    if nxt < n and ((pre and starts[nxt] - a.end <= 40 and not _PHRASE_BREAK.search(
-                                        lower, _adj_end(lower, a.end), starts[nxt])
-                                     and not _VERB_BREAK.search(lower, a.end, starts[nxt]))
-                                    or (comma and not _CLAUSE_END.search(lower, a.end, starts[nxt])
-                                        and not (pre and _VERB_BREAK.search(lower, a.end, starts[nxt])))):
+                    if nxt < n and ((pre and starts[nxt] - a_end <= 40 and not _PHRASE_BREAK.search(
+                                        lower, _adj_end(lower, a_end), starts[nxt])
+                                     and not _VERB_BREAK.search(lower, a_end, starts[nxt]))
+                                    or (comma and not _CLAUSE_END.search(lower, a_end, starts[nxt])
+                                        and not (pre and _VERB_BREAK.search(lower, a_end, starts[nxt])))):
                         i += 1
                         continue
-                    if a.kind == "severity" and _COORD_AFTER.search(gap) and _WORD_NEXT.match(lower, a.end):
+                    if kind == "severity" and _COORD_AFTER.search(gap) and _WORD_NEXT.match(lower, a_end):
                         # "aortic tortuosity and mild ectasia": after a coordination, a modifier
                         # followed by a word describes that word (no finding of ours), not the
                         # finding before it (CXR2565); "effusion, small in size" still is the effusion's
@@ -268,7 +270,7 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
         v = vals[best]
         if v is None:
             v = vals[best] = AttrValues()
-        if a.kind == "region":
+        if kind == "region":
             if a.value not in v.regions:
                 v.regions.append(a.value)
             ol = own_loc[best]
@@ -276,29 +278,29 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
                 ol.append(a)
             else:
                 own_loc[best] = [a]
-        elif a.kind == "size":
+        elif kind == "size":
             size = float(a.value)
             v.size_mm = size if v.size_mm is None else max(v.size_mm, size)
-        elif a.kind == "laterality":
+        elif kind == "laterality":
             prev = lat_at[best]
             if prev is None or v.laterality is None:
                 v.laterality = a.value
-                lat_at[best] = (best_d, a.start, a.end)
+                lat_at[best] = (best_d, a_start, a_end)
             elif v.laterality != a.value:
-                lo, hi = (prev[2], a.start) if prev[1] < a.start else (a.end, prev[1])
+                lo, hi = (prev[2], a_start) if prev[1] < a_start else (a_end, prev[1])
                 if _SIDE_PAIR.fullmatch(lower, lo, hi):  # "right and left lower lobes"
                     v.laterality = "bilateral"
                 elif best_d < prev[0]:  # the side stated nearer the finding wins
                     v.laterality = a.value
-                    lat_at[best] = (best_d, a.start, a.end)
+                    lat_at[best] = (best_d, a_start, a_end)
             ol = own_loc[best]
             if ol:
                 ol.append(a)
             else:
                 own_loc[best] = [a]
-        elif getattr(v, a.kind) is None:
-            setattr(v, a.kind, a.value)
-        v.spans.append((a.start, a.end))
+        elif getattr(v, kind) is None:
+            setattr(v, kind, a.value)
+        v.spans.append((a_start, a_end))
     if n > 1 and any(own_loc):  # no location at all: nothing to share
         for k in range(n):
             if vals[k] is None:

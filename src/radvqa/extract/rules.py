@@ -26,6 +26,23 @@ from radvqa.extract import EXTRACTORS
 VERSION = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, side propagation (#12)
 # sentence ids, made once ("S01", "S02", ...; a longer report formats its own)
 _SIDS = tuple(f"S{n:02d}" for n in range(1, 100))
+# The records the sentence cache keeps (precise types: the compiled engine unpacks them with
+# direct tuple reads instead of Python's iteration protocol; annotations cost pure Python nothing).
+# An observation key: (finding, laterality, regions)
+Key = tuple[str, "str | None", tuple[str, ...]]
+# A location: (laterality, regions)
+Loc = tuple["str | None", tuple[str, ...]]
+# One mention of an analysed sentence: (start, end, findings, certainty, implicit, attributes,
+# qualifier, own location, wants the previous sentence's location, observation keys)
+Item = tuple[int, int, tuple[str, ...], "str | None", bool, "FrozenAttrs | None", "str | None", "Loc | None", bool,
+             tuple[Key, ...]]
+# What _mentions finds: (start, end, findings, certainty, implicit, attributes, qualifier); the
+# certainty of an indication's mention may be None (asked about, no statement)
+Raw = tuple[int, int, tuple[str, ...], "str | None", bool, "AttrValues | None", "str | None"]
+# A sentence's analysis: (body-part heading, items, anaphoric?, may the next sentence explain a sign away?)
+Entry = tuple["tuple[str, bool] | None", tuple[Item, ...], bool, bool]
+# A section's sentences: (start, end, analysis or None for a skipped section), offsets in the section
+SecHit = tuple[tuple[int, int, "Entry | None"], ...]
 # the side a place of this side rules out (a side with a place of the other side is never said)
 _OTHER_SIDE = {"left": "right", "right": "left"}
 
@@ -85,11 +102,11 @@ class RulesExtractor:
         self.max_sentence_chars = max_sentence_chars
         # lower-cased sentence -> analysed mentions (one dict per section kind); see _analyse
         self.cache_size = cache_size
-        self._cache: dict[str, tuple] = {}
-        self._cache_ind: dict[str, tuple] = {}  # the same for sentences of an indication section
+        self._cache: dict[str, Entry] = {}
+        self._cache_ind: dict[str, Entry] = {}  # the same for sentences of an indication section
         # (role, section text, the 3 characters after it, starts the report?, lower-cased text)
         # -> its sentences' offsets and analyses; see _extract
-        self._sec_cache: dict[tuple, tuple] = {}
+        self._sec_cache: dict[tuple, SecHit] = {}
         mods = getattr(ontology, "modifiers", None)
         onto_cues = dict(getattr(mods, "certainty", {}) or {}) if mods is not None else {}
         ctx_data = load_data("context")
@@ -229,7 +246,7 @@ class RulesExtractor:
                                      if getattr(f, "lateralised", True) or fid in sided)
         self._props: dict[tuple[str, ...], tuple[bool, bool]] = {}
         self._explainable: dict[tuple[str, ...], bool] = {}  # findings -> may be explained away?
-        self._keys_memo: dict[tuple, tuple] = {}
+        self._keys_memo: dict[tuple, tuple[Key, ...]] = {}
         self._roles: dict[str, str] = {}  # section name -> role (sections.yaml)
         # the sections whose statement decides a finding the report states both plainly and hedged
         self.concluding = frozenset(str(n) for n in load_data("sections").get("concluding") or [])
@@ -287,7 +304,6 @@ class RulesExtractor:
         limit = self.max_sentence_chars
         sentences: list[Sentence] = []
         agg = Aggregator(self.region_side, self.lateralised)
-        add = agg.add_keys
         ind_texts: list[str] = []
         ind_findings: list[str] = []
         ind_spans: list[Span] = []
@@ -309,7 +325,7 @@ class RulesExtractor:
             # for a capital sigma, whose lower case depends on its neighbours
             key = (role, text[start:end], text[end:end + 3], start == 0) if not sigma \
                 else (role, text[start:end], text[end:end + 3], start == 0, lower[start:end])
-            hit = sec_cache.get(key)
+            hit: SecHit | None = sec_cache.get(key)
             if hit is None:
                 spans = sentence_spans(text, start, end)
                 for a, b in spans:
@@ -322,10 +338,10 @@ class RulesExtractor:
                 else:
                     # the sentence cache read here (most sentences are in it), _sentence on a miss
                     cache = self._cache_ind if indication else self._cache
-                    entries = []
+                    entries: list[tuple[int, int, Entry | None]] = []
                     for a, b in spans:
                         seg = lower[a:b]
-                        entry = cache.get(seg)
+                        entry: Entry | None = cache.get(seg)
                         entries.append((a - start, b - start, entry if entry is not None else self._sentence(seg, indication)))
                     hit = tuple(entries)
                 if self.cache_size > 0:
@@ -384,7 +400,8 @@ class RulesExtractor:
                         own_loc = loc
                     if own_loc is not None:
                         prev_loc = own_loc
-                    add(keys, cert, span, v, implicit, qualifier)
+                    assert cert is not None  # (only an indication's mention has none)
+                    agg.add_keys(keys, cert, span, v, implicit, qualifier)
                     if in_conclusion:
                         agg.concluding.add(sid)
                     if cert == "uncertain" and qualifier is None and not self._hedges(lower, a, a + i0, findings, span.text):
@@ -395,7 +412,7 @@ class RulesExtractor:
         return Extraction(report=Report(text=text, sections=sections, sentences=sentences),
                           observations=agg.observations(), indication=ind, extractor=self.version)
 
-    def _sentence(self, seg: str, indication: bool) -> tuple:
+    def _sentence(self, seg: str, indication: bool) -> Entry:
         """(body-part heading, items, anaphoric?, may the next sentence explain a sign away?) of one
         lower-cased sentence, from the sentence cache: a pure function of its text and of the
         section kind. Each item is (start, end,
@@ -404,32 +421,30 @@ class RulesExtractor:
         cache = self._cache_ind if indication else self._cache
         entry = cache.get(seg)
         if entry is None:
-            part, items = self._analyse(seg, indication)
+            part, found = self._analyse(seg, indication)
             anaphoric = False
-            if items and not indication:
-                out = []
+            items: tuple[Item, ...] = ()
+            if found and not indication:
+                out: list[Item] = []
                 wants_any = False
-                keys_of = self._keys
-                can_side = self._can_side
-                for a, b, findings, cert, implicit, v, qualifier in items:
-                    own_loc = None
+                for a, b, findings, cert, implicit, v, qualifier in found:
+                    own_loc: Loc | None = None
                     wants_loc = False
-                    keys = keys_of(findings, v)
-                    if v is not None:
-                        v = freeze(v)  # read-only from here on (kept in the cache)
+                    keys = self._keys(findings, v)
+                    fv = freeze(v) if v is not None else None  # read-only from here on (kept in the cache)
                     if cert != "absent":
-                        if v is not None and (v.laterality or v.regions):
-                            own_loc = (v.laterality, tuple(v.regions))
+                        if fv is not None and (fv.laterality or fv.regions):
+                            own_loc = (fv.laterality, fv.regions)
                         else:
-                            wants_loc = can_side(findings)
+                            wants_loc = self._can_side(findings)
                             wants_any = wants_any or wants_loc
-                    out.append((a, b, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys))
+                    out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys))
                 items = tuple(out)
                 # read only by a mention that wants the previous sentence's location
                 anaphoric = wants_any and self.anaphora.match(seg) is not None
-            elif items:
-                items = tuple((a, b, findings, cert, implicit, v, qualifier, None, False, ())
-                              for a, b, findings, cert, implicit, v, qualifier in items)
+            elif found:
+                items = tuple((a, b, findings, cert, implicit, None, qualifier, None, False, ())
+                              for a, b, findings, cert, implicit, _v, qualifier in found)
             # a plain statement of a sign that the next sentence may explain away (worked out
             # once per distinct sentence; the next sentence is read per report)
             hedges_next = False
@@ -507,7 +522,7 @@ class RulesExtractor:
             self._keys_memo[memo] = keys
         return keys
 
-    def _analyse(self, seg: str, indication: bool) -> tuple[tuple[str, bool] | None, tuple[tuple, ...]]:
+    def _analyse(self, seg: str, indication: bool) -> tuple[tuple[str, bool] | None, tuple[Raw, ...]]:
         """(body-part heading, items) of one sentence: the heading is (part, whole sentence?)
         when the sentence opens a body part ("Left knee.", "Chest: ..."), else None."""
         part: tuple[str, bool] | None = None
@@ -552,7 +567,7 @@ class RulesExtractor:
             self._fits_cache[key] = hit
         return hit
 
-    def _mentions(self, seg: str, indication: bool) -> tuple[tuple, ...]:
+    def _mentions(self, seg: str, indication: bool) -> tuple[Raw, ...]:
         """Mentions of one (lower-cased) sentence with their certainty and attributes, offsets
         relative to the sentence. A pure function of the sentence text (context never crosses a
         sentence end), which is why it can be cached: report sentences repeat a lot (61% of
@@ -566,7 +581,7 @@ class RulesExtractor:
         ctx = self.context
         cues = ctx.cues(seg, 0, n)
         starts = [c.start for c in cues]
-        out: list[Any] = []
+        out: list[Raw] = []
         if indication:
             for m in mentions:
                 # what the indication asks about: not what it rules out, not the history

@@ -32,6 +32,9 @@ _LIST_NUMBER = re.compile(r"(?:^|\s)\d{1,2}$")
 _MARKER = re.compile(r"(?:\d{1,2}[.)]|[-*\u2022])[ \t]+")
 _MARKER_START = frozenset("0123456789-*\u2022")
 _HAS_ALNUM = re.compile(r"[^\W_]")
+# a boundary's (start, end), called from C by map(): the compiled engine reads it without a
+# method lookup per call, and the offsets stay machine integers
+_SPAN = re.Match.span
 
 
 def _is_abbrev_word(word: str, text: str, dot: int) -> bool:
@@ -58,13 +61,10 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     (what a cache of them must key on)."""
     end = len(text) if end is None else end
     spans: list[tuple[int, int]] = []
-    seg: Any = start  # (an offset here, the sentence text below: one type per variable when compiled)
-    m: Any = None
-    for m in _BOUNDARY.finditer(text, start, end):
-        g = m.group()
-        if g[0] != "\n":  # terminal punctuation
-            dot = m.start()
-            if g == ".":
+    seg = start
+    for dot, cut in map(_SPAN, _BOUNDARY.finditer(text, start, end)):
+        if text[dot] != "\n":  # terminal punctuation (one or more of ".!?")
+            if cut == dot + 1 and text[dot] == ".":
                 last = text[dot - 1] if dot > seg else ""
                 # the word before the dot (abbreviations are short: look back 6 characters); an
                 # abbreviation ends in one of a few letter pairs, which most sentence ends do not
@@ -77,23 +77,24 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
                 elif last in _DIGITS and _LIST_NUMBER.search(text, seg, dot) \
                         and not text[seg:dot].strip(" \t\n0123456789"):
                     continue
-            cut = m.end()
-        else:
-            # a blank line ends at its second line break; before a list item we cut at the break
-            cut = m.end() if g.count("\n") >= 2 else m.start()
+        elif cut == dot + 1:
+            # before a list item we cut at the line break (the boundary is the break alone); a
+            # blank line (the break, blanks, a second break) ends at its second line break
+            cut = dot
         spans.append((seg, cut))
         seg = cut
     spans.append((seg, end))
     out: list[tuple[int, int]] = []
+    m: Any = None
     for a, b in spans:
         # Trim white space and a leading list marker ("1.", "-") but keep exact offsets.
-        seg = text[a:b]
-        stripped = seg.strip()
+        piece = text[a:b]
+        stripped = piece.strip()
         if not stripped:
             continue
         first = stripped[0]
-        if first != seg[0]:  # leading white space: the first non-space character is the first of its kind
-            a += seg.find(first)
+        if first != piece[0]:  # leading white space: the first non-space character is the first of its kind
+            a += piece.find(first)
         b = a + len(stripped)
         if first in _MARKER_START:
             m = _MARKER.match(stripped)
