@@ -27,18 +27,18 @@ Rules (documented contract of the rules backend):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from radvqa.model import Observation, Span
 
-_RANK = {"absent": 0, "uncertain": 1, "present": 2}
+_RANK: Final = {"absent": 0, "uncertain": 1, "present": 2}
 # An observation key (finding, laterality, regions), and one mention of an observation: (span,
 # certainty, attributes, own, qualifier). Precise types let the compiled engine read the tuples
 # directly instead of through Python's iteration protocol (annotations cost pure Python nothing).
 Key = tuple[str, "str | None", tuple[str, ...]]
 Ev = tuple[Span, str, Any, bool, "str | None"]
 # observation ids, made once ("O01", "O02", ...; a longer report formats its own)
-_IDS = tuple(f"O{n:02d}" for n in range(100))
+_IDS: Final = tuple(f"O{n:02d}" for n in range(100))
 
 
 def regions_side(regions: Iterable[str], region_side: dict[str, str | None]) -> str | None:
@@ -297,7 +297,7 @@ def _places(regions: tuple[str, ...]) -> frozenset[str]:
 # a lobe and the zone it fills are one place for a hedge ("streaky opacities in the right upper
 # lobe, XXXX scarring ... opacities in the bilateral upper lobes could represent scarring",
 # CXR4, seed 70: the upper lung zones' hedge is the right upper lobe's)
-_ZONE = {"upper_lobe": "upper_lung_zone", "upper_lung_zones": "upper_lung_zone",
+_ZONE: Final = {"upper_lobe": "upper_lung_zone", "upper_lung_zones": "upper_lung_zone",
          "lower_lobe": "lower_lung_zone", "lower_lung_zones": "lower_lung_zone", "lung_bases": "lower_lung_zone",
          "middle_lobe": "mid_lung_zone", "mid_lung_zones": "mid_lung_zone"}
 

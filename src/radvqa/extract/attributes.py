@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
 from radvqa.extract._structs import Attr, AttrValues, FrozenAttrs
 from radvqa.extract._trie import trie_regexes, word_spans
 
-KINDS = ("region", "laterality", "severity", "change", "temporal")
+KINDS: Final = ("region", "laterality", "severity", "change", "temporal")
 
 # "3.5 cm", "2 x 3 mm", "1.2-cm", "15mm"; the largest dimension is kept.
-SIZE_RE = re.compile(
+SIZE_RE: Final = re.compile(
     r"(?<![\w.])(\d{1,3}(?:\.\d+)?)(?:\s*(?:x|by|\u00d7)\s*\d{1,3}(?:\.\d+)?){0,2}\s*-?\s*"
     r"(mm|cm|millimet(?:er|re)s?|centimet(?:er|re)s?)(?!\w)"
 )
-_UNIT_MM = {"mm": 1.0, "cm": 10.0}
+_UNIT_MM: Final = {"mm": 1.0, "cm": 10.0}
 
 
 def freeze(v: AttrValues) -> FrozenAttrs:
@@ -119,53 +119,53 @@ def _adj_end(lower: str, pos: int) -> int:
     return m.end()
 
 
-_DEGREE_GAP = re.compile(r"[\s-]*")
+_DEGREE_GAP: Final = re.compile(r"[\s-]*")
 # A modifier right after a negation ("emphysema without acute disease", "no acute fracture")
 # belongs to the negated phrase: it can only describe a mention that follows it.
-_NEGATED_BEFORE = re.compile(r"(?:^|\W)(?:no|not|without|negative for|free of)\s+$")
+_NEGATED_BEFORE: Final = re.compile(r"(?:^|\W)(?:no|not|without|negative for|free of)\s+$")
 # "4 cm above the carina", "2 cm from the hilum": a distance, not the size of anything.
-_DISTANCE_AFTER = re.compile(r"\s*(?:above|below|from|beyond|proximal|distal|superior|inferior|short of|into)\b")
+_DISTANCE_AFTER: Final = re.compile(r"\s*(?:above|below|from|beyond|proximal|distal|superior|inferior|short of|into)\b")
 # Coordination between two mentions ("scarring or atelectasis", "effusion and atelectasis",
 # "X/Y", "X, Y", "airspace disease with blunted costophrenic angle"): up to two modifier words
 # before the second one ("or early atelectasis").
-_COORD = re.compile(r"\s*(?:,\s*)?(?:(?:and/or|and|or|versus|vs\.?|/|,|with)\s*)(?:[a-z-]+\s+){0,2}")
+_COORD: Final = re.compile(r"\s*(?:,\s*)?(?:(?:and/or|and|or|versus|vs\.?|/|,|with)\s*)(?:[a-z-]+\s+){0,2}")
 # A diagnosis offered for a sign ("opacities in the lung bases compatible with scarring or
 # atelectasis") is located where the sign is.
-_EXPLAINS = re.compile(r"(?:compatible with|consistent with|represents?|representing|may represent|could represent|"
+_EXPLAINS: Final = re.compile(r"(?:compatible with|consistent with|represents?|representing|may represent|could represent|"
                        r"reflects?|reflecting|may reflect|suggestive of|likely|due to|related to|secondary to|"
                        r"concerning for|suspicious for|worrisome for)"
                        # four words: "could reflect a small focus of atelectasis" (CXR3680, seed 66:
                        # unlocated, the small focus merged into the bibasilar atelectasis)
                        r"\s+(?:[a-z-]+\s+){0,4}$")
-_VERB = re.compile(r"\b(?:is|are|was|were|appears?|remains?)\b")
-_APPOSITION = re.compile(r",\s*(?:[a-z-]+\s+){0,2}$")
-_WITH = re.compile(r"\bwith\b")
-_SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
+_VERB: Final = re.compile(r"\b(?:is|are|was|were|appears?|remains?)\b")
+_APPOSITION: Final = re.compile(r",\s*(?:[a-z-]+\s+){0,2}$")
+_WITH: Final = re.compile(r"\bwith\b")
+_SIDE_PAIR: Final = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
 # What ends a noun phrase between an attribute and the next mention: a modifier followed by a
 # mention within the same phrase ("demonstrates small amount of right basilar atelectasis") is
 # that mention's, not the previous one's.
-_PHRASE_BREAK = re.compile(r"[,;:]|\b(?:and|or|but|with|without|is|are|was|were|has|have|appears?|remains?|which|that)\b")
+_PHRASE_BREAK: Final = re.compile(r"[,;:]|\b(?:and|or|but|with|without|is|are|was|were|has|have|appears?|remains?|which|that)\b")
 # A hedge verb or a concessive between a modifier and the next mention: the modifier ends the
 # clause before it ("interstitial prominence, XXXX chronic though could reflect early pulmonary
 # edema" is no chronic edema, CXR343, seed 65)
-_VERB_BREAK = re.compile(r"\b(?:though|although|could|may|might|would|can|reflects?|reflecting|represents?|"
+_VERB_BREAK: Final = re.compile(r"\b(?:though|although|could|may|might|would|can|reflects?|reflecting|represents?|"
                          r"representing|suggests?|suggesting)\b")
-_CLAUSE_END = re.compile(r"[,;.]")
-_PRE_KINDS = frozenset(("severity", "size", "change", "temporal"))
-_NEG_KINDS = frozenset(("severity", "change", "temporal"))
+_CLAUSE_END: Final = re.compile(r"[,;.]")
+_PRE_KINDS: Final = frozenset(("severity", "size", "change", "temporal"))
+_NEG_KINDS: Final = frozenset(("severity", "change", "temporal"))
 # between a modifier and a later mention: a word that starts another phrase ("mild bronchovascular
 # crowding and right basilar airspace disease": not mild airspace disease, CXR1171; "mild right
 # paratracheal soft tissue may be secondary to lymphadenopathy", CXR3096); a comma right after the
 # modifier only separates adjectives ("mild, XXXX opacity", CXR297)
-_MOD_BREAK = re.compile(r"(?<=.)[,;]|\b(?:with|without|but|and|or|is|are|was|were|be|been|may|might|could|"
+_MOD_BREAK: Final = re.compile(r"(?<=.)[,;]|\b(?:with|without|but|and|or|is|are|was|were|be|been|may|might|could|"
                         r"represents?|which|that)\b")
-_ADJ_COMMA = re.compile(r"\s*,?")  # "mild, XXXX opacity": a comma between adjectives
+_ADJ_COMMA: Final = re.compile(r"\s*,?")  # "mild, XXXX opacity": a comma between adjectives
 # (a verb linking the mention to what follows names that other thing: "low lung volumes causing
 # mild bronchovascular crowding" is no mild low lung volume, CXR3368, seed 65)
-_COORD_AFTER = re.compile(r"\b(?:and|or|with|causing|producing|resulting\s+in|leading\s+to|accentuating)\b")
-_WORD_NEXT = re.compile(r"\s*-?\s*[a-z]")
-MAX_GAP = 80  # characters between an attribute and the mention it can describe
-MAX_GROUP = 8  # a longer chain of coordinated mentions is a list, not one finding phrase (and bounds the work)
+_COORD_AFTER: Final = re.compile(r"\b(?:and|or|with|causing|producing|resulting\s+in|leading\s+to|accentuating)\b")
+_WORD_NEXT: Final = re.compile(r"\s*-?\s*[a-z]")
+MAX_GAP: Final = 80  # characters between an attribute and the mention it can describe
+MAX_GROUP: Final = 8  # a longer chain of coordinated mentions is a list, not one finding phrase (and bounds the work)
 
 
 def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,

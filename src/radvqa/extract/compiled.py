@@ -16,7 +16,9 @@ from typing import Any
 # The per-sentence analysis, the per-report loop and aggregation, sentence and section splitting,
 # the labeller: where a pass spends its Python time (src/radvqa/extract/README.md). These
 # modules define no class with keyword arguments and no decorated class (mypyc would build a
-# plain Python class or drop the arguments): the msgspec records live in _structs.py.
+# plain Python class or drop the arguments): the msgspec records live in _structs.py. Their
+# module constants are `Final` (compiled code reads them as C statics, not by a lookup in the
+# module's dict) and their records have precise types (read as tuples, not iterated).
 MODULES: tuple[str, ...] = ("_trie", "aggregate", "attributes", "context", "labels", "mentions", "rules",
                             "sections", "sentences")
 

@@ -8,18 +8,27 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from typing import Any
+from typing import Any, Final
 
 from radvqa.extract._structs import Cue
 from radvqa.extract._trie import split_phrases, trie_regex, trie_regexes, word_spans
 
 # Roles a cue phrase can play (bit flags: one phrase may be a pre and a post cue).
-DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST, PSEUDO, TERM, HYPO_POST = (
-    1 << i for i in range(11))
-PRE_MASK = DOM_PRE | NEG_PRE | UNC_PRE | HYPO | HIST
-POST_MASK = DOM_POST | NEG_POST | UNC_POST | HYPO_POST
+DOM_PRE: Final = 1 << 0
+DOM_POST: Final = 1 << 1
+NEG_PRE: Final = 1 << 2
+NEG_POST: Final = 1 << 3
+UNC_PRE: Final = 1 << 4
+UNC_POST: Final = 1 << 5
+HYPO: Final = 1 << 6
+HIST: Final = 1 << 7
+PSEUDO: Final = 1 << 8
+TERM: Final = 1 << 9
+HYPO_POST: Final = 1 << 10
+PRE_MASK: Final = DOM_PRE | NEG_PRE | UNC_PRE | HYPO | HIST
+POST_MASK: Final = DOM_POST | NEG_POST | UNC_POST | HYPO_POST
 
-_KEYS: tuple[tuple[str, str | None, int], ...] = (
+_KEYS: Final[tuple[tuple[str, str | None, int], ...]] = (
     ("uncertain_dominant", "pre", DOM_PRE),
     ("uncertain_dominant", "post", DOM_POST),
     ("negation_pre", None, NEG_PRE),
@@ -204,6 +213,6 @@ class ContextRules:
         return "present", None
 
 
-_FLAGS = (DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST, HYPO_POST)
+_FLAGS: Final = (DOM_PRE, DOM_POST, NEG_PRE, NEG_POST, UNC_PRE, UNC_POST, HYPO, HIST, HYPO_POST)
 # roles -> the flags of _FLAGS it holds, in that order (one index instead of nine tests per cue)
-_BITS = tuple(tuple(f for f in _FLAGS if r & f) for r in range(1 << 11))
+_BITS: Final = tuple(tuple(f for f in _FLAGS if r & f) for r in range(1 << 11))

@@ -11,14 +11,14 @@ label although they descend from its finding (OpenI/NIH gold: granulomas are not
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from radvqa.extract._data import load_data
 from radvqa.model import Extraction
 
 
-_RANK = {"absent": 0, "uncertain": -1, "present": 1}
-_ORDER = {None: 0, 0: 1, -1: 2, 1: 3}  # which value of a label wins: present > uncertain > absent > not mentioned
+_RANK: Final = {"absent": 0, "uncertain": -1, "present": 1}
+_ORDER: Final = {None: 0, 0: 1, -1: 2, 1: 3}  # which value of a label wins: present > uncertain > absent > not mentioned
 
 
 class Labeler:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from msgspec.structs import replace  # AttrValues and FrozenAttrs are msgspec Structs
 
@@ -23,9 +23,9 @@ from radvqa.extract.text import MAX_CHARS, check_text, lower_same_length
 from radvqa.model import Extraction, Indication, Report, Sentence, Span
 from radvqa.extract import EXTRACTORS
 
-VERSION = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, side propagation (#12)
+VERSION: Final = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, side propagation (#12)
 # sentence ids, made once ("S01", "S02", ...; a longer report formats its own)
-_SIDS = tuple(f"S{n:02d}" for n in range(1, 100))
+_SIDS: Final = tuple(f"S{n:02d}" for n in range(1, 100))
 # The records the sentence cache keeps (precise types: the compiled engine unpacks them with
 # direct tuple reads instead of Python's iteration protocol; annotations cost pure Python nothing).
 # An observation key: (finding, laterality, regions)
@@ -44,33 +44,33 @@ Entry = tuple["tuple[str, bool] | None", tuple[Item, ...], bool, bool]
 # A section's sentences: (start, end, analysis or None for a skipped section), offsets in the section
 SecHit = tuple[tuple[int, int, "Entry | None"], ...]
 # the side a place of this side rules out (a side with a place of the other side is never said)
-_OTHER_SIDE = {"left": "right", "right": "left"}
+_OTHER_SIDE: Final = {"left": "right", "right": "left"}
 
 # A sentence longer than this is not report prose (a run without punctuation, a pasted table):
 # the report is rejected with this reason rather than analysed (#20; OpenI's longest sentence
 # has 414 characters, MIMIC's a few thousand). Work per sentence is linear below it.
-MAX_SENTENCE_CHARS = 20_000
+MAX_SENTENCE_CHARS: Final = 20_000
 
 
 # the words between an explanation and a finding offered as its alternative ("overlapping
 # shadows or actual pulmonary nodule")
-_OR_NEXT = re.compile(r"[^\s;,.]*(?:\s+[^\s;,.]+){0,2}?\s*,?\s+(?:or|versus|vs\.?)\s+(?:[a-z-]+\s+){0,2}")
+_OR_NEXT: Final = re.compile(r"[^\s;,.]*(?:\s+[^\s;,.]+){0,2}?\s*,?\s+(?:or|versus|vs\.?)\s+(?:[a-z-]+\s+){0,2}")
 
 
 # an alternative connector between a cause cue and the mention ("related to X or <mention>")
-_ALT_BEFORE = re.compile(r"\b(?:or|versus|vs)\b")
+_ALT_BEFORE: Final = re.compile(r"\b(?:or|versus|vs)\b")
 
 
 # a past disease named as one alternative ("old empyema, hematoma, or prior TB")
-_PAST_BEFORE = re.compile(r"\b(?:old|prior|previous|remote)\s+$")
+_PAST_BEFORE: Final = re.compile(r"\b(?:old|prior|previous|remote)\s+$")
 
 
 # the words between two members of a plain list ("consolidation, atelectasis or infiltrate")
-_LIST_JOIN = re.compile(r"\s*,?\s*(?:(?:and|or|nor|and/or)\s+)?")
+_LIST_JOIN: Final = re.compile(r"\s*,?\s*(?:(?:and|or|nor|and/or)\s+)?")
 
 
 # a mention followed by another alternative ("secondary to cardiomegaly or pericardial effusion")
-_ALT_NEXT = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
+_ALT_NEXT: Final = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
 
 
 def _fits_fn(ex: Any, mentions: list) -> Callable[[int, str], bool]:

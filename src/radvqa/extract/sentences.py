@@ -7,34 +7,34 @@ punctuation between lines that are separate statements (blank lines, list items)
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 from radvqa.model import Sentence
 
 # Words after which a period does not end a sentence.
-_ABBREV = frozenset("dr mr mrs ms prof vs approx appt e.g i.e cf fig incl esp resp st".split())
+_ABBREV: Final = frozenset("dr mr mrs ms prof vs approx appt e.g i.e cf fig incl esp resp st".split())
 # ... and after which it does, when the next word is capitalised ("at 10 a.m. No effusion").
-_ABBREV_SOFT = frozenset("a.m p.m etc min max hx sx dx tx fx rt lt vol pts pt".split())
+_ABBREV_SOFT: Final = frozenset("a.m p.m etc min max hx sx dx tx fx rt lt vol pts pt".split())
 # The last two characters of every abbreviation above: a period after any other pair ends a
 # sentence without looking at the word (a cheap test first; _is_abbrev_word decides).
-_ABBREV_ENDS = frozenset(w[-2:] for w in _ABBREV | _ABBREV_SOFT)
-_DIGITS = frozenset("0123456789")
+_ABBREV_ENDS: Final = frozenset(w[-2:] for w in _ABBREV | _ABBREV_SOFT)
+_DIGITS: Final = frozenset("0123456789")
 # Candidate boundaries: terminal punctuation followed by white space or end; a blank line;
 # a line break before a list item or bullet; a list number after a sentence ("... 2. Next").
 # One leading character class (no groups in front of it) lets the regex engine skip straight to
 # candidate characters: five times faster than three named alternatives.
-_BOUNDARY = re.compile(
+_BOUNDARY: Final = re.compile(
     r"[.!?\n](?:(?<=[.!?])[.!?]*(?=\s|$)"
     r"|(?<=\n)[ \t]*\n"
     r"|(?<=\n)(?=[ \t]*(?:\d{1,2}[.)]|[-*\u2022])[ \t]))"
 )
-_LIST_NUMBER = re.compile(r"(?:^|\s)\d{1,2}$")
-_MARKER = re.compile(r"(?:\d{1,2}[.)]|[-*\u2022])[ \t]+")
-_MARKER_START = frozenset("0123456789-*\u2022")
-_HAS_ALNUM = re.compile(r"[^\W_]")
+_LIST_NUMBER: Final = re.compile(r"(?:^|\s)\d{1,2}$")
+_MARKER: Final = re.compile(r"(?:\d{1,2}[.)]|[-*\u2022])[ \t]+")
+_MARKER_START: Final = frozenset("0123456789-*\u2022")
+_HAS_ALNUM: Final = re.compile(r"[^\W_]")
 # a boundary's (start, end), called from C by map(): the compiled engine reads it without a
 # method lookup per call, and the offsets stay machine integers
-_SPAN = re.Match.span
+_SPAN: Final = re.Match.span
 
 
 def _is_abbrev_word(word: str, text: str, dot: int) -> bool:
@@ -63,8 +63,8 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     spans: list[tuple[int, int]] = []
     seg = start
     for dot, cut in map(_SPAN, _BOUNDARY.finditer(text, start, end)):
-        if text[dot] != "\n":  # terminal punctuation (one or more of ".!?")
-            if cut == dot + 1 and text[dot] == ".":
+        if (c := text[dot]) != "\n":  # terminal punctuation (one or more of ".!?")
+            if c == "." and cut == dot + 1:
                 last = text[dot - 1] if dot > seg else ""
                 # the word before the dot (abbreviations are short: look back 6 characters); an
                 # abbreviation ends in one of a few letter pairs, which most sentence ends do not
