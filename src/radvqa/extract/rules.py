@@ -693,8 +693,11 @@ class RulesExtractor:
             cert = certs[i]
             if cert is None:
                 continue  # hypothetical or historical: not an observation of this image
+            # (each field read once: a generic attribute read per use in the compiled engine)
+            findings = m.findings
+            implicit = m.certainty is not None
             v = vals[i] if vals is not None else None
-            if m.findings[0] in pd and cert != "absent" and m.certainty is None and \
+            if findings[0] in pd and cert != "absent" and not implicit and \
                     self._past(seg, m, past_end):
                 # "cavity ... related to prior tuberculosis infection" (CXR2818, seed 68): a past
                 # disease, old (the cavity it left is what is seen), never a current one
@@ -705,19 +708,18 @@ class RulesExtractor:
                     # "no large effusion": "large" limits the negation, it is no severity of an effusion
                     v.severity = None
                 if v.severity is not None and any(
-                        v.severity in self._finding_severity.get(f, ()) for f in m.findings):
+                        v.severity in self._finding_severity.get(f, ()) for f in findings):
                     v.severity = None  # "the heart is large": the word is the finding, not its degree
-                if v.temporal == "postoperative" and any(f in self._not_postoperative for f in m.findings):
+                if v.temporal == "postoperative" and any(f in self._not_postoperative for f in findings):
                     v.temporal = None  # "status post humerus fracture": after a fracture, no surgery
                 if v.change == "resolved" and cert == "present":
                     # "almost completely resolved pleural air": still there, so it improved
                     v = replace(v, change="improved")
-                if m.certainty is not None and (v.temporal or v.severity):
+                if implicit and (v.temporal or v.severity):
                     # "no acute cardiopulmonary disease": the pattern's own words describe the
                     # disease it negates, not each finding it implies
                     v.temporal = v.severity = None
-            findings = m.findings
-            if m.certainty is not None and quals[i] is not None:
+            if implicit and quals[i] is not None:
                 # "lungs are grossly clear": a hedge on the lungs (the first finding the pattern
                 # names), not a statement about each finding a clear lung implies
                 findings = findings[:1]
@@ -727,9 +729,9 @@ class RulesExtractor:
                 base = v if v is not None else AttrValues()
                 for side, sev in per_side[i][2]:
                     sv = replace(base, laterality=side, severity=sev, regions=list(base.regions), spans=list(base.spans))
-                    out.append((m.start, m.end, findings, cert, m.certainty is not None, sv, quals[i]))
+                    out.append((m.start, m.end, findings, cert, implicit, sv, quals[i]))
                 continue
-            out.append((m.start, m.end, findings, cert, m.certainty is not None, v, quals[i]))
+            out.append((m.start, m.end, findings, cert, implicit, v, quals[i]))
         return tuple(out)
 
     def _per_side(self, seg: str, mentions: list) -> dict[int, tuple[int, int, tuple[tuple[str, str], ...]]]:

@@ -32,9 +32,6 @@ _LIST_NUMBER: Final = re.compile(r"(?:^|\s)\d{1,2}$")
 _MARKER: Final = re.compile(r"(?:\d{1,2}[.)]|[-*\u2022])[ \t]+")
 _MARKER_START: Final = frozenset("0123456789-*\u2022")
 _HAS_ALNUM: Final = re.compile(r"[^\W_]")
-# a boundary's (start, end), called from C by map(): the compiled engine reads it without a
-# method lookup per call, and the offsets stay machine integers
-_SPAN: Final = re.Match.span
 
 
 def _is_abbrev_word(word: str, text: str, dot: int) -> bool:
@@ -62,7 +59,12 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     end = len(text) if end is None else end
     spans: list[tuple[int, int]] = []
     seg = start
-    for dot, cut in map(_SPAN, _BOUNDARY.finditer(text, start, end)):
+    # two reads per boundary (its text is read off ``text``, one-character strings are cached):
+    # map(re.Match.span, ...) saved a call more in the compiled engine, but its tuple per
+    # boundary made pure Python slower
+    for bm in _BOUNDARY.finditer(text, start, end):
+        dot = bm.start()
+        cut = bm.end()
         if (c := text[dot]) != "\n":  # terminal punctuation (one or more of ".!?")
             if c == "." and cut == dot + 1:
                 last = text[dot - 1] if dot > seg else ""
