@@ -271,3 +271,39 @@ def test_compiled_engine_modules_define_no_class_with_keywords(tmp_path):
 
     with _pytest.raises(SystemExit, match="no compiled engine"):
         mod.main(["--build", str(tmp_path), "--reuse"])
+
+
+def test_punctuation_cue_search_finds_what_the_tries_find():
+    # ContextRules.cues asks one search led by the punctuation cues' first characters whether a
+    # sentence holds any of them, and scans their tries only then: that search must say yes
+    # exactly when one of the tries finds a match (punctuation next to words, runs of spaces)
+    from radvqa.extract import get_extractor
+    from radvqa.extract.context import _first_char_led
+
+    cx = get_extractor("rules", cache_size=0).context
+    assert cx._marks and cx._mark_firsts  # else the test below checks nothing
+    words = ["no", "healed", "chronic", "appearing", "fracture", ",", ", ", ",  healed", "(", ")", ";", ":", "?",
+             "x", "healedx", "rib", "  "]
+    for t in _EDGE_TEXTS + _random_texts(words, 3000, 21) + [", healed", ",healed", ", healedx", ", chronic  appearing"]:
+        want = any(rx.search(t) is not None for rx in cx._marks)
+        assert (cx._marks_any.search(t) is not None) == want, t
+        assert (any(ch in t for ch in cx._mark_firsts) or not want), t
+    # a made-up set of phrases: several rests per first character, a phrase that is one character
+    pats = [", healed", ", old", "(", "? see", "?"]
+    rx = _first_char_led(pats)
+    for t, want in ((", old", True), (",old", False), (", oldx", False), ("; see", False), ("a?", True),
+                    ("? seen", True), ("x (y", True), (",  healed.", True), ("no", False)):
+        assert (rx.search(t) is not None) == want, t
+
+
+def test_alternative_connector_test_agrees_with_its_pattern():
+    # RulesExtractor._has_alt answers alt_hint.search(seg) with substring tests for the marks and a
+    # scan led by one non-word character for the words (ASCII sentences)
+    from radvqa.extract import get_extractor
+
+    ex = get_extractor("rules", cache_size=0)
+    assert ex.alt_words_fast is not None and ex.alt_marks  # else the test below checks nothing new
+    words = ["or", "versus", "vs", "vs.", "and/or", "/", "for", "orx", "xor", "normal", "vs.x", "and", "effusion",
+             "  ", "-", "é", "or\n"]
+    for t in _EDGE_TEXTS + _random_texts(words, 3000, 31) + ["or", "vs.", "a/b", "xvs", "vs", "é or", "éor"]:
+        assert ex._has_alt(t) == (ex.alt_hint.search(t) is not None), t
