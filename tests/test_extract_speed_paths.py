@@ -307,3 +307,22 @@ def test_alternative_connector_test_agrees_with_its_pattern():
              "  ", "-", "é", "or\n"]
     for t in _EDGE_TEXTS + _random_texts(words, 3000, 31) + ["or", "vs.", "a/b", "xvs", "vs", "é or", "éor"]:
         assert ex._has_alt(t) == (ex.alt_hint.search(t) is not None), t
+
+
+def test_qualifier_and_not_a_hedge_scans_agree_with_their_patterns():
+    # _qualifier and _not_a_hedge_at scan an ASCII range with the pattern led by one non-word
+    # character from one position before it: the same first match as the \b-led pattern
+    from radvqa.extract import get_extractor
+
+    ex = get_extractor("rules", cache_size=0)
+    assert ex.qualifier_fast is not None and ex.not_a_hedge_fast is not None
+    quals = sorted(ex.qualifiers)[:12] + ["no", "large", "xlarge", "larger", "related to", "secondary to", "of",
+                                          "the", "left", "-", "  ", "é", "grossly"]
+    for t in _EDGE_TEXTS + _random_texts(quals, 1500, 41):
+        for a in range(0, len(t), 3):
+            for b in (len(t), (a + len(t)) // 2 + 1):
+                m = ex.qualifier_re.search(t, a, b) if a < b else None
+                want = None if m is None else (ex.qualifiers.get(m.group()) or ex.qualifiers.get(" ".join(m.group().split())))
+                assert ex._qualifier(t, a, b) == want, (t, a, b)
+                m = ex.not_a_hedge.search(t, a, b)
+                assert ex._not_a_hedge_at(t, a, b) == (-1 if m is None else m.start()), (t, a, b)

@@ -11,7 +11,7 @@ from typing import Any, Final
 from msgspec.structs import replace  # AttrValues and FrozenAttrs are msgspec Structs
 
 from radvqa.extract._data import load_data
-from radvqa.extract._trie import ASCII_NOT_WORD, trie_regex
+from radvqa.extract._trie import _ASCII_WORD, ASCII_NOT_WORD, trie_regex, trie_regexes
 from radvqa.extract.aggregate import Aggregator, regions_side
 from radvqa.extract.attributes import AttributeMatcher, AttrValues, FrozenAttrs, attach, freeze
 from radvqa.extract.places import FindingPlaces
@@ -118,7 +118,11 @@ class RulesExtractor:
             for w in words:
                 qual[" ".join(str(w).lower().split())] = str(value)
         self.qualifiers = qual
-        self.qualifier_re = trie_regex(qual) if qual else None
+        # (and the same trie led by one non-word character, for an ASCII sentence: _qualifier)
+        self.qualifier_re: re.Pattern[str] | None = None
+        self.qualifier_fast: re.Pattern[str] | None = None
+        if qual:
+            self.qualifier_re, self.qualifier_fast = trie_regexes(qual)
         lq = set(ctx_data.get("list_qualifiers") or [])
         if lq - set(qual.values()):
             raise ValueError(f"context.yaml list_qualifiers: not a qualifier value {sorted(lq - set(qual.values()))}")
@@ -262,6 +266,10 @@ class RulesExtractor:
         self.not_a_hedge = re.compile(
             rf"\b(?:{'|'.join(re.escape(w) for w in sorted(words, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,5}}$"
         ) if words else None
+        # the same led by one non-word character for an ASCII sentence (_not_a_hedge_at)
+        self.not_a_hedge_fast = re.compile(
+            rf"{ASCII_NOT_WORD}(?:{'|'.join(re.escape(w) for w in sorted(words, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,5}}$"
+        ) if words and all(w[:1] in _ASCII_WORD for w in words) else None
         self.sign_words = tuple(str(w).lower() for w in bw.get("sign_words") or [])
         # where each finding can lie (its default regions), for locations shared over a
         # coordinated group: a region governs only the members that can lie in it
@@ -475,17 +483,29 @@ class RulesExtractor:
             return False  # a device seen is seen ("borderline cardiomegaly and cardiac pacemaker", CXR1862)
         if self.not_a_hedge is not None:
             sp = text.find(" ")  # the mention's own first word ("acute fracture")
-            hit = self.not_a_hedge.search(lower, max(a, start - 80), start) or (
-                sp > 0 and self.not_a_hedge.search(lower, max(a, start - 80), start + sp + 1))
+            lo = max(a, start - 80)
+            at = self._not_a_hedge_at(lower, lo, start)
+            if at < 0 and sp > 0:
+                at = self._not_a_hedge_at(lower, lo, start + sp + 1)
             # a cause offered as the last of alternatives hedges too ("could be related to hilar
             # lymph XXXX or enlarged pulmonary arteries", CXR1386, seed 65)
-            if hit and not _ALT_NEXT.match(lower, start + len(text)) \
-                    and not _ALT_BEFORE.search(lower, hit.start(), start):
+            if at >= 0 and not _ALT_NEXT.match(lower, start + len(text)) \
+                    and not _ALT_BEFORE.search(lower, at, start):
                 return False
         if self.sign_words and self.alt_signs.issuperset(findings):
             t = text.lower()
             return any(w in t for w in self.sign_words)
         return True
+
+    def _not_a_hedge_at(self, lower: str, lo: int, hi: int) -> int:
+        """Where ``self.not_a_hedge.search(lower, lo, hi)`` matches, -1 for nowhere. On ASCII text
+        the scan is led by one non-word character at or after lo - 1 (see _trie.word_spans): the
+        regex engine skips to those in C instead of trying every position after a \\b."""
+        if self.not_a_hedge_fast is not None and lo > 0 and lower.isascii():
+            f = self.not_a_hedge_fast.search(lower, lo - 1, hi)
+            return -1 if f is None else f.start() + 1
+        m = self.not_a_hedge.search(lower, lo, hi)  # type: ignore[union-attr]
+        return -1 if m is None else m.start()
 
     def _has_alt(self, seg: str) -> bool:
         """``self.alt_hint.search(seg) is not None``: whether the sentence holds a connector of
@@ -786,10 +806,20 @@ class RulesExtractor:
     def _qualifier(self, seg: str, a: int, b: int) -> str | None:
         if self.qualifier_re is None or a >= b:
             return None
-        m = self.qualifier_re.search(seg, a, b)
-        if m is None:
-            return None
-        return self.qualifiers.get(m.group()) or self.qualifiers.get(" ".join(m.group().split()))
+        if self.qualifier_fast is not None and a > 0 and seg.isascii():
+            # a word start at or after a is a non-word character at or after a - 1 (see
+            # _trie.word_spans): the engine skips to those in C instead of trying the trie at
+            # every position after a \b
+            f = self.qualifier_fast.search(seg, a - 1, b)
+            if f is None:
+                return None
+            g = seg[f.start() + 1:f.end()]
+        else:
+            m = self.qualifier_re.search(seg, a, b)
+            if m is None:
+                return None
+            g = m.group()
+        return self.qualifiers.get(g) or self.qualifiers.get(" ".join(g.split()))
 
     def _explained_away(self, seg: str, mentions: list, certs: list) -> None:
         """A sign ("density", "opacity") that its clause explains as something that is no lung
