@@ -57,6 +57,19 @@ def test_stable_patient_hash_and_plan() -> None:
     assert 0 <= bucket_of("x") < 256
     assert plan_shards(0) == 1 and plan_shards(1) == 1 and plan_shards(2000, 2000) == 1
     assert plan_shards(2001, 2000) == 2 and plan_shards(10**9, 10) == 256
+    # the default: 1,000 studies a shard (200k studies -> 256 shards of ~780)
+    assert plan_shards(1000) == 1 and plan_shards(1001) == 2 and plan_shards(200_000) == 256
+
+
+def test_cli_shard_default_is_the_library_default() -> None:
+    import typer.main
+
+    from radvqa.cli import app
+    from radvqa.run.shards import DEFAULT_SHARD_STUDIES
+
+    build_cmd = typer.main.get_command(app).commands["build"]  # type: ignore[attr-defined]
+    (param,) = [p for p in build_cmd.params if p.name == "shard_studies"]
+    assert param.default == DEFAULT_SHARD_STUDIES == BuildOptions().shard_studies
 
 
 def test_counts_rejects_and_manifest(clean_run: Path) -> None:

@@ -25,6 +25,7 @@ HIST: Final = 1 << 7
 PSEUDO: Final = 1 << 8
 TERM: Final = 1 << 9
 HYPO_POST: Final = 1 << 10
+NEG_TERM: Final = 1 << 11
 PRE_MASK: Final = DOM_PRE | NEG_PRE | UNC_PRE | HYPO | HIST
 POST_MASK: Final = DOM_POST | NEG_POST | UNC_POST | HYPO_POST
 
@@ -40,6 +41,7 @@ _KEYS: Final[tuple[tuple[str, str | None, int], ...]] = (
     ("historical", None, HIST),
     ("pseudo", None, PSEUDO),
     ("terminators", None, TERM),
+    ("negation_terminators", None, NEG_TERM),
 )
 
 
@@ -142,6 +144,7 @@ class ContextRules:
         bisection, so each mention costs a bounded amount of work)."""
         pre = 0
         post = 0
+        keep = ~0  # the roles a cue beyond a negation-only terminator still has (all, until one)
         pre_cue: dict[int, Cue] = {}
         post_cue: dict[int, Cue] = {}
         if starts is None:
@@ -162,10 +165,16 @@ class ContextRules:
                 continue
             if c.roles & TERM:
                 break
+            if c.roles & NEG_TERM:
+                # "no cardiomegaly with bilateral small pleural effusions": a negation before this
+                # does not reach the mention; a hedge still does (round 11b). A post cue is not
+                # stopped: "cardiomegaly with small effusions is not seen" negates both, as before
+                keep = ~NEG_PRE
+                continue
             dist = len(lower[c.end:m_start].split())  # words between (blanked XXXX are not words)
             if dist > self.max_pre:
                 break
-            roles = c.roles & PRE_MASK
+            roles = c.roles & PRE_MASK & keep
             if roles & DOM_PRE and pre & NEG_PRE and "," in lower[c.end:pre_cue[NEG_PRE].start]:
                 # a list item with a negation of its own: "no definite focal consolidation, no
                 # pleural effusion XXXX demonstrated" (CXR273, seed 69): the effusion is absent

@@ -29,7 +29,11 @@ from radvqa.extract.text import MAX_CHARS, check_text
 from radvqa.model import Extraction, Indication, Observation, Report, Sentence, Span
 from radvqa.extract import EXTRACTORS
 
-PROMPT_VERSION = "2"  # 2: alternatives, qualified negatives (`qualifier`), scope, sides, chest only
+# 2: alternatives, qualified negatives (`qualifier`), scope, sides, chest only
+# 3: round 11b (issue 13): "apparent" hedges, "no lobar X" is qualified, one combined device
+#    ("pacemaker/defibrillator"), an alternative between ages states none, a bare "line" and
+#    "supine" name no device / no portable technique, "no X with <side/size> Y" leaves Y present
+PROMPT_VERSION = "3"
 
 # The conventions are the rules backend's (radvqa/extract/README.md); keep the two in step.
 SYSTEM_PROMPT = """You are a radiology information-extraction system. Read the chest X-ray report \
@@ -41,11 +45,14 @@ are only asked about in the indication or history go in "indication_evaluate", n
 - Alternatives ("X or Y", "X versus Y", "X/Y", "X and/or Y", and lists after "could represent", \
 "may reflect", "differential includes") make each named alternative "uncertain", never "absent"; \
 the sign they explain ("opacity", "density") keeps its own certainty.
+- "Probable", "apparent", "suggests" and the like hedge: "apparent cardiomegaly" is "uncertain".
 - Qualified negatives ("no large effusion", "no definite consolidation", "no displaced fracture", \
-"no typical findings of edema", "no significant ...", "grossly clear") are "uncertain" with \
-"qualifier" set to the limiting word(s) ("large", "definite", "displaced", "typical findings of", \
-"significant", "gross"). Plain negatives ("no focal consolidation", "no acute fracture") are \
-"absent" with "qualifier" null. "qualifier" is null everywhere else.
+"no typical findings of edema", "no significant ...", "no lobar pneumonia", "grossly clear") are \
+"uncertain" with "qualifier" set to the limiting word(s) ("large", "definite", "displaced", \
+"typical findings of", "significant", "lobar", "gross"). Plain negatives ("no focal \
+consolidation", "no acute fracture") are "absent" with "qualifier" null. "qualifier" is null \
+everywhere else. A negation does not reach a finding opened by "with" and a side or size ("no \
+cardiomegaly with bilateral small pleural effusions": the effusions are present).
 - Recommendations, "rule out X", "to exclude X", "evaluate for X" are not observations. \
 "Resolving X" is X present with change "improved". A modifier (severity, change, temporal) comes \
 only from the finding's own phrase, never from a negated phrase ("emphysema without acute \
@@ -56,7 +63,11 @@ in the left base": both left); "lung bases", "bibasilar", "both lungs", "biapica
 the sentence.
 - Only the chest: findings about other body parts of a combined report are left out.
 - Devices keep their own id (a tracheostomy tube is not an endotracheal tube); monitor leads are \
-not implanted devices; "lung lines" is not a line; body jewelry is not a nipple shadow; a \
+not implanted devices; two devices of one family joined by "/" are one combined device, not \
+alternatives ("pacemaker/defibrillator": both present); a bare "line" is a device only with a \
+device's words ("line position", "lines and tubes"; not "fracture line", "midaxillary line"); \
+"supine" or "upright" is no portable technique; "lung lines" is not a line; an alternative \
+between ages ("acute or subacute", "age indeterminate") gives no temporal value; body jewelry is not a nipple shadow; a \
 measurement belongs to the phrase it measures. "Sequela of prior X" and "old X" have temporal \
 "old" and are not active X.
 Answer with JSON only."""

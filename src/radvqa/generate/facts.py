@@ -127,6 +127,11 @@ def _region_phrase(gen: Any, regions: list[str]) -> str:
     hit = gen.region_phrases.get(key)
     if hit is None:
         v = gen.vocab
+        if len(regions) > 1:
+            # a place and its ancestor say one place: "in the right upper lobe", not "in the right
+            # upper lobe and the lungs" ("lung nodule in the right upper lobe"; own read, session 8)
+            anc = v.rancestors
+            regions = [r for r in regions if not any(r in anc.get(o, ()) for o in regions if o != r)]
         hit = gen.region_phrases[key] = join_list(["the " + v.region_name(r) for r in regions])
     return hit
 
@@ -639,6 +644,8 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = fr
         same = [o for o in obs if id(o) not in ambiguous]
         severity = next((o.severity for o in same if o.severity), None)
         size = next((o.size_mm for o in same if o.size_mm), None)
+    if size is not None and _size_elsewhere(ctx, fs):
+        size = None
     m = msgspec.structs.replace(
         best.obs, laterality=lat, regions=regions, severity=severity, size_mm=size,
         temporal=first("temporal"), texture=first("texture"), spread=first("spread"), children=children,
@@ -647,6 +654,25 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = fr
     for f in fs:  # label copies cite "label:<finding>", repeated sentences both sentence ids
         out.prov.extend(p for p in f.prov if p not in out.prov)
     return out
+
+
+def _size_elsewhere(ctx: "StudyCtx", fs: list[Fact]) -> bool:
+    """Whether the copies put the lesions in different places with different measurements: a
+    size measured on one place's lesion is not the size of the merged statement ("a 5 mm granuloma
+    in the right midlung ... right hilar granulomas" is not "the granuloma in the mid lung zone and
+    the hilum measures 5 mm"; held-out audit, session 8). A copy without a place, or whose places
+    are ancestors of the measured copy's ("lungs"), names no other place."""
+    anc = ctx.gen.vocab.rancestors
+    placed = [(f.explicit_regions, f.obs.size_mm) for f in fs if f.explicit_regions]
+    for i, (ra, sa) in enumerate(placed):
+        for rb, sb in placed[i + 1:]:
+            if sa == sb:
+                continue
+            # b's places all within (or above) a's, or a's within b's: one place named twice
+            if all(r in ra or any(r in anc.get(x, ()) or x in anc.get(r, ()) for x in ra) for r in rb):
+                continue
+            return True
+    return False
 
 
 _RANK = {"present": 2, "uncertain": 1, "absent": 0}

@@ -122,7 +122,7 @@ def register(app: typer.Typer) -> None:
         extractor: str = typer.Option("rules", "--extractor", help="report extractor: rules or llm"),
         llm_url: Optional[str] = typer.Option(None, "--llm-url", help="--extractor llm: OpenAI-compatible base URL"),
         llm_model: Optional[str] = typer.Option(None, "--llm-model", help="--extractor llm: model name"),
-        shard_studies: int = typer.Option(2000, "--shard-studies", min=1, help="target studies per shard (shard count is a power of two)"),
+        shard_studies: int = typer.Option(1000, "--shard-studies", min=1, help="target studies per shard (shard count is a power of two; = run.shards.DEFAULT_SHARD_STUDIES)"),
         template_dir: Optional[Path] = typer.Option(None, "--template-dir", exists=True, file_okay=False,
                                                     help="folder of <family>.yaml templates replacing the packaged ones"),
         priors: Optional[Path] = typer.Option(None, "--priors", exists=True, dir_okay=False,

@@ -24,7 +24,10 @@ import msgspec
 from radvqa.model import Study
 
 N_BUCKETS = 256
-DEFAULT_SHARD_STUDIES = 2_000
+# 1,000 (was 2,000): half the decoded studies a worker holds and half the end-of-phase tail; on the
+# 16-core device, 16 workers on synthetic 200k peaked at an RSS sum of 1,877-1,886 MiB against
+# 2,058-2,061 and ran 39.9/44.4 s against 43.2/44.2 s (alternating; docs/scale-out.md, session 8)
+DEFAULT_SHARD_STUDIES = 1_000
 
 _LEN = struct.Struct("<I")
 
