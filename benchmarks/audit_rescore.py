@@ -1,6 +1,7 @@
 """Carry hand marks over to a new build and score it: what a code change did to marked rows.
 
     python benchmarks/audit_rescore.py MARKED.csv... --build DIR [--reasons] [--list-changed]
+        [--polarity negative]
 
 Each marked row (tests/data/audit/*.csv, ``benchmarks/audit_sample.py``) is looked up in the new
 build by study id and question:
@@ -12,7 +13,8 @@ build by study id and question:
 
 Printed per file and pooled: positive rows kept / omitted / changed; the content-error rate of the
 kept positive rows (Wilson 95%) overall and per new grade; the A++ share of kept positive rows.
-``--reasons``: per grade-reason name (the text before "(" or "->"), the kept positive rows that
+``--polarity negative`` scores the marked negative rows instead (round 11a: which "normal" and
+negative rows a change removed, and whether they were right). ``--reasons``: per grade-reason name (the text before "(" or "->"), the kept positive rows that
 carry it and their content errors, beside the rows that do not (how well a criterion separates
 wrong rows from right ones).
 """
@@ -47,13 +49,14 @@ def read_build(build: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
     return out
 
 
-def rescore(marked: Path, rows: dict[tuple[str, str], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """The marked file's positive rows with ``status`` (kept / omitted / changed), ``wrong``
+def rescore(marked: Path, rows: dict[tuple[str, str], list[dict[str, Any]]],
+            polarity: str = "positive") -> list[dict[str, Any]]:
+    """The marked file's rows of ``polarity`` (positive: stating a finding) with ``status`` (kept / omitted / changed), ``wrong``
     (content error, kept rows) and the new ``grade`` and ``reasons``."""
     out: list[dict[str, Any]] = []
     with marked.open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
-            if r["polarity"] != "positive" or not r.get("verdict"):
+            if r["polarity"] != polarity or not r.get("verdict"):
                 continue
             cands = rows.get((r["study_id"], r["question"]), [])
             same = [c for c in cands if c["answer"] == r["answer"]]
@@ -79,15 +82,15 @@ def _rate(k: int, n: int) -> str:
     return f"{k}/{n} = {100 * k / n:.1f}% ({100 * lo:.1f}-{100 * hi:.1f})"
 
 
-def summary(name: str, recs: list[dict[str, Any]]) -> list[str]:
+def summary(name: str, recs: list[dict[str, Any]], polarity: str = "positive") -> list[str]:
     st = Counter(r["status"] for r in recs)
     kept = [r for r in recs if r["status"] == "kept"]
     lines = [f"## {name}",
-             f"positive rows {len(recs)}: kept {st['kept']}, omitted {st['omitted']}, changed {st['changed']}",
-             f"content errors of kept positives: {_rate(sum(r['wrong'] for r in kept), len(kept))}",
-             f"content errors of omitted positives (as marked): "
+             f"{polarity} rows {len(recs)}: kept {st['kept']}, omitted {st['omitted']}, changed {st['changed']}",
+             f"content errors of kept {polarity}s: {_rate(sum(r['wrong'] for r in kept), len(kept))}",
+             f"content errors of omitted {polarity}s (as marked): "
              f"{_rate(sum(r['wrong'] for r in recs if r['status'] == 'omitted'), st['omitted'])}",
-             f"content errors of changed positives (old marks): "
+             f"content errors of changed {polarity}s (old marks): "
              f"{_rate(sum(r['wrong'] for r in recs if r['status'] == 'changed'), st['changed'])}"]
     by = defaultdict(list)
     for r in kept:
@@ -96,7 +99,7 @@ def summary(name: str, recs: list[dict[str, Any]]) -> list[str]:
         if by.get(g):
             lines.append(f"  {g:>3}: {_rate(sum(r['wrong'] for r in by[g]), len(by[g]))}")
     if kept:
-        lines.append(f"A++ share of kept positives: {len(by.get('A++', []))}/{len(kept)} = "
+        lines.append(f"A++ share of kept {polarity}s: {len(by.get('A++', []))}/{len(kept)} = "
                      f"{100 * len(by.get('A++', [])) / len(kept):.1f}%")
     return lines
 
@@ -124,15 +127,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reasons", action="store_true", help="per grade reason: errors with and without it")
     ap.add_argument("--list-changed", action="store_true", help="list the rows whose answer changed")
     ap.add_argument("--list", choices=("omitted", "kept-C"), help="list omitted rows or kept rows graded C")
+    ap.add_argument("--polarity", choices=("positive", "negative"), default="positive",
+                    help="which marked rows to score (default: rows stating a finding)")
     a = ap.parse_args(argv)
     rows = read_build(a.build)
     pooled: list[dict[str, Any]] = []
     for m in a.marked:
-        recs = rescore(m, rows)
+        recs = rescore(m, rows, a.polarity)
         pooled.extend(recs)
         if len(a.marked) > 1:
-            print("\n".join(summary(m.name, recs)))
-    print("\n".join(summary("pooled" if len(a.marked) > 1 else a.marked[0].name, pooled)))
+            print("\n".join(summary(m.name, recs, a.polarity)))
+    print("\n".join(summary("pooled" if len(a.marked) > 1 else a.marked[0].name, pooled, a.polarity)))
     if a.reasons:
         print("\n".join(by_reason(pooled)))
     if a.list_changed:

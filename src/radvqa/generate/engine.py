@@ -28,7 +28,7 @@ from radvqa.generate.templates import Family, Op, Template, check_unique, load_f
 from radvqa.generate.vocab import Vocab
 from radvqa.model import GRADES, QA, AnswerPart, Box, Observation, Reject, SceneGraph
 from radvqa.quality.criteria import CHANGE_TEXT_LEFT, EXTRACT_ERROR, GRADE_INDEX, label_only
-from radvqa.quality.unvouched import Unvouched
+from radvqa.quality.unvouched import Unvouched, normal_blocks
 from radvqa.registry import Registry
 from radvqa.splits import assign_split, normalize_split
 
@@ -231,7 +231,8 @@ class StudyCtx:
     __slots__ = ("gen", "sg", "split", "image_ids", "image_paths", "rboxes", "sentences",
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
                  "n_boxable_images", "implied", "no_strs", "no_boxes", "shared", "protos", "proto0",
-                 "label_support", "label_conflicts", "shared_sentences", "hidden", "hidden_why", "blocked", "unvouched")
+                 "label_support", "label_conflicts", "shared_sentences", "hidden", "hidden_why", "blocked", "unvouched",
+                 "normal_blocks")
 
     def __init__(self, gen: "Generator", sg: SceneGraph, split: str) -> None:
         self.gen = gen
@@ -297,6 +298,11 @@ class StudyCtx:
                                                          gen.vocab.fname) \
             if sg.report is not None else {}
         omit_unv = bool(unv) and gen.options.unvouched == "omit"
+        # sentences stating something abnormal that the extractor read nothing positive from, or
+        # negating a normal ("Lung parenchyma is not clear"): no "normal" claim may stand beside
+        # them (round 11a; qba.Study turns them into regions and general negatives)
+        self.normal_blocks = normal_blocks(gen.unvouched, sg) \
+            if sg.report is not None and gen.options.unvouched == "omit" else ()
         said_less = gen.unstated_words if sg.report is not None else {}
         for obs in sg.observations:
             # why it is left unstated, if it is (also the build's count: manifest ``findings_not_stated``)
@@ -666,6 +672,9 @@ class Generator:
         # (--label-only omit), ``unvouched`` (--unvouched omit), ``never_stated`` (findings or
         # phrasings the templates never state); the build worker reads and clears it per shard
         self.not_stated: Counter[str] = Counter()
+        # studies whose "normal" claims a sentence kept away (round 11a, StudyCtx.normal_blocks),
+        # by why (unread_sentence, negated_normal): manifest ``normal_claims_blocked``
+        self.normal_blocked: Counter[str] = Counter()
         # grade reasons -> one list shared by every row with those reasons (read-only, see emit)
         self._reasons: dict[tuple[str, ...], list[str]] = {}
         self._caps: dict[str, int | None] = {}
@@ -729,6 +738,8 @@ class Generator:
         ctx = StudyCtx(self, sg, split)
         if ctx.hidden_why:
             self.not_stated.update(ctx.hidden_why)
+        if ctx.normal_blocks:
+            self.normal_blocked.update({b.why for b in ctx.normal_blocks})
         for strat in self.strategies:
             ctx.strategy = strat.name
             if strat.applies(sg, prior):

@@ -191,6 +191,16 @@ class Strategy:
         self._sub_shown: dict[str, str] = {}
         self.lie_cache: dict[tuple[str, str], bool] = {}  # (finding, region) -> _Regions._can_lie_in
         self.unnamed = UnnamedFindings(v)
+        # round 11a (quality/data/unvouched.yaml ``normal_blocks``): the regions a blocking sentence
+        # that names none stands for, with their subcategories, and per subcategory the general
+        # findings whose implied negative it blocks
+        nb = gen.unvouched.cfg.get("normal_blocks") or {}
+        dflt = [r for r in nb.get("default_regions") or () if r in v.rname]
+        self.nb_default = (frozenset(self.unnamed.sub_of[a] for r in dflt for a in (r, *v.rancestors.get(r, ()))
+                                     if a in self.unnamed.sub_of), frozenset(dflt))
+        self.overlap_cache: dict[Any, frozenset[str]] = {}  # _overlapping
+        self.nb_general = {str(k): tuple(f for f in fs if f in v.fname)
+                           for k, fs in (nb.get("general_negatives") or {}).items()}
         self._unaskable: frozenset[str] | None = None
 
     @property
@@ -335,6 +345,26 @@ class Strategy:
         return any(r not in dflt for r in f.explicit_regions)
 
 
+def _overlapping(s: Any, regions: Any) -> frozenset[str]:
+    """Every region overlapping one of ``regions``: the region, its parts and whatever contains any
+    of them ("basilar" -> the lung bases and either lung); a place without an extent of its own
+    (the interstitium, the pulmonary vasculature) lies anywhere in its parents, as _Regions treats
+    its findings."""
+    key = regions if isinstance(regions, frozenset) else tuple(regions)
+    hit = s.overlap_cache.get(key)  # (per strategy: the ontology does not change)
+    if hit is None:
+        v = s.gen.vocab
+        ranc, rbox, rpar = v.rancestors, v.rboxable, v.rparents
+        out: set[str] = set()
+        for r in [*regions, *(p for r in regions if not rbox.get(r, True) for p in rpar.get(r, ()))]:
+            for d in (r, *s.rdescendants.get(r, ())):
+                if d not in out:
+                    out.add(d)
+                    out.update(ranc.get(d, ()))
+        hit = s.overlap_cache[key] = frozenset(out)
+    return hit
+
+
 class Study:
     """One study's qba state, built inside ``Strategy.run`` (never kept on the strategy): the
     study's top-level facts by kind, and each scope's per-study work, done at its first template."""
@@ -387,6 +417,9 @@ class Study:
             self.hidden["artifacts"] = (set(), None)
         if s.normal_blockers:
             self._block_normal(s)
+        self.general_blocked: frozenset[str] = frozenset()
+        if ctx.normal_blocks:
+            self._block_unread(s, ctx.normal_blocks)
         # findings the ontology does not name ("irregularity of the right ribs"): their regions and
         # subcategories are never called normal (nor is the study)
         if regs_u:
@@ -415,6 +448,27 @@ class Study:
                         regs.add(r)
                         regs.update(s.rdescendants.get(r, ()))
 
+    def _block_unread(self, s: Any, blocks: Any) -> None:
+        """Sentences stating something abnormal the extractor read nothing positive from, or
+        negating a normal (StudyCtx.normal_blocks, round 11a): the study is never called normal,
+        nor the regions they name (none named: the lungs; a body part outside the chest: the study
+        alone), nor any region overlapping those, nor their subcategories; the general
+        findings of those subcategories get no implied negative ("No lung opacity is seen")."""
+        subs, regs = self.hidden.setdefault("abnormal", (set(), set()))
+        general: set[str] = set()
+        for b in blocks:
+            bsubs, bregs = s.unnamed.regions_named(b.text)
+            if not bregs:
+                if b.outside:
+                    continue
+                bsubs, bregs = s.nb_default
+            subs.update(bsubs)
+            for x in bsubs:
+                general.update(s.nb_general.get(x, ()))
+            if regs is not None:
+                regs.update(_overlapping(s, bregs))
+        self.general_blocked = frozenset(general)
+
     def text(self) -> tuple[str, set[str]]:
         """The report's text for ``talks_about`` and its word starts, worked out once per study."""
         hit = self.scopes.get("text")
@@ -425,7 +479,6 @@ class Study:
 
     def _hide(self, ctx: StudyCtx) -> None:
         s = self.s
-        ranc = s.gen.vocab.rancestors
         for o in ctx.hidden:
             if o.certainty == "absent":
                 continue
@@ -443,10 +496,9 @@ class Study:
                 if not where:
                     self.hidden[subject] = (subs, None)
                     continue
-                for r in where:
-                    regs.add(r)
-                    regs.update(ranc.get(r, ()))
-                    regs.update(s.rdescendants.get(r, ()))
+                # (round 11a: every region overlapping, not only those above and below: a hidden
+                # finding of the lung bases keeps either lung from being called normal)
+                regs.update(_overlapping(s, where))
 
     def states(self, fid: str) -> bool:
         """The study states the finding or a more specific one (not absent)."""
@@ -1071,6 +1123,7 @@ class _Findings:
             unknowable.update(v.fdescendants.get(f.fid, ()))
         # label-only findings left unstated, their ancestors and descendants (StudyCtx.blocked)
         unknowable.update(st.ctx.blocked)
+        unknowable.update(st.general_blocked)  # round 11a: general negatives beside unread sentences
         stated = {f.fid for f in stated_f}
         if subject == "abnormal":
             mentioned = [*pos_by, *via_child, *(f.fid for f in stated_f)]

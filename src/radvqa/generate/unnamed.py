@@ -43,6 +43,7 @@ class UnnamedFindings:
                                        if r in vocab.rname}
         self.ranc = vocab.rancestors
         self._cache: dict[str, tuple[frozenset[str], frozenset[str], bool]] = {}
+        self._named: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
     def scan(self, report: Any) -> tuple[set[str], set[str], bool]:
         """One pass over the report's observed sentences: (subcategories, regions, names a past
@@ -73,6 +74,27 @@ class UnnamedFindings:
                 subs.update(hit[0])
                 regions.update(hit[1])
         return subs, regions, op and self.operation is not None
+
+    def regions_named(self, text: str) -> tuple[frozenset[str], frozenset[str]]:
+        """(subcategories, regions) a sentence names (the ontology's region names and synonyms),
+        cached by text: for round 11a's blocking sentences (quality/unvouched.py ``normal_blocks``)."""
+        hit = self._named.get(text)
+        if hit is None:
+            regions: set[str] = set()
+            subs: set[str] = set()
+            if self.region is not None:
+                for r in self.region.finditer(text.lower()):
+                    rid = self.region_of[" ".join(r.group().split())]
+                    regions.add(rid)
+                    for a in (rid, *self.ranc.get(rid, ())):
+                        sub = self.sub_of.get(a)
+                        if sub is not None:
+                            subs.add(sub)
+                            break
+            if len(self._named) >= 100_000:
+                self._named.clear()
+            hit = self._named[text] = (frozenset(subs), frozenset(regions))
+        return hit
 
     def _sentence(self, text: str) -> tuple[frozenset[str], frozenset[str], bool]:
         """(subcategories, regions, names a past operation) of one sentence, cached: report

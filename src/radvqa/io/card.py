@@ -251,6 +251,10 @@ def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
         # phrasings no template states (docs/generation.md)
         body += [_table("positive findings not stated (kept in scene_graphs/)", c["findings_not_stated"],
                         unit="findings"), ""]
+    if c.get("normal_claims_blocked"):
+        # round 11a: a sentence stating what the extractor read nothing positive from keeps
+        # "normal" answers away from the study and the regions it names (docs/generation.md)
+        body += [_table("studies with normal claims withheld", c["normal_claims_blocked"], unit="studies"), ""]
     body += _tiers_section(c.get("grades", {}))
     body += _subset_section(manifest.get("subset"))
     body += _shortcut_section(out)

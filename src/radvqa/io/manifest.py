@@ -19,7 +19,7 @@ MANIFEST_VERSION = 1
 
 _COUNTERS = (
     "qa_by_strategy", "qa_by_question_type", "grades", "qa_by_split", "studies_by_split", "rejects_by_stage",
-    "findings_not_stated",
+    "findings_not_stated", "normal_claims_blocked",
 )
 _SUMS = ("studies_in", "studies_out", "studies_rejected", "patients", "qa_rows", "scene_graph_rows", "reject_lines")
 
@@ -67,6 +67,9 @@ def build_counts(shard_total: dict[str, Any], source_rejects: int, studies_spill
         # positive findings of the scene graphs that no QA row states, by why (label_only,
         # unvouched, never_stated: docs/generation.md); the scene graphs keep them all
         "findings_not_stated": shard_total.get("findings_not_stated", {}),
+        # studies whose "normal" answers a sentence the extractor read nothing positive from, or a
+        # negated normal, kept away (round 11a, docs/generation.md), by why
+        "normal_claims_blocked": shard_total.get("normal_claims_blocked", {}),
     }
     if counts["studies_in"] != counts["studies_out"] + counts["studies_rejected"]:
         raise AssertionError(

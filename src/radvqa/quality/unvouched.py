@@ -29,9 +29,10 @@ it: report sentences repeat across a corpus) and then per observation from that 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -42,6 +43,7 @@ CRITERIA = ("unread", "explained", "mixed_sides", "other_part", "detached", "sla
 _GRADES = {"C": C}
 _WORD = re.compile(r"[a-z]+")
 _SLASH = re.compile(r"\b([a-z]{3,})/([a-z]{3,})\b")
+_RUN_ON = re.compile(r"(?<=[a-z]) (?=[A-Z][a-z])")
 
 
 @lru_cache(maxsize=None)
@@ -115,6 +117,26 @@ def _relative(ev: Any, s: Any) -> tuple[int, int]:
     return (i, i + len(ev.text)) if i >= 0 else (a, b)
 
 
+class _Cues:
+    """Whole-word cue phrases, tested on a sentence's word tokens (a set test per range: the many
+    alternatives of one regular expression cost far more per sentence); phrases of several words
+    or with a hyphen by substring first, then as whole words."""
+
+    def __init__(self, phrases: Any) -> None:
+        low = [" ".join(str(p).lower().split()) for p in phrases]
+        self.words = frozenset(p for p in low if p.isalpha())
+        multi = [p for p in low if not p.isalpha()]
+        self.multi = tuple(multi)
+        self.multi_re = _phrase_re(multi) if multi else None
+
+    def multi_at(self, low: str) -> list[tuple[int, int]]:
+        """(start, end) of every cue of several words (or with a hyphen) in the sentence; the
+        one-word cues are looked up on its word tokens (``Unvouched.nb_kind``)."""
+        if self.multi_re is None or not any(p in low for p in self.multi):
+            return []
+        return [m.span() for m in self.multi_re.finditer(low)]
+
+
 class SentenceRecord:
     """What one sentence holds for the criteria: its lowered text, the unread words, the mention
     spans (sentence-relative) the extractor matched in it, the sides and outside-chest words it
@@ -145,7 +167,7 @@ class Unvouched:
     -> {observation id: reasons}`` for the positive report observations it does not vouch for."""
 
     def __init__(self) -> None:
-        cfg = load_config()
+        cfg = self.cfg = load_config()
         self.grades: dict[str, int] = {}
         for name, g in (cfg.get("criteria") or {}).items():
             if name not in CRITERIA:
@@ -166,6 +188,28 @@ class Unvouched:
         self._bases: dict[str, Any] = {}
         self._reasons: dict[tuple[str, str], str] = {}
         self._inferred: dict[tuple[str, str], str] = {}
+        # round 11a: sentences that keep "normal" claims away (``normal_blocks``)
+        nb = cfg.get("normal_blocks") or {}
+        self.nb_sections = frozenset(str(x).upper() for x in nb.get("sections") or ())
+        neg_normal = nb.get("negated_normal") or ()
+        self.nb_neg_needs = tuple(nb.get("negated_normal_needs") or ("",))
+        self.nb_negated_normal = re.compile("|".join(f"(?:{p})" for p in neg_normal)) if neg_normal else None
+        self.nb_negation = _Cues(nb.get("negations") or ["no"])
+        self.nb_clause_ends = tuple(nb.get("clause_ends") or (";",))
+        self.nb_normal = _Cues(nb.get("normal_words") or ["normal"])
+        self.nb_skip = _Cues(nb.get("skip_cues") or ["recommend"])
+        self.nb_kind: dict[str, int] = {}
+        for bit, cues in ((1, self.nb_skip), (2, self.nb_negation), (4, self.nb_normal)):
+            for w in cues.words:
+                self.nb_kind[w] = self.nb_kind.get(w, 0) | bit
+        self.nb_ignore = frozenset(nb.get("ignore_words") or ())
+        self.nb_abnormal = frozenset(nb.get("abnormal_words") or ())
+        self.nb_outside = self.outside | frozenset(nb.get("non_chest_words") or ())
+        self._nb_text: dict[str, Any] = {}
+        self._nb_neg: dict[str, Any] = {}
+        self._nb_live: dict[str, tuple[tuple[int, int, str], ...]] = {}
+        # words that never make a candidate (read, ignored, anonymised)
+        self.nb_known = self.vocab | self.nb_ignore | {"xxxx"}
 
     def _base(self, text: str) -> tuple[str, tuple[tuple[int, int, str], ...], frozenset[str], tuple[str, ...],
                                        str | None]:
@@ -203,6 +247,108 @@ class Unvouched:
                     unread.append(w)
             hit = self._records[key] = SentenceRecord(low, tuple(unread), spans, sides, outside, slash)
         return hit
+
+    def nb_negated(self, text: str) -> str | None:
+        """The words of a negated normal the sentence holds ("not clear"), else None (cached)."""
+        cache = self._nb_neg
+        hit = cache.get(text, 0)
+        if hit != 0:
+            return hit  # type: ignore[return-value]
+        if len(cache) > 200_000:
+            cache.clear()
+        low = text.lower()
+        m = self.nb_negated_normal.search(low) if self.nb_negated_normal is not None and \
+            any(w in low for w in self.nb_neg_needs) else None
+        hit = cache[text] = " ".join(m.group(0).split()) if m is not None else None
+        return hit
+
+    def nb_text(self, text: str) -> tuple[tuple[tuple[int, int, str], ...], str] | None:
+        """The candidate words of a sentence, whatever was matched in it (cached by text):
+        ((start, end, word) of every word in no read vocabulary, or in ``abnormal_words``, and
+        not in ``ignore_words``; the lowered text). None where there is none ("No
+        pneumothorax.": every word read), so most sentences cost one lookup."""
+        cache = self._nb_text
+        hit = cache.get(text, 0)
+        if hit != 0:
+            return hit  # type: ignore[return-value]
+        if len(cache) > 200_000:
+            cache.clear()
+        low = text.lower()
+        toks = set(_WORD.findall(low))
+        # (set work in C: most sentences end here)
+        words = {w for w in toks - self.nb_known if len(w) > 2} | (self.nb_abnormal & toks)
+        hit = cache[text] = (_occurrences(low, words), low) if words else None
+        return hit
+
+    def nb_live(self, text: str, low: str, cands: tuple[tuple[int, int, str], ...]) -> tuple[tuple[int, int, str], ...]:
+        """The candidates that state something (cached by text): in a sentence with no skip cue,
+        with no negation before them in their clause and no normal word in it."""
+        hit = self._nb_live.get(text)
+        if hit is not None:
+            return hit
+        if len(self._nb_live) > 200_000:
+            self._nb_live.clear()
+        live: list[tuple[int, int, str]] = []
+        kind = self.nb_kind  # word -> 1 skip cue, 2 negation, 4 normal word (bits)
+        cues = kind.keys() & set(_WORD.findall(low))
+        marked = [(a, b, kind[w]) for a, b, w in _occurrences(low, cues)] if cues else []
+        skip = any(k & 1 for _, _, k in marked) or self.nb_skip.multi_at(low)
+        if not skip:
+            # clause bounds once per sentence: (where a clause ends, where the next begins) per
+            # clause end, and a run-on sentence ("Chronic appearing interstitial markings The
+            # lungs are normally inflated and clear.", R2Gen train): a capital after a lower-case
+            # word
+            tail = text[1:]
+            bounds: list[tuple[int, int]] = []
+            for c in self.nb_clause_ends:  # (str.find: far cheaper than one pattern of alternatives)
+                i = low.find(c)
+                while i >= 0:
+                    bounds.append((i, i + len(c)))
+                    i = low.find(c, i + 1)
+            bounds.sort()
+            if tail != tail.lower():
+                bounds.extend((m.start(), m.start()) for m in _RUN_ON.finditer(text))
+                bounds.sort()
+            ends = [i for i, _ in bounds]
+            starts: list[int] = []  # the latest clause start up to each bound
+            top = 0
+            for _, e in bounds:
+                top = e if e > top else top
+                starts.append(top)
+            n = len(low)
+            negs = [(x, y) for x, y, k in marked if k & 2] + self.nb_negation.multi_at(low)
+            normals = [(x, y) for x, y, k in marked if k & 4] + self.nb_normal.multi_at(low)
+            for a, b, w in cands:
+                # the clause the word stands in: a negation before the word negates it, a normal
+                # word anywhere in it makes it a normal statement ("within limits of normal")
+                k = bisect_left(ends, a)
+                start = starts[k - 1] if k else 0
+                k = bisect_left(ends, b)
+                end = max(ends[k] if k < len(ends) else n, b)
+                if not any(start <= x and y <= a for x, y in negs) and \
+                        not any(start <= x and y <= end for x, y in normals):
+                    live.append((a, b, w))
+        hit = self._nb_live[text] = tuple(live)
+        return hit
+
+    def normal_block(self, text: str, spans: tuple[tuple[int, int], ...],
+                     positive: bool) -> tuple[str, str, bool] | None:
+        """(why, words, names a body part outside the chest) where the sentence keeps "normal"
+        claims away, else None: a negated normal, or (no positive observation citing it) a live
+        word (``nb_live``) that no mention span of the sentence covers. See ``normal_blocks``."""
+        low = text.lower()
+        outside = not self.nb_outside.isdisjoint(_WORD.findall(low))
+        neg = self.nb_negated(text)
+        if neg is not None:
+            return ("negated_normal", neg, outside)
+        t = None if positive else self.nb_text(text)
+        if t is None:
+            return None
+        words: list[str] = []
+        for a, b, w in self.nb_live(text, t[1], t[0]):
+            if w not in words and not any(x <= a and b <= y for x, y in spans):
+                words.append(w)
+        return ("unread_sentence", " ".join(words[:3]), outside) if words else None
 
     def _reason(self, name: str, words: str) -> tuple[int, str]:
         key = (name, words)
@@ -330,3 +476,80 @@ class Unvouched:
         if any(first - self.window <= i <= last + self.window for i in hits):
             return ""
         return toks[hits[0]][2]
+
+
+class NormalBlock(NamedTuple):
+    """A findings/impression sentence that keeps "normal" claims away (round 11a): ``why`` is
+    ``unread_sentence`` (an abnormal-looking statement the extractor read nothing positive from) or
+    ``negated_normal`` ("Lung parenchyma is not clear"); ``words`` what triggered it."""
+
+    sentence_id: str
+    why: str
+    words: str
+    text: str
+    outside: bool  # names a body part outside the chest ("Left knee: ..."): no default region
+
+
+def normal_blocks(u: Unvouched, sg: SceneGraph) -> tuple[NormalBlock, ...]:
+    """The sentences of a report that no "normal" answer (study, the regions they name, the general
+    negatives of those regions) may stand beside (docs/generation.md "Round 11a").
+
+    A sentence of the configured sections blocks when a negated normal pattern matches it, or when
+    it yields no positive report observation, is no normal statement, names no skip cue
+    (recommendations, notifications, technique) and holds unread words (round 10's ``unread``:
+    covered by no mention span of the sentence, no read vocabulary, no function word) that no
+    negation cue precedes in their clause ("No acute disease": every unread word negated)."""
+    report = sg.report
+    if report is None or not u.nb_sections or (sg.extractor or "").startswith("gold:"):
+        return ()
+    # (most sentences hold every word in a read vocabulary, "No pneumothorax.", or only negated
+    # or ignored ones, "No acute disease.": tests per text, cached, leave only the few that might
+    # block for the span work below)
+    sections = u.nb_sections
+    can, live_of = u.nb_text, u.nb_live
+    observations = [obs for obs in sg.observations if obs.source == "report"]
+    # a sentence a positive observation cites is round 10's (only a negated normal counts there)
+    pos = {ev.sentence_id for obs in observations if obs.certainty != "absent" for ev in obs.evidence}
+    negated = u.nb_negated
+    found: list[tuple[Any, str | None, tuple[tuple[int, int, str], ...]]] = []
+    for s in report.sentences:
+        if s.section not in sections and s.section.upper() not in sections:
+            continue
+        neg = negated(s.text)
+        if neg is not None:
+            found.append((s, neg, ()))
+            continue
+        if s.id in pos:
+            continue
+        t = can(s.text)
+        if t is not None:
+            live = live_of(s.text, t[1], t[0])
+            if live:
+                found.append((s, None, live))
+    if not found:
+        return ()
+    by_id = {s.id: s for s, neg, _ in found if neg is None}
+    spans: dict[str, list[tuple[int, int]]] = {}
+    if by_id:
+        for obs in observations:
+            for ev in obs.evidence:
+                sid = ev.sentence_id
+                s = by_id.get(sid) if sid else None
+                if s is not None:
+                    spans.setdefault(sid, []).append(_relative(ev, s))
+    out: list[NormalBlock] = []
+    outside = u.nb_outside
+    for s, neg, live in found:
+        low = s.text.lower()
+        if neg is not None:
+            out.append(NormalBlock(s.id, "negated_normal", neg, s.text, not outside.isdisjoint(_WORD.findall(low))))
+            continue
+        sp = spans.get(s.id, ())
+        words: list[str] = []
+        for a, b, w in live:
+            if w not in words and not any(x <= a and b <= y for x, y in sp):
+                words.append(w)
+        if words:
+            out.append(NormalBlock(s.id, "unread_sentence", " ".join(words[:3]), s.text,
+                                   not outside.isdisjoint(_WORD.findall(low))))
+    return tuple(out)

@@ -74,6 +74,8 @@ class ShardStats(msgspec.Struct, kw_only=True):
     # positive findings the rows leave unstated, by why (Generator.not_stated); None in a marker
     # written before this field
     findings_not_stated: dict[str, int] | None = None
+    # studies whose "normal" claims a sentence kept away, by why (Generator.normal_blocked)
+    normal_claims_blocked: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.structs.asdict(self)

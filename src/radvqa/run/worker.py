@@ -125,6 +125,9 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
     not_stated = getattr(getattr(pipe, "generator", None), "not_stated", None)
     if not_stated is not None:
         not_stated.clear()
+    normal_blocked = getattr(getattr(pipe, "generator", None), "normal_blocked", None)
+    if normal_blocked is not None:
+        normal_blocked.clear()
     name = shard_name(shard)
     sg_writer = ShardWriter(out / "scene_graphs" / name, "scene_graphs", options.get("sg_row_group_rows"))
     qa_writer = ShardWriter(out / "qa" / name, "qa", options.get("qa_row_group_rows"))
@@ -227,6 +230,7 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
         pid=os.getpid(),
         image_counts=images,
         findings_not_stated=dict(sorted(not_stated.items())) if not_stated is not None else None,
+        normal_claims_blocked=dict(sorted(normal_blocked.items())) if normal_blocked is not None else None,
     )
     write_text_atomic(marker_path(out, shard), json.dumps(stats.to_dict(), indent=1, sort_keys=True))
     return stats
