@@ -271,3 +271,58 @@ def test_compiled_engine_modules_define_no_class_with_keywords(tmp_path):
 
     with _pytest.raises(SystemExit, match="no compiled engine"):
         mod.main(["--build", str(tmp_path), "--reuse"])
+
+
+def test_punctuation_cue_search_finds_what_the_tries_find():
+    # ContextRules.cues asks one search led by the punctuation cues' first characters whether a
+    # sentence holds any of them, and scans their tries only then: that search must say yes
+    # exactly when one of the tries finds a match (punctuation next to words, runs of spaces)
+    from radvqa.extract import get_extractor
+    from radvqa.extract.context import _first_char_led
+
+    cx = get_extractor("rules", cache_size=0).context
+    assert cx._marks and cx._mark_firsts  # else the test below checks nothing
+    words = ["no", "healed", "chronic", "appearing", "fracture", ",", ", ", ",  healed", "(", ")", ";", ":", "?",
+             "x", "healedx", "rib", "  "]
+    for t in _EDGE_TEXTS + _random_texts(words, 3000, 21) + [", healed", ",healed", ", healedx", ", chronic  appearing"]:
+        want = any(rx.search(t) is not None for rx in cx._marks)
+        assert (cx._marks_any.search(t) is not None) == want, t
+        assert (any(ch in t for ch in cx._mark_firsts) or not want), t
+    # a made-up set of phrases: several rests per first character, a phrase that is one character
+    pats = [", healed", ", old", "(", "? see", "?"]
+    rx = _first_char_led(pats)
+    for t, want in ((", old", True), (",old", False), (", oldx", False), ("; see", False), ("a?", True),
+                    ("? seen", True), ("x (y", True), (",  healed.", True), ("no", False)):
+        assert (rx.search(t) is not None) == want, t
+
+
+def test_alternative_connector_test_agrees_with_its_pattern():
+    # RulesExtractor._has_alt answers alt_hint.search(seg) with substring tests for the marks and a
+    # scan led by one non-word character for the words (ASCII sentences)
+    from radvqa.extract import get_extractor
+
+    ex = get_extractor("rules", cache_size=0)
+    assert ex.alt_words_fast is not None and ex.alt_marks  # else the test below checks nothing new
+    words = ["or", "versus", "vs", "vs.", "and/or", "/", "for", "orx", "xor", "normal", "vs.x", "and", "effusion",
+             "  ", "-", "é", "or\n"]
+    for t in _EDGE_TEXTS + _random_texts(words, 3000, 31) + ["or", "vs.", "a/b", "xvs", "vs", "é or", "éor"]:
+        assert ex._has_alt(t) == (ex.alt_hint.search(t) is not None), t
+
+
+def test_qualifier_and_not_a_hedge_scans_agree_with_their_patterns():
+    # _qualifier and _not_a_hedge_at scan an ASCII range with the pattern led by one non-word
+    # character from one position before it: the same first match as the \b-led pattern
+    from radvqa.extract import get_extractor
+
+    ex = get_extractor("rules", cache_size=0)
+    assert ex.qualifier_fast is not None and ex.not_a_hedge_fast is not None
+    quals = sorted(ex.qualifiers)[:12] + ["no", "large", "xlarge", "larger", "related to", "secondary to", "of",
+                                          "the", "left", "-", "  ", "é", "grossly"]
+    for t in _EDGE_TEXTS + _random_texts(quals, 1500, 41):
+        for a in range(0, len(t), 3):
+            for b in (len(t), (a + len(t)) // 2 + 1):
+                m = ex.qualifier_re.search(t, a, b) if a < b else None
+                want = None if m is None else (ex.qualifiers.get(m.group()) or ex.qualifiers.get(" ".join(m.group().split())))
+                assert ex._qualifier(t, a, b) == want, (t, a, b)
+                m = ex.not_a_hedge.search(t, a, b)
+                assert ex._not_a_hedge_at(t, a, b) == (-1 if m is None else m.start()), (t, a, b)

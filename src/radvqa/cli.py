@@ -44,6 +44,24 @@ def version() -> None:
     typer.echo(__version__)
 
 
+@app.command("info")
+def info() -> None:
+    """Print the version, the Python and which extraction engine is installed (pure Python, or
+    compiled with mypyc: RADVQA_COMPILE=1 pip install .), so that a timing can be read."""
+    import platform
+
+    from radvqa import __version__
+    from radvqa.extract.compiled import engine_info
+
+    eng = engine_info()
+    kind = "compiled (mypyc)" if eng["compiled"] else "pure Python"
+    if not eng["compiled"] and eng["modules_compiled"]:
+        kind = f"partly compiled ({eng['modules_compiled']} of {eng['modules']} modules)"
+    typer.echo(f"radvqa {__version__}")
+    typer.echo(f"python {platform.python_version()} ({platform.python_implementation()})")
+    typer.echo(f"extraction engine: {kind}")
+
+
 def main() -> None:
     app()
 

@@ -27,13 +27,18 @@ Rules (documented contract of the rules backend):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from radvqa.model import Observation, Span
 
-_RANK = {"absent": 0, "uncertain": 1, "present": 2}
+_RANK: Final = {"absent": 0, "uncertain": 1, "present": 2}
+# An observation key (finding, laterality, regions), and one mention of an observation: (span,
+# certainty, attributes, own, qualifier). Precise types let the compiled engine read the tuples
+# directly instead of through Python's iteration protocol (annotations cost pure Python nothing).
+Key = tuple[str, "str | None", tuple[str, ...]]
+Ev = tuple[Span, str, Any, bool, "str | None"]
 # observation ids, made once ("O01", "O02", ...; a longer report formats its own)
-_IDS = tuple(f"O{n:02d}" for n in range(100))
+_IDS: Final = tuple(f"O{n:02d}" for n in range(100))
 
 
 def regions_side(regions: Iterable[str], region_side: dict[str, str | None]) -> str | None:
@@ -53,7 +58,7 @@ class Aggregator:
 
     def __init__(self, region_side: dict[str, str | None], lateralised: frozenset[str] | set[str] | None = None):
         """``lateralised``: finding ids that can have a side; None = every finding (no check)."""
-        self._by_key: dict[tuple[str, str | None, tuple[str, ...]], list] = {}
+        self._by_key: dict[Key, list[Any]] = {}
         self._side = region_side
         self._lateralised = lateralised
         self._regions = False  # some key has regions (else no region-less mention can be merged)
@@ -111,7 +116,7 @@ class Aggregator:
                 o[0] = certainty
             o[2].append(mention)
 
-    def _merge_regionless(self) -> list[tuple[tuple[str, str | None, tuple[str, ...]], list]]:
+    def _merge_regionless(self) -> list[tuple[Key, list[Any]]]:
         # insertion order is creation order (none is removed)
         obs = list(self._by_key.items())
         if not self._regions:
@@ -139,7 +144,7 @@ class Aggregator:
             t[2].sort(key=lambda m: m[0].start)
         return out
 
-    def _hedge_both_ways(self, items: list) -> list:
+    def _hedge_both_ways(self, items: list[tuple[Key, list[Any]]]) -> list[tuple[Key, list[Any]]]:
         """A finding the report states both plainly and hedged is hedged (hand audit #13): "perihilar
         opacities, edema ... perihilar opacities, possibly edema" (CXR2752), "sclerotic focus ...
         a sclerotic focus cannot be excluded" (CXR1694). A hedge without a side hedges the
@@ -179,7 +184,7 @@ class Aggregator:
         for (f, _lat, _r), o in items:
             if o[0] == "present" and not o[1]:
                 present[f] = present.get(f, 0) + 1
-        out: list = []
+        out: list[tuple[Key, list[Any]]] = []
         for key, o in items:
             f, lat, regions = key
             hs = hedges.get(f)
@@ -218,9 +223,12 @@ class Aggregator:
         return out
 
     def observations(self) -> list[Observation]:
-        out = []
-        for n, ((finding, lat, regions), (cert, _implicit, mentions)) in enumerate(
-                self._hedge_both_ways(self._merge_regionless()), 1):
+        out: list[Observation] = []
+        items = self._hedge_both_ways(self._merge_regionless())
+        for n, (key, o) in enumerate(items, 1):
+            finding, lat, regions = key
+            cert: str = o[0]
+            mentions: list[Ev] = o[2]
             if len(mentions) == 1 and mentions[0][1] == cert:
                 # one mention (most observations): it is the evidence and gives the certainty
                 sp, _c, v, own, qualifier = mentions[0]
@@ -289,7 +297,7 @@ def _places(regions: tuple[str, ...]) -> frozenset[str]:
 # a lobe and the zone it fills are one place for a hedge ("streaky opacities in the right upper
 # lobe, XXXX scarring ... opacities in the bilateral upper lobes could represent scarring",
 # CXR4, seed 70: the upper lung zones' hedge is the right upper lobe's)
-_ZONE = {"upper_lobe": "upper_lung_zone", "upper_lung_zones": "upper_lung_zone",
+_ZONE: Final = {"upper_lobe": "upper_lung_zone", "upper_lung_zones": "upper_lung_zone",
          "lower_lobe": "lower_lung_zone", "lower_lung_zones": "lower_lung_zone", "lung_bases": "lower_lung_zone",
          "middle_lobe": "mid_lung_zone", "mid_lung_zones": "mid_lung_zone"}
 

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
 from radvqa.extract._structs import Attr, AttrValues, FrozenAttrs
 from radvqa.extract._trie import trie_regexes, word_spans
 
-KINDS = ("region", "laterality", "severity", "change", "temporal")
+KINDS: Final = ("region", "laterality", "severity", "change", "temporal")
 
 # "3.5 cm", "2 x 3 mm", "1.2-cm", "15mm"; the largest dimension is kept.
-SIZE_RE = re.compile(
+SIZE_RE: Final = re.compile(
     r"(?<![\w.])(\d{1,3}(?:\.\d+)?)(?:\s*(?:x|by|\u00d7)\s*\d{1,3}(?:\.\d+)?){0,2}\s*-?\s*"
     r"(mm|cm|millimet(?:er|re)s?|centimet(?:er|re)s?)(?!\w)"
 )
-_UNIT_MM = {"mm": 1.0, "cm": 10.0}
+_UNIT_MM: Final = {"mm": 1.0, "cm": 10.0}
 
 
 def freeze(v: AttrValues) -> FrozenAttrs:
@@ -119,53 +119,53 @@ def _adj_end(lower: str, pos: int) -> int:
     return m.end()
 
 
-_DEGREE_GAP = re.compile(r"[\s-]*")
+_DEGREE_GAP: Final = re.compile(r"[\s-]*")
 # A modifier right after a negation ("emphysema without acute disease", "no acute fracture")
 # belongs to the negated phrase: it can only describe a mention that follows it.
-_NEGATED_BEFORE = re.compile(r"(?:^|\W)(?:no|not|without|negative for|free of)\s+$")
+_NEGATED_BEFORE: Final = re.compile(r"(?:^|\W)(?:no|not|without|negative for|free of)\s+$")
 # "4 cm above the carina", "2 cm from the hilum": a distance, not the size of anything.
-_DISTANCE_AFTER = re.compile(r"\s*(?:above|below|from|beyond|proximal|distal|superior|inferior|short of|into)\b")
+_DISTANCE_AFTER: Final = re.compile(r"\s*(?:above|below|from|beyond|proximal|distal|superior|inferior|short of|into)\b")
 # Coordination between two mentions ("scarring or atelectasis", "effusion and atelectasis",
 # "X/Y", "X, Y", "airspace disease with blunted costophrenic angle"): up to two modifier words
 # before the second one ("or early atelectasis").
-_COORD = re.compile(r"\s*(?:,\s*)?(?:(?:and/or|and|or|versus|vs\.?|/|,|with)\s*)(?:[a-z-]+\s+){0,2}")
+_COORD: Final = re.compile(r"\s*(?:,\s*)?(?:(?:and/or|and|or|versus|vs\.?|/|,|with)\s*)(?:[a-z-]+\s+){0,2}")
 # A diagnosis offered for a sign ("opacities in the lung bases compatible with scarring or
 # atelectasis") is located where the sign is.
-_EXPLAINS = re.compile(r"(?:compatible with|consistent with|represents?|representing|may represent|could represent|"
+_EXPLAINS: Final = re.compile(r"(?:compatible with|consistent with|represents?|representing|may represent|could represent|"
                        r"reflects?|reflecting|may reflect|suggestive of|likely|due to|related to|secondary to|"
                        r"concerning for|suspicious for|worrisome for)"
                        # four words: "could reflect a small focus of atelectasis" (CXR3680, seed 66:
                        # unlocated, the small focus merged into the bibasilar atelectasis)
                        r"\s+(?:[a-z-]+\s+){0,4}$")
-_VERB = re.compile(r"\b(?:is|are|was|were|appears?|remains?)\b")
-_APPOSITION = re.compile(r",\s*(?:[a-z-]+\s+){0,2}$")
-_WITH = re.compile(r"\bwith\b")
-_SIDE_PAIR = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
+_VERB: Final = re.compile(r"\b(?:is|are|was|were|appears?|remains?)\b")
+_APPOSITION: Final = re.compile(r",\s*(?:[a-z-]+\s+){0,2}$")
+_WITH: Final = re.compile(r"\bwith\b")
+_SIDE_PAIR: Final = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
 # What ends a noun phrase between an attribute and the next mention: a modifier followed by a
 # mention within the same phrase ("demonstrates small amount of right basilar atelectasis") is
 # that mention's, not the previous one's.
-_PHRASE_BREAK = re.compile(r"[,;:]|\b(?:and|or|but|with|without|is|are|was|were|has|have|appears?|remains?|which|that)\b")
+_PHRASE_BREAK: Final = re.compile(r"[,;:]|\b(?:and|or|but|with|without|is|are|was|were|has|have|appears?|remains?|which|that)\b")
 # A hedge verb or a concessive between a modifier and the next mention: the modifier ends the
 # clause before it ("interstitial prominence, XXXX chronic though could reflect early pulmonary
 # edema" is no chronic edema, CXR343, seed 65)
-_VERB_BREAK = re.compile(r"\b(?:though|although|could|may|might|would|can|reflects?|reflecting|represents?|"
+_VERB_BREAK: Final = re.compile(r"\b(?:though|although|could|may|might|would|can|reflects?|reflecting|represents?|"
                          r"representing|suggests?|suggesting)\b")
-_CLAUSE_END = re.compile(r"[,;.]")
-_PRE_KINDS = frozenset(("severity", "size", "change", "temporal"))
-_NEG_KINDS = frozenset(("severity", "change", "temporal"))
+_CLAUSE_END: Final = re.compile(r"[,;.]")
+_PRE_KINDS: Final = frozenset(("severity", "size", "change", "temporal"))
+_NEG_KINDS: Final = frozenset(("severity", "change", "temporal"))
 # between a modifier and a later mention: a word that starts another phrase ("mild bronchovascular
 # crowding and right basilar airspace disease": not mild airspace disease, CXR1171; "mild right
 # paratracheal soft tissue may be secondary to lymphadenopathy", CXR3096); a comma right after the
 # modifier only separates adjectives ("mild, XXXX opacity", CXR297)
-_MOD_BREAK = re.compile(r"(?<=.)[,;]|\b(?:with|without|but|and|or|is|are|was|were|be|been|may|might|could|"
+_MOD_BREAK: Final = re.compile(r"(?<=.)[,;]|\b(?:with|without|but|and|or|is|are|was|were|be|been|may|might|could|"
                         r"represents?|which|that)\b")
-_ADJ_COMMA = re.compile(r"\s*,?")  # "mild, XXXX opacity": a comma between adjectives
+_ADJ_COMMA: Final = re.compile(r"\s*,?")  # "mild, XXXX opacity": a comma between adjectives
 # (a verb linking the mention to what follows names that other thing: "low lung volumes causing
 # mild bronchovascular crowding" is no mild low lung volume, CXR3368, seed 65)
-_COORD_AFTER = re.compile(r"\b(?:and|or|with|causing|producing|resulting\s+in|leading\s+to|accentuating)\b")
-_WORD_NEXT = re.compile(r"\s*-?\s*[a-z]")
-MAX_GAP = 80  # characters between an attribute and the mention it can describe
-MAX_GROUP = 8  # a longer chain of coordinated mentions is a list, not one finding phrase (and bounds the work)
+_COORD_AFTER: Final = re.compile(r"\b(?:and|or|with|causing|producing|resulting\s+in|leading\s+to|accentuating)\b")
+_WORD_NEXT: Final = re.compile(r"\s*-?\s*[a-z]")
+MAX_GAP: Final = 80  # characters between an attribute and the mention it can describe
+MAX_GROUP: Final = 8  # a longer chain of coordinated mentions is a list, not one finding phrase (and bounds the work)
 
 
 def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
@@ -197,62 +197,64 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
     # each mention's location words; () until it gets one (most mentions get none)
     own_loc: list = [()] * n
     for a in attrs:
+        # each field read once (a msgspec Struct: a generic attribute read each time when compiled)
+        kind, a_start, a_end = a.kind, a.start, a.end
         negated_mod = None  # worked out when a mention before the attribute is a candidate
-        if a.kind == "size" and _DISTANCE_AFTER.match(lower, a.end):
+        if kind == "size" and _DISTANCE_AFTER.match(lower, a_end):
             continue
         best = -1
         # only a distance within MAX_GAP can win; a candidate whose gap alone is no shorter than
         # the best distance so far is not looked at (its distance only adds penalties to the gap)
         best_d = MAX_GAP + 1
         nxt = -2  # the first mention after the attribute (worked out when an earlier one is a candidate)
-        i = bisect_left(ends, a.start - MAX_GAP)
-        while i < n and starts[i] <= a.end + MAX_GAP:
+        i = bisect_left(ends, a_start - MAX_GAP)
+        while i < n and starts[i] <= a_end + MAX_GAP:
             ms, me = starts[i], ends[i]
-            if a.start >= ms and a.end <= me:  # inside the mention ("left lower lobe atelectasis" pattern)
+            if a_start >= ms and a_end <= me:  # inside the mention ("left lower lobe atelectasis" pattern)
                 d = 0
-            elif a.end <= ms:  # attribute before the mention
-                if ms - a.end >= best_d:
+            elif a_end <= ms:  # attribute before the mention
+                if ms - a_end >= best_d:
                     break  # the later mentions are further away still
-                gap = lower[a.end:ms]
-                if a.kind == "size" and " of " in gap:
+                gap = lower[a_end:ms]
+                if kind == "size" and " of " in gap:
                     d = 1 << 30  # "1.9 cm interruption of the catheter": it measures the interruption
-                elif (a.kind == "severity" or a.kind == "size") and gap.strip() and _MOD_BREAK.search(gap.lstrip()):
+                elif (kind == "severity" or kind == "size") and gap.strip() and _MOD_BREAK.search(gap.lstrip()):
                     # a modifier separated from the mention by a clause break or "with" modifies
                     # a word of its own phrase ("stable moderate cardiomediastinal silhouette with
                     # atherosclerotic calcifications": not moderate calcifications, CXR1173)
                     d = 1 << 30
-                elif a.kind in _PRE_KINDS and _VERB_BREAK.search(gap):
+                elif kind in _PRE_KINDS and _VERB_BREAK.search(gap):
                     d = 1 << 30  # "chronic though could reflect early pulmonary edema" (CXR343)
                 else:
                     # "nodules in the left base are calcified": a verb between the location and
                     # the next mention makes the location the subject's, not the predicate's
                     d = len(gap) + _penalty(gap) + (20 if _VERB.search(gap) else 0)
-            elif a.start >= me:  # after
+            elif a_start >= me:  # after
                 if negated_mod is None:
-                    negated_mod = a.kind in _NEG_KINDS and _NEGATED_BEFORE.search(
-                        lower, max(0, a.start - 16), a.start) is not None
-                if negated_mod or a.start - me + 4 >= best_d:
+                    negated_mod = kind in _NEG_KINDS and _NEGATED_BEFORE.search(
+                        lower, max(0, a_start - 16), a_start) is not None
+                if negated_mod or a_start - me + 4 >= best_d:
                     i += 1
                     continue
-                gap = lower[me:a.start]
+                gap = lower[me:a_start]
                 d = len(gap) + 4 + _penalty(gap)
-                pre = a.kind in _PRE_KINDS
+                pre = kind in _PRE_KINDS
                 comma = "," in gap or ";" in gap
                 if pre or comma:
                     if nxt == -2:
-                        nxt = bisect_left(starts, a.end)
+                        nxt = bisect_left(starts, a_end)
                     # the attribute opens the next mention's phrase: a modifier ("small amount of
                     # right basilar atelectasis", CXR1079), or any attribute after a clause break
                     # ("mild hyperinflation, right apical pleural-parenchymal irregularities
                     # compatible with scarring": the apex is the scarring's, CXR2516)
-                    if nxt < n and ((pre and starts[nxt] - a.end <= 40 and not _PHRASE_BREAK.search(
-                                        lower, _adj_end(lower, a.end), starts[nxt])
-                                     and not _VERB_BREAK.search(lower, a.end, starts[nxt]))
-                                    or (comma and not _CLAUSE_END.search(lower, a.end, starts[nxt])
-                                        and not (pre and _VERB_BREAK.search(lower, a.end, starts[nxt])))):
+                    if nxt < n and ((pre and starts[nxt] - a_end <= 40 and not _PHRASE_BREAK.search(
+                                        lower, _adj_end(lower, a_end), starts[nxt])
+                                     and not _VERB_BREAK.search(lower, a_end, starts[nxt]))
+                                    or (comma and not _CLAUSE_END.search(lower, a_end, starts[nxt])
+                                        and not (pre and _VERB_BREAK.search(lower, a_end, starts[nxt])))):
                         i += 1
                         continue
-                    if a.kind == "severity" and _COORD_AFTER.search(gap) and _WORD_NEXT.match(lower, a.end):
+                    if kind == "severity" and _COORD_AFTER.search(gap) and _WORD_NEXT.match(lower, a_end):
                         # "aortic tortuosity and mild ectasia": after a coordination, a modifier
                         # followed by a word describes that word (no finding of ours), not the
                         # finding before it (CXR2565); "effusion, small in size" still is the effusion's
@@ -268,7 +270,7 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
         v = vals[best]
         if v is None:
             v = vals[best] = AttrValues()
-        if a.kind == "region":
+        if kind == "region":
             if a.value not in v.regions:
                 v.regions.append(a.value)
             ol = own_loc[best]
@@ -276,29 +278,29 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
                 ol.append(a)
             else:
                 own_loc[best] = [a]
-        elif a.kind == "size":
+        elif kind == "size":
             size = float(a.value)
             v.size_mm = size if v.size_mm is None else max(v.size_mm, size)
-        elif a.kind == "laterality":
+        elif kind == "laterality":
             prev = lat_at[best]
             if prev is None or v.laterality is None:
                 v.laterality = a.value
-                lat_at[best] = (best_d, a.start, a.end)
+                lat_at[best] = (best_d, a_start, a_end)
             elif v.laterality != a.value:
-                lo, hi = (prev[2], a.start) if prev[1] < a.start else (a.end, prev[1])
+                lo, hi = (prev[2], a_start) if prev[1] < a_start else (a_end, prev[1])
                 if _SIDE_PAIR.fullmatch(lower, lo, hi):  # "right and left lower lobes"
                     v.laterality = "bilateral"
                 elif best_d < prev[0]:  # the side stated nearer the finding wins
                     v.laterality = a.value
-                    lat_at[best] = (best_d, a.start, a.end)
+                    lat_at[best] = (best_d, a_start, a_end)
             ol = own_loc[best]
             if ol:
                 ol.append(a)
             else:
                 own_loc[best] = [a]
-        elif getattr(v, a.kind) is None:
-            setattr(v, a.kind, a.value)
-        v.spans.append((a.start, a.end))
+        elif getattr(v, kind) is None:
+            setattr(v, kind, a.value)
+        v.spans.append((a_start, a_end))
     if n > 1 and any(own_loc):  # no location at all: nothing to share
         for k in range(n):
             if vals[k] is None:

@@ -11,14 +11,14 @@ label although they descend from its finding (OpenI/NIH gold: granulomas are not
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from radvqa.extract._data import load_data
 from radvqa.model import Extraction
 
 
-_RANK = {"absent": 0, "uncertain": -1, "present": 1}
-_ORDER = {None: 0, 0: 1, -1: 2, 1: 3}  # which value of a label wins: present > uncertain > absent > not mentioned
+_RANK: Final = {"absent": 0, "uncertain": -1, "present": 1}
+_ORDER: Final = {None: 0, 0: 1, -1: 2, 1: 3}  # which value of a label wins: present > uncertain > absent > not mentioned
 
 
 class Labeler:
@@ -32,6 +32,9 @@ class Labeler:
         aliases = set(groups.get("aliases", ()))
         table = {k: v for k, v in sch.labels.items() if k not in aliases}
         self.labels: list[str] = list(table)
+        # every label not mentioned, copied per report (a dict copy instead of dict.fromkeys: the
+        # compiled engine looked the class method up each time)
+        self._blank: dict[str, int | None] = dict.fromkeys(self.labels)
         # "No Finding"-type labels: the scheme's `normal` group when it declares one (labels in
         # its `ignored` group map to nothing and stay empty), else every label mapping to [].
         if "normal" in groups:
@@ -49,7 +52,7 @@ class Labeler:
         self._abnormal = {fid for fid, f in ontology.findings.items() if getattr(f, "abnormal", True)}
 
     def label(self, ex: Extraction) -> dict[str, int | None]:
-        out: dict[str, int | None] = dict.fromkeys(self.labels)
+        out = self._blank.copy()
         if ex.error is not None:
             return out
         rank = _RANK

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from msgspec.structs import replace  # AttrValues and FrozenAttrs are msgspec Structs
 
 from radvqa.extract._data import load_data
-from radvqa.extract._trie import trie_regex
+from radvqa.extract._trie import _ASCII_WORD, ASCII_NOT_WORD, trie_regex, trie_regexes
 from radvqa.extract.aggregate import Aggregator, regions_side
 from radvqa.extract.attributes import AttributeMatcher, AttrValues, FrozenAttrs, attach, freeze
 from radvqa.extract.places import FindingPlaces
@@ -23,37 +23,54 @@ from radvqa.extract.text import MAX_CHARS, check_text, lower_same_length
 from radvqa.model import Extraction, Indication, Report, Sentence, Span
 from radvqa.extract import EXTRACTORS
 
-VERSION = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, side propagation (#12)
+VERSION: Final = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, side propagation (#12)
 # sentence ids, made once ("S01", "S02", ...; a longer report formats its own)
-_SIDS = tuple(f"S{n:02d}" for n in range(1, 100))
+_SIDS: Final = tuple(f"S{n:02d}" for n in range(1, 100))
+# The records the sentence cache keeps (precise types: the compiled engine unpacks them with
+# direct tuple reads instead of Python's iteration protocol; annotations cost pure Python nothing).
+# An observation key: (finding, laterality, regions)
+Key = tuple[str, "str | None", tuple[str, ...]]
+# A location: (laterality, regions)
+Loc = tuple["str | None", tuple[str, ...]]
+# One mention of an analysed sentence: (start, end, findings, certainty, implicit, attributes,
+# qualifier, own location, wants the previous sentence's location, observation keys)
+Item = tuple[int, int, tuple[str, ...], "str | None", bool, "FrozenAttrs | None", "str | None", "Loc | None", bool,
+             tuple[Key, ...]]
+# What _mentions finds: (start, end, findings, certainty, implicit, attributes, qualifier); the
+# certainty of an indication's mention may be None (asked about, no statement)
+Raw = tuple[int, int, tuple[str, ...], "str | None", bool, "AttrValues | None", "str | None"]
+# A sentence's analysis: (body-part heading, items, anaphoric?, may the next sentence explain a sign away?)
+Entry = tuple["tuple[str, bool] | None", tuple[Item, ...], bool, bool]
+# A section's sentences: (start, end, analysis or None for a skipped section), offsets in the section
+SecHit = tuple[tuple[int, int, "Entry | None"], ...]
 # the side a place of this side rules out (a side with a place of the other side is never said)
-_OTHER_SIDE = {"left": "right", "right": "left"}
+_OTHER_SIDE: Final = {"left": "right", "right": "left"}
 
 # A sentence longer than this is not report prose (a run without punctuation, a pasted table):
 # the report is rejected with this reason rather than analysed (#20; OpenI's longest sentence
 # has 414 characters, MIMIC's a few thousand). Work per sentence is linear below it.
-MAX_SENTENCE_CHARS = 20_000
+MAX_SENTENCE_CHARS: Final = 20_000
 
 
 # the words between an explanation and a finding offered as its alternative ("overlapping
 # shadows or actual pulmonary nodule")
-_OR_NEXT = re.compile(r"[^\s;,.]*(?:\s+[^\s;,.]+){0,2}?\s*,?\s+(?:or|versus|vs\.?)\s+(?:[a-z-]+\s+){0,2}")
+_OR_NEXT: Final = re.compile(r"[^\s;,.]*(?:\s+[^\s;,.]+){0,2}?\s*,?\s+(?:or|versus|vs\.?)\s+(?:[a-z-]+\s+){0,2}")
 
 
 # an alternative connector between a cause cue and the mention ("related to X or <mention>")
-_ALT_BEFORE = re.compile(r"\b(?:or|versus|vs)\b")
+_ALT_BEFORE: Final = re.compile(r"\b(?:or|versus|vs)\b")
 
 
 # a past disease named as one alternative ("old empyema, hematoma, or prior TB")
-_PAST_BEFORE = re.compile(r"\b(?:old|prior|previous|remote)\s+$")
+_PAST_BEFORE: Final = re.compile(r"\b(?:old|prior|previous|remote)\s+$")
 
 
 # the words between two members of a plain list ("consolidation, atelectasis or infiltrate")
-_LIST_JOIN = re.compile(r"\s*,?\s*(?:(?:and|or|nor|and/or)\s+)?")
+_LIST_JOIN: Final = re.compile(r"\s*,?\s*(?:(?:and|or|nor|and/or)\s+)?")
 
 
 # a mention followed by another alternative ("secondary to cardiomegaly or pericardial effusion")
-_ALT_NEXT = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
+_ALT_NEXT: Final = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
 
 
 def _fits_fn(ex: Any, mentions: list) -> Callable[[int, str], bool]:
@@ -85,11 +102,11 @@ class RulesExtractor:
         self.max_sentence_chars = max_sentence_chars
         # lower-cased sentence -> analysed mentions (one dict per section kind); see _analyse
         self.cache_size = cache_size
-        self._cache: dict[str, tuple] = {}
-        self._cache_ind: dict[str, tuple] = {}  # the same for sentences of an indication section
+        self._cache: dict[str, Entry] = {}
+        self._cache_ind: dict[str, Entry] = {}  # the same for sentences of an indication section
         # (role, section text, the 3 characters after it, starts the report?, lower-cased text)
         # -> its sentences' offsets and analyses; see _extract
-        self._sec_cache: dict[tuple, tuple] = {}
+        self._sec_cache: dict[tuple, SecHit] = {}
         mods = getattr(ontology, "modifiers", None)
         onto_cues = dict(getattr(mods, "certainty", {}) or {}) if mods is not None else {}
         ctx_data = load_data("context")
@@ -101,7 +118,11 @@ class RulesExtractor:
             for w in words:
                 qual[" ".join(str(w).lower().split())] = str(value)
         self.qualifiers = qual
-        self.qualifier_re = trie_regex(qual) if qual else None
+        # (and the same trie led by one non-word character, for an ASCII sentence: _qualifier)
+        self.qualifier_re: re.Pattern[str] | None = None
+        self.qualifier_fast: re.Pattern[str] | None = None
+        if qual:
+            self.qualifier_re, self.qualifier_fast = trie_regexes(qual)
         lq = set(ctx_data.get("list_qualifiers") or [])
         if lq - set(qual.values()):
             raise ValueError(f"context.yaml list_qualifiers: not a qualifier value {sorted(lq - set(qual.values()))}")
@@ -150,6 +171,11 @@ class RulesExtractor:
         words = [re.escape(c) for c in alt.get("connectors") or [] if c[:1].isalnum()]
         marks = [re.escape(c) for c in alt.get("connectors") or [] if not c[:1].isalnum()]
         self.alt_hint = re.compile("|".join(([rf"\b(?:{'|'.join(words)})\b"] if words else []) + marks) or "(?!x)x")
+        # the same test on an ASCII sentence (_has_alt): the marks as substrings, the words led by
+        # one non-word character, so that the regex engine skips to those in C (the leading \b
+        # made it try the alternation at every position: 8.5 us for a 130-character sentence)
+        self.alt_marks = tuple(str(c) for c in alt.get("connectors") or [] if not c[:1].isalnum())
+        self.alt_words_fast = re.compile(rf"{ASCII_NOT_WORD}(?:{'|'.join(words)})\b") if words else None
         unknown = [f for f in alt.get("signs") or [] if f not in ontology.findings]
         if unknown:
             raise ValueError(f"context.yaml alternatives.signs: unknown finding id(s) {unknown}")
@@ -229,7 +255,7 @@ class RulesExtractor:
                                      if getattr(f, "lateralised", True) or fid in sided)
         self._props: dict[tuple[str, ...], tuple[bool, bool]] = {}
         self._explainable: dict[tuple[str, ...], bool] = {}  # findings -> may be explained away?
-        self._keys_memo: dict[tuple, tuple] = {}
+        self._keys_memo: dict[tuple, tuple[Key, ...]] = {}
         self._roles: dict[str, str] = {}  # section name -> role (sections.yaml)
         # the sections whose statement decides a finding the report states both plainly and hedged
         self.concluding = frozenset(str(n) for n in load_data("sections").get("concluding") or [])
@@ -240,6 +266,10 @@ class RulesExtractor:
         self.not_a_hedge = re.compile(
             rf"\b(?:{'|'.join(re.escape(w) for w in sorted(words, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,5}}$"
         ) if words else None
+        # the same led by one non-word character for an ASCII sentence (_not_a_hedge_at)
+        self.not_a_hedge_fast = re.compile(
+            rf"{ASCII_NOT_WORD}(?:{'|'.join(re.escape(w) for w in sorted(words, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,5}}$"
+        ) if words and all(w[:1] in _ASCII_WORD for w in words) else None
         self.sign_words = tuple(str(w).lower() for w in bw.get("sign_words") or [])
         # where each finding can lie (its default regions), for locations shared over a
         # coordinated group: a region governs only the members that can lie in it
@@ -287,7 +317,6 @@ class RulesExtractor:
         limit = self.max_sentence_chars
         sentences: list[Sentence] = []
         agg = Aggregator(self.region_side, self.lateralised)
-        add = agg.add_keys
         ind_texts: list[str] = []
         ind_findings: list[str] = []
         ind_spans: list[Span] = []
@@ -309,7 +338,7 @@ class RulesExtractor:
             # for a capital sigma, whose lower case depends on its neighbours
             key = (role, text[start:end], text[end:end + 3], start == 0) if not sigma \
                 else (role, text[start:end], text[end:end + 3], start == 0, lower[start:end])
-            hit = sec_cache.get(key)
+            hit: SecHit | None = sec_cache.get(key)
             if hit is None:
                 spans = sentence_spans(text, start, end)
                 for a, b in spans:
@@ -322,10 +351,10 @@ class RulesExtractor:
                 else:
                     # the sentence cache read here (most sentences are in it), _sentence on a miss
                     cache = self._cache_ind if indication else self._cache
-                    entries = []
+                    entries: list[tuple[int, int, Entry | None]] = []
                     for a, b in spans:
                         seg = lower[a:b]
-                        entry = cache.get(seg)
+                        entry: Entry | None = cache.get(seg)
                         entries.append((a - start, b - start, entry if entry is not None else self._sentence(seg, indication)))
                     hit = tuple(entries)
                 if self.cache_size > 0:
@@ -384,7 +413,8 @@ class RulesExtractor:
                         own_loc = loc
                     if own_loc is not None:
                         prev_loc = own_loc
-                    add(keys, cert, span, v, implicit, qualifier)
+                    assert cert is not None  # (only an indication's mention has none)
+                    agg.add_keys(keys, cert, span, v, implicit, qualifier)
                     if in_conclusion:
                         agg.concluding.add(sid)
                     if cert == "uncertain" and qualifier is None and not self._hedges(lower, a, a + i0, findings, span.text):
@@ -395,7 +425,7 @@ class RulesExtractor:
         return Extraction(report=Report(text=text, sections=sections, sentences=sentences),
                           observations=agg.observations(), indication=ind, extractor=self.version)
 
-    def _sentence(self, seg: str, indication: bool) -> tuple:
+    def _sentence(self, seg: str, indication: bool) -> Entry:
         """(body-part heading, items, anaphoric?, may the next sentence explain a sign away?) of one
         lower-cased sentence, from the sentence cache: a pure function of its text and of the
         section kind. Each item is (start, end,
@@ -404,32 +434,30 @@ class RulesExtractor:
         cache = self._cache_ind if indication else self._cache
         entry = cache.get(seg)
         if entry is None:
-            part, items = self._analyse(seg, indication)
+            part, found = self._analyse(seg, indication)
             anaphoric = False
-            if items and not indication:
-                out = []
+            items: tuple[Item, ...] = ()
+            if found and not indication:
+                out: list[Item] = []
                 wants_any = False
-                keys_of = self._keys
-                can_side = self._can_side
-                for a, b, findings, cert, implicit, v, qualifier in items:
-                    own_loc = None
+                for a, b, findings, cert, implicit, v, qualifier in found:
+                    own_loc: Loc | None = None
                     wants_loc = False
-                    keys = keys_of(findings, v)
-                    if v is not None:
-                        v = freeze(v)  # read-only from here on (kept in the cache)
+                    keys = self._keys(findings, v)
+                    fv = freeze(v) if v is not None else None  # read-only from here on (kept in the cache)
                     if cert != "absent":
-                        if v is not None and (v.laterality or v.regions):
-                            own_loc = (v.laterality, tuple(v.regions))
+                        if fv is not None and (fv.laterality or fv.regions):
+                            own_loc = (fv.laterality, fv.regions)
                         else:
-                            wants_loc = can_side(findings)
+                            wants_loc = self._can_side(findings)
                             wants_any = wants_any or wants_loc
-                    out.append((a, b, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys))
+                    out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys))
                 items = tuple(out)
                 # read only by a mention that wants the previous sentence's location
                 anaphoric = wants_any and self.anaphora.match(seg) is not None
-            elif items:
-                items = tuple((a, b, findings, cert, implicit, v, qualifier, None, False, ())
-                              for a, b, findings, cert, implicit, v, qualifier in items)
+            elif found:
+                items = tuple((a, b, findings, cert, implicit, None, qualifier, None, False, ())
+                              for a, b, findings, cert, implicit, _v, qualifier in found)
             # a plain statement of a sign that the next sentence may explain away (worked out
             # once per distinct sentence; the next sentence is read per report)
             hedges_next = False
@@ -455,17 +483,40 @@ class RulesExtractor:
             return False  # a device seen is seen ("borderline cardiomegaly and cardiac pacemaker", CXR1862)
         if self.not_a_hedge is not None:
             sp = text.find(" ")  # the mention's own first word ("acute fracture")
-            hit = self.not_a_hedge.search(lower, max(a, start - 80), start) or (
-                sp > 0 and self.not_a_hedge.search(lower, max(a, start - 80), start + sp + 1))
+            lo = max(a, start - 80)
+            at = self._not_a_hedge_at(lower, lo, start)
+            if at < 0 and sp > 0:
+                at = self._not_a_hedge_at(lower, lo, start + sp + 1)
             # a cause offered as the last of alternatives hedges too ("could be related to hilar
             # lymph XXXX or enlarged pulmonary arteries", CXR1386, seed 65)
-            if hit and not _ALT_NEXT.match(lower, start + len(text)) \
-                    and not _ALT_BEFORE.search(lower, hit.start(), start):
+            if at >= 0 and not _ALT_NEXT.match(lower, start + len(text)) \
+                    and not _ALT_BEFORE.search(lower, at, start):
                 return False
         if self.sign_words and self.alt_signs.issuperset(findings):
             t = text.lower()
             return any(w in t for w in self.sign_words)
         return True
+
+    def _not_a_hedge_at(self, lower: str, lo: int, hi: int) -> int:
+        """Where ``self.not_a_hedge.search(lower, lo, hi)`` matches, -1 for nowhere. On ASCII text
+        the scan is led by one non-word character at or after lo - 1 (see _trie.word_spans): the
+        regex engine skips to those in C instead of trying every position after a \\b."""
+        if self.not_a_hedge_fast is not None and lo > 0 and lower.isascii():
+            f = self.not_a_hedge_fast.search(lower, lo - 1, hi)
+            return -1 if f is None else f.start() + 1
+        m = self.not_a_hedge.search(lower, lo, hi)  # type: ignore[union-attr]
+        return -1 if m is None else m.start()
+
+    def _has_alt(self, seg: str) -> bool:
+        """``self.alt_hint.search(seg) is not None``: whether the sentence holds a connector of
+        alternatives ("or", "versus", "/")."""
+        for mk in self.alt_marks:
+            if mk in seg:
+                return True
+        if self.alt_words_fast is not None and seg.isascii():
+            # a space in front: a word at 0 follows a non-word character too
+            return self.alt_words_fast.search(" " + seg) is not None
+        return self.alt_hint.search(seg) is not None
 
     def _can_side(self, findings: tuple[str, ...]) -> bool:
         p = self._props.get(findings)
@@ -507,7 +558,7 @@ class RulesExtractor:
             self._keys_memo[memo] = keys
         return keys
 
-    def _analyse(self, seg: str, indication: bool) -> tuple[tuple[str, bool] | None, tuple[tuple, ...]]:
+    def _analyse(self, seg: str, indication: bool) -> tuple[tuple[str, bool] | None, tuple[Raw, ...]]:
         """(body-part heading, items) of one sentence: the heading is (part, whole sentence?)
         when the sentence opens a body part ("Left knee.", "Chest: ..."), else None."""
         part: tuple[str, bool] | None = None
@@ -552,7 +603,7 @@ class RulesExtractor:
             self._fits_cache[key] = hit
         return hit
 
-    def _mentions(self, seg: str, indication: bool) -> tuple[tuple, ...]:
+    def _mentions(self, seg: str, indication: bool) -> tuple[Raw, ...]:
         """Mentions of one (lower-cased) sentence with their certainty and attributes, offsets
         relative to the sentence. A pure function of the sentence text (context never crosses a
         sentence end), which is why it can be cached: report sentences repeat a lot (61% of
@@ -566,7 +617,7 @@ class RulesExtractor:
         ctx = self.context
         cues = ctx.cues(seg, 0, n)
         starts = [c.start for c in cues]
-        out: list[Any] = []
+        out: list[Raw] = []
         if indication:
             for m in mentions:
                 # what the indication asks about: not what it rules out, not the history
@@ -656,7 +707,7 @@ class RulesExtractor:
             quals.append(q)
             prev_end = m.end
         if self.alt_gap is not None and len(mentions) > 1 and ("present" in certs or "uncertain" in certs) \
-                and self.alt_hint.search(seg):
+                and self._has_alt(seg):
             self._alternatives(seg, mentions, certs, quals, vals)
         if self.open_alt is not None and self.alt_gap is not None and "present" in certs and \
                 self.open_hint_re.search(seg) is not None:
@@ -678,8 +729,11 @@ class RulesExtractor:
             cert = certs[i]
             if cert is None:
                 continue  # hypothetical or historical: not an observation of this image
+            # (each field read once: a generic attribute read per use in the compiled engine)
+            findings = m.findings
+            implicit = m.certainty is not None
             v = vals[i] if vals is not None else None
-            if m.findings[0] in pd and cert != "absent" and m.certainty is None and \
+            if findings[0] in pd and cert != "absent" and not implicit and \
                     self._past(seg, m, past_end):
                 # "cavity ... related to prior tuberculosis infection" (CXR2818, seed 68): a past
                 # disease, old (the cavity it left is what is seen), never a current one
@@ -690,19 +744,18 @@ class RulesExtractor:
                     # "no large effusion": "large" limits the negation, it is no severity of an effusion
                     v.severity = None
                 if v.severity is not None and any(
-                        v.severity in self._finding_severity.get(f, ()) for f in m.findings):
+                        v.severity in self._finding_severity.get(f, ()) for f in findings):
                     v.severity = None  # "the heart is large": the word is the finding, not its degree
-                if v.temporal == "postoperative" and any(f in self._not_postoperative for f in m.findings):
+                if v.temporal == "postoperative" and any(f in self._not_postoperative for f in findings):
                     v.temporal = None  # "status post humerus fracture": after a fracture, no surgery
                 if v.change == "resolved" and cert == "present":
                     # "almost completely resolved pleural air": still there, so it improved
                     v = replace(v, change="improved")
-                if m.certainty is not None and (v.temporal or v.severity):
+                if implicit and (v.temporal or v.severity):
                     # "no acute cardiopulmonary disease": the pattern's own words describe the
                     # disease it negates, not each finding it implies
                     v.temporal = v.severity = None
-            findings = m.findings
-            if m.certainty is not None and quals[i] is not None:
+            if implicit and quals[i] is not None:
                 # "lungs are grossly clear": a hedge on the lungs (the first finding the pattern
                 # names), not a statement about each finding a clear lung implies
                 findings = findings[:1]
@@ -712,9 +765,9 @@ class RulesExtractor:
                 base = v if v is not None else AttrValues()
                 for side, sev in per_side[i][2]:
                     sv = replace(base, laterality=side, severity=sev, regions=list(base.regions), spans=list(base.spans))
-                    out.append((m.start, m.end, findings, cert, m.certainty is not None, sv, quals[i]))
+                    out.append((m.start, m.end, findings, cert, implicit, sv, quals[i]))
                 continue
-            out.append((m.start, m.end, findings, cert, m.certainty is not None, v, quals[i]))
+            out.append((m.start, m.end, findings, cert, implicit, v, quals[i]))
         return tuple(out)
 
     def _per_side(self, seg: str, mentions: list) -> dict[int, tuple[int, int, tuple[tuple[str, str], ...]]]:
@@ -753,10 +806,20 @@ class RulesExtractor:
     def _qualifier(self, seg: str, a: int, b: int) -> str | None:
         if self.qualifier_re is None or a >= b:
             return None
-        m = self.qualifier_re.search(seg, a, b)
-        if m is None:
-            return None
-        return self.qualifiers.get(m.group()) or self.qualifiers.get(" ".join(m.group().split()))
+        if self.qualifier_fast is not None and a > 0 and seg.isascii():
+            # a word start at or after a is a non-word character at or after a - 1 (see
+            # _trie.word_spans): the engine skips to those in C instead of trying the trie at
+            # every position after a \b
+            f = self.qualifier_fast.search(seg, a - 1, b)
+            if f is None:
+                return None
+            g = seg[f.start() + 1:f.end()]
+        else:
+            m = self.qualifier_re.search(seg, a, b)
+            if m is None:
+                return None
+            g = m.group()
+        return self.qualifiers.get(g) or self.qualifiers.get(" ".join(g.split()))
 
     def _explained_away(self, seg: str, mentions: list, certs: list) -> None:
         """A sign ("density", "opacity") that its clause explains as something that is no lung

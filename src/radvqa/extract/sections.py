@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -42,14 +42,14 @@ def section_spec() -> SectionSpec:
     return SectionSpec(pattern=pattern, canonical=canonical, roles=roles, default=default)
 
 
-_SENT_END = re.compile(r"[.!?][ \t]+")
-_HEAD_WINDOW = 80  # longer than any header alias with its spacing
+_SENT_END: Final = re.compile(r"[.!?][ \t]+")
+_HEAD_WINDOW: Final = 80  # longer than any header alias with its spacing
 
 
-_UNSEEN = object()
+_UNSEEN: Final = object()
 # (text before a colon on its line, does that line start inside the window?) -> (offset of the
 # header in it, section name), or None: a pure function of its key (the alias table is fixed)
-_heads_memo: dict[tuple[str, bool], tuple[int, str] | None] = {}
+_heads_memo: Final[dict[tuple[str, bool], tuple[int, str] | None]] = {}
 _memo_spec: SectionSpec | None = None  # the alias table _heads_memo was filled with
 
 
@@ -121,8 +121,8 @@ def section_role(name: str) -> str:
     return section_spec().roles.get(name, "observe")
 
 
-_LIST_NO = re.compile(r"^\d{1,2}[.)]\s*")
-_SIDE_WORDS = ("the ", "left ", "right ", "bilateral ", "both ")  # "2. The knee." is a heading too
+_LIST_NO: Final = re.compile(r"^\d{1,2}[.)]\s*")
+_SIDE_WORDS: Final = ("the ", "left ", "right ", "bilateral ", "both ")  # "2. The knee." is a heading too
 
 
 @lru_cache(maxsize=1)

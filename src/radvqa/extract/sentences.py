@@ -7,31 +7,31 @@ punctuation between lines that are separate statements (blank lines, list items)
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 from radvqa.model import Sentence
 
 # Words after which a period does not end a sentence.
-_ABBREV = frozenset("dr mr mrs ms prof vs approx appt e.g i.e cf fig incl esp resp st".split())
+_ABBREV: Final = frozenset("dr mr mrs ms prof vs approx appt e.g i.e cf fig incl esp resp st".split())
 # ... and after which it does, when the next word is capitalised ("at 10 a.m. No effusion").
-_ABBREV_SOFT = frozenset("a.m p.m etc min max hx sx dx tx fx rt lt vol pts pt".split())
+_ABBREV_SOFT: Final = frozenset("a.m p.m etc min max hx sx dx tx fx rt lt vol pts pt".split())
 # The last two characters of every abbreviation above: a period after any other pair ends a
 # sentence without looking at the word (a cheap test first; _is_abbrev_word decides).
-_ABBREV_ENDS = frozenset(w[-2:] for w in _ABBREV | _ABBREV_SOFT)
-_DIGITS = frozenset("0123456789")
+_ABBREV_ENDS: Final = frozenset(w[-2:] for w in _ABBREV | _ABBREV_SOFT)
+_DIGITS: Final = frozenset("0123456789")
 # Candidate boundaries: terminal punctuation followed by white space or end; a blank line;
 # a line break before a list item or bullet; a list number after a sentence ("... 2. Next").
 # One leading character class (no groups in front of it) lets the regex engine skip straight to
 # candidate characters: five times faster than three named alternatives.
-_BOUNDARY = re.compile(
+_BOUNDARY: Final = re.compile(
     r"[.!?\n](?:(?<=[.!?])[.!?]*(?=\s|$)"
     r"|(?<=\n)[ \t]*\n"
     r"|(?<=\n)(?=[ \t]*(?:\d{1,2}[.)]|[-*\u2022])[ \t]))"
 )
-_LIST_NUMBER = re.compile(r"(?:^|\s)\d{1,2}$")
-_MARKER = re.compile(r"(?:\d{1,2}[.)]|[-*\u2022])[ \t]+")
-_MARKER_START = frozenset("0123456789-*\u2022")
-_HAS_ALNUM = re.compile(r"[^\W_]")
+_LIST_NUMBER: Final = re.compile(r"(?:^|\s)\d{1,2}$")
+_MARKER: Final = re.compile(r"(?:\d{1,2}[.)]|[-*\u2022])[ \t]+")
+_MARKER_START: Final = frozenset("0123456789-*\u2022")
+_HAS_ALNUM: Final = re.compile(r"[^\W_]")
 
 
 def _is_abbrev_word(word: str, text: str, dot: int) -> bool:
@@ -58,13 +58,15 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     (what a cache of them must key on)."""
     end = len(text) if end is None else end
     spans: list[tuple[int, int]] = []
-    seg: Any = start  # (an offset here, the sentence text below: one type per variable when compiled)
-    m: Any = None
-    for m in _BOUNDARY.finditer(text, start, end):
-        g = m.group()
-        if g[0] != "\n":  # terminal punctuation
-            dot = m.start()
-            if g == ".":
+    seg = start
+    # two reads per boundary (its text is read off ``text``, one-character strings are cached):
+    # map(re.Match.span, ...) saved a call more in the compiled engine, but its tuple per
+    # boundary made pure Python slower
+    for bm in _BOUNDARY.finditer(text, start, end):
+        dot = bm.start()
+        cut = bm.end()
+        if (c := text[dot]) != "\n":  # terminal punctuation (one or more of ".!?")
+            if c == "." and cut == dot + 1:
                 last = text[dot - 1] if dot > seg else ""
                 # the word before the dot (abbreviations are short: look back 6 characters); an
                 # abbreviation ends in one of a few letter pairs, which most sentence ends do not
@@ -77,23 +79,24 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
                 elif last in _DIGITS and _LIST_NUMBER.search(text, seg, dot) \
                         and not text[seg:dot].strip(" \t\n0123456789"):
                     continue
-            cut = m.end()
-        else:
-            # a blank line ends at its second line break; before a list item we cut at the break
-            cut = m.end() if g.count("\n") >= 2 else m.start()
+        elif cut == dot + 1:
+            # before a list item we cut at the line break (the boundary is the break alone); a
+            # blank line (the break, blanks, a second break) ends at its second line break
+            cut = dot
         spans.append((seg, cut))
         seg = cut
     spans.append((seg, end))
     out: list[tuple[int, int]] = []
+    m: Any = None
     for a, b in spans:
         # Trim white space and a leading list marker ("1.", "-") but keep exact offsets.
-        seg = text[a:b]
-        stripped = seg.strip()
+        piece = text[a:b]
+        stripped = piece.strip()
         if not stripped:
             continue
         first = stripped[0]
-        if first != seg[0]:  # leading white space: the first non-space character is the first of its kind
-            a += seg.find(first)
+        if first != piece[0]:  # leading white space: the first non-space character is the first of its kind
+            a += piece.find(first)
         b = a + len(stripped)
         if first in _MARKER_START:
             m = _MARKER.match(stripped)

@@ -461,6 +461,9 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
             "shard_studies": opts.shard_studies, "resumed_shards": resumed,
             **({"nodes": len(executor.nodes)} if hasattr(executor, "nodes") else {}),
         },
+        # which rules engine this process ran (radvqa info): compiled (mypyc) or pure Python; the
+        # scene graphs are the same either way, the timings are not
+        "extractor": {"name": opts.extractor, "compiled": _engine_compiled(opts.extractor)},
         "counts": counts,
         # a requested strategy that wrote nothing, and why (#17: rin on chest sources said nothing)
         "notes": empty_reasons(opts.strategies, counts, only_empty=True),
@@ -486,6 +489,13 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
     return manifest
 
 
+
+
+def _engine_compiled(extractor: str) -> bool:
+    """Whether the rules engine is compiled (false for another extractor: it runs no such engine)."""
+    from radvqa.extract.compiled import is_compiled
+
+    return extractor == "rules" and is_compiled()
 
 
 def _image_counts(out: Path, stats: list[dict[str, Any]]) -> dict[str, int]:
