@@ -83,18 +83,24 @@ class UnnamedFindings:
             regions: set[str] = set()
             subs: set[str] = set()
             if self.region is not None:
-                for r in self.region.finditer(text.lower()):
-                    rid = self.region_of[" ".join(r.group().split())]
-                    regions.add(rid)
-                    for a in (rid, *self.ranc.get(rid, ())):
-                        sub = self.sub_of.get(a)
-                        if sub is not None:
-                            subs.add(sub)
-                            break
+                self._regions_in(text.lower(), regions, subs)
             if len(self._named) >= 100_000:
                 self._named.clear()
             hit = self._named[text] = (frozenset(subs), frozenset(regions))
         return hit
+
+    def _regions_in(self, low: str, regions: set[str], subs: set[str]) -> None:
+        """Add the regions a lowered sentence names, and the subcategory of each (its own or its
+        nearest ancestor's), to ``regions`` and ``subs``."""
+        assert self.region is not None
+        for r in self.region.finditer(low):
+            rid = self.region_of[" ".join(r.group().split())]
+            regions.add(rid)
+            for a in (rid, *self.ranc.get(rid, ())):
+                sub = self.sub_of.get(a)
+                if sub is not None:
+                    subs.add(sub)
+                    break
 
     def _sentence(self, text: str) -> tuple[frozenset[str], frozenset[str], bool]:
         """(subcategories, regions, names a past operation) of one sentence, cached: report
@@ -107,14 +113,7 @@ class UnnamedFindings:
         regions: set[str] = set()
         m = self.word.search(low) if self.word is not None else None
         if m is not None and self.region is not None and (self.neg is None or self.neg.search(low, 0, m.start()) is None):
-            for r in self.region.finditer(low):
-                rid = self.region_of[" ".join(r.group().split())]
-                regions.add(rid)
-                for a in (rid, *self.ranc.get(rid, ())):
-                    sub = self.sub_of.get(a)
-                    if sub is not None:
-                        subs.add(sub)
-                        break
+            self._regions_in(low, regions, subs)
         op = False
         if self.operation is not None:
             o = self.operation.search(low)
