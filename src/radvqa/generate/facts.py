@@ -121,6 +121,12 @@ def region_phrase(ctx: "StudyCtx", regions: list[str]) -> str:
     return join_list(["the " + v.region_name(r) for r in regions])
 
 
+def _most_specific(anc: dict[str, Any], regions: list[str]) -> list[str]:
+    """The regions without those that are an ancestor of another one listed: a place and its
+    ancestor say one place ("the right upper lobe", not "... and the lungs")."""
+    return [r for r in regions if not any(r in anc.get(o, ()) for o in regions if o != r)]
+
+
 def _region_phrase(gen: Any, regions: list[str]) -> str:
     """``region_phrase``, cached per generator: a few hundred distinct region lists recur."""
     key = tuple(regions)
@@ -130,8 +136,7 @@ def _region_phrase(gen: Any, regions: list[str]) -> str:
         if len(regions) > 1:
             # a place and its ancestor say one place: "in the right upper lobe", not "in the right
             # upper lobe and the lungs" ("lung nodule in the right upper lobe"; own read, session 8)
-            anc = v.rancestors
-            regions = [r for r in regions if not any(r in anc.get(o, ()) for o in regions if o != r)]
+            regions = _most_specific(v.rancestors, regions)
         hit = gen.region_phrases[key] = join_list(["the " + v.region_name(r) for r in regions])
     return hit
 
@@ -629,8 +634,7 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = fr
     if len(regions) > 1:
         # a place and its ancestor from two copies ("left ribs" and "ribs") say one place: the
         # more specific one (hand audit: "in the left ribs and the ribs", CXR3168)
-        anc = ctx.gen.vocab.rancestors
-        regions = [r for r in regions if not any(r in anc.get(o, ()) for o in regions if o != r)]
+        regions = _most_specific(ctx.gen.vocab.rancestors, regions)
     lat = next((f.lat for f in fs if f.lat), None)
     if lat is not None and not fs[0].absent and any(f.lat == "bilateral" for f in fs):
         lat = "bilateral"  # one-sided copies joined a bilateral one (merge_facts)
