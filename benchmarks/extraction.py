@@ -12,7 +12,7 @@ Rules are tuned on train+val only; test is for reporting.
 
 The NIH figures are printed twice, uncertain = negative both times (the ChestX-ray8 protocol): with
 the default extractor, and with ``hedges="commit"``, which reads alternatives ("atelectasis or
-scarring") and "likely"/"probable"/"borderline" as present, as the OpenI MeSH gold indexes them
+scarring") and "likely"/"probable"/"borderline"/"most suggestive of" as present, as the OpenI MeSH gold indexes them
 (since #12 the default extractor calls those uncertain).
 
 Observation-level figures against the hand-annotated gold (``tests/data/extraction_gold``,
@@ -228,8 +228,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:<10} {s['n']:>5} {p:6.3f} {r:6.3f} {f:6.3f}   {s['tp']}/{s['fp']}/{s['fn']}")
             results.setdefault(proto, {})[name] = s
         _print_indexed(indexed, subsets, gold, pred, labels, results.setdefault(proto, {}))
-        print(f"-- {proto}, hedges='commit' (alternatives and likely/probable/borderline present, as the OpenI "
-              f"MeSH gold counts them)")
+        print(f"-- {proto}, hedges='commit' (alternatives and likely/probable/borderline/most suggestive of "
+              f"present, as the OpenI MeSH gold counts them)")
         for name, ids in subsets.items():
             s = score(ids, gold, pred_commit, labels)
             p, r, f = s["micro"]
