@@ -15,6 +15,11 @@ the default extractor, and with ``hedges="commit"``, which reads alternatives ("
 scarring") and "likely"/"probable"/"borderline"/"most suggestive of" as present, as the OpenI MeSH gold indexes them
 (since #12 the default extractor calls those uncertain).
 
+Beside every full subset line, an "indexed" line scores the same subset without the reports that
+OpenI indexed "No Indexing" (``<MeSH><major>No Indexing</major>`` in the XML: the indexer gave
+them no MeSH term, so the MeSH-derived gold scores them all-zero, not even normal, whatever the
+text says) and says how many it left out. The full lines stay the headline figures.
+
 Observation-level figures against the hand-annotated gold (``tests/data/extraction_gold``,
 ``--gold dev`` by default; ``--gold test`` only once the rules are frozen): recall, positive
 precision, certainty accuracy, overclaim rate, side accuracy, qualifier agreement (definitions
