@@ -72,6 +72,15 @@ def test_mass_at_any_site_is_a_mass(keep, labeler):
     assert lab["Mass"] == 1
 
 
+def test_goiter_is_not_a_mass(keep, labeler):
+    # CXR3685 (train), MeSH "Shift/trachea/right/mild", no "Mass": a goiter descends from
+    # mediastinal mass in the ontology but is MeSH "Goiter"
+    text = ("FINDINGS: Mild rightward deviation of the trachea, unchanged from comparison XXXX, XXXX secondary to a "
+            "goiter.")
+    assert ("goiter", "present") in _obs(keep, text)
+    assert _labels(keep, labeler, text)["Mass"] is None
+
+
 def test_also_counted_does_not_touch_the_scheme_map(onto):
     # sources map an NIH "Effusion" label to findings through the scheme: never a pericardial one
     assert set(onto.schemes["nih14"].labels["Effusion"]) == {"pleural_effusion"}
