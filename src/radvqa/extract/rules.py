@@ -165,6 +165,11 @@ class RulesExtractor:
         self.past_before = re.compile(rf"\b(?:{'|'.join(re.escape(w) for w in pw)})\s+$") if pw and self.past_diseases else None
         self.past_hint = tuple(f"{w} " for w in pw)
 
+        # round 13: "no significant change in X or Y" compares a list, it offers no alternatives
+        lh = [str(c) for c in alt.get("list_heads") or []]
+        self.list_head = re.compile(
+            rf"\b(?:{'|'.join(re.escape(c) for c in sorted(lh, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,3}}$") \
+            if lh else None
         # "X, with adjacent Y or Z": X is no member of the list of alternatives (CXR1704)
         self.list_gap = re.compile(r"\s*,\s*(?:(?!with\b)[a-z-]+\s+){0,2}")
         # a cheap test first: most sentences hold no connector at all
@@ -872,7 +877,8 @@ class RulesExtractor:
                     continue
                 if self.list_gap.fullmatch(seg, a, b):
                     continue
-            if alt and i - g0 > 1:
+            if alt and i - g0 > 1 and not (self.list_head is not None and self.list_head.search(
+                    seg, max(0, mentions[g0].start - 60), mentions[g0].start)):
                 past = any((vals is not None and vals[k] is not None and vals[k].temporal == "old")
                            or _PAST_BEFORE.search(seg, max(0, mentions[k].start - 12), mentions[k].start)
                            for k in range(g0, i))

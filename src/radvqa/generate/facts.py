@@ -141,6 +141,18 @@ def _region_phrase(gen: Any, regions: list[str]) -> str:
     return hit
 
 
+def _sided_parts(v: Any, regions: list[str], side: str) -> list[str]:
+    """Round 13: a one-sided finding placed in a region of that side and an unsided one ("left
+    breast and axilla") lies in that side's part of the unsided one ("the left axilla", not "the
+    axillae"), where the regions name no other side."""
+    rside = v.rside
+    sides = {rside.get(r) for r in regions} - {None}
+    if sides != {side}:
+        return regions
+    part = v.rsided_part
+    return [r if rside.get(r) else part.get((r, side), r) for r in regions]
+
+
 def _negated_only(gen: Any, words: tuple[str, ...], sents: tuple[str, ...]) -> bool:
     """``negated_only``, cached per generator by (words, sentence texts): report sentences recur."""
     key = (words, sents)
@@ -218,7 +230,13 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         # finding is not; its default regions stand in (hand audit: "The tracheostomy tube is in
         # the carina")
         explicit = []
+    if lat in ("left", "right") and len(explicit) > 1:
+        explicit = _sided_parts(v, explicit, lat)
     f.explicit_regions = explicit
+    if explicit and f.abnormal and not f.is_device and gen.region_subcats:
+        subs = {gen.region_subcats.get(r) for r in explicit}
+        if len(subs) == 1 and None not in subs:
+            f.subcategory = subs.pop()
     regions = explicit or list(dflt_regions)
     f.regions = regions
     f.location = _region_phrase(gen, explicit) if explicit else ""

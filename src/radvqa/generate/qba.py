@@ -946,6 +946,9 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
         # no "no" for a subcategory holding an unstated label-only finding
         subs = [x for x in subs if x in by_pos or x not in hidden[0]]
         sampled = [x for x in sampled if x not in hidden[0]]
+    # round 13: nor for one whose negatives include a qualified one ("no significant pulmonary
+    # edema": the lung fields are not said to be normal, CXR838)
+    subs = [x for x in subs if x in by_pos or not any(f.qualified for f in by_neg.get(x, ()))]
     chosen = s._balance([x for x in subs if x in by_pos], [x for x in subs if x not in by_pos],
                         s.gen.cap(tpl), tpl, sampled)
     # one (read-only) item per subject and subcategory, shared by the templates asking it
@@ -1015,6 +1018,16 @@ class _Regions:
             for r in f.explicit_regions:
                 neg_at.setdefault(r, []).append(f)
                 mentioned.append(r)
+            if f.qualified:
+                # round 13: a qualified negative says nothing of a lesser one ("no large pleural
+                # effusions" beside "no abnormal findings in the pleura", CXR838): no region it
+                # may lie in is called normal: its regions, their parts and what contains them
+                # (not every region overlapping: "the pleura" has no extent of its own)
+                g = self.guessed["abnormal"]
+                for r in f.regions or v.fdefault_regions.get(f.fid, ()):
+                    g.add(r)
+                    g.update(s.rdescendants.get(r, ()))
+                    g.update(anc.get(r, ()))
         self.index = {"abnormal": pos_at, "devices": dev_at, "artifacts": art_at}
         self.neg_at = neg_at
         self.anc = anc
