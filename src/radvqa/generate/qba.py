@@ -699,10 +699,24 @@ def _describe(st: Study, tpl: Template, it: Item, pos: list[Fact], with_negative
                None, "positive", None, it.regions, None, it.boxes, it.extra)
     else:
         parts = [f.main for f in neg[: k + 1]] if with_negatives else []
+        rows = st.ctx.rows
+        n = len(rows)
         # the stated negatives support the "normal" answer (grade, provenance) even where the
         # template does not list them
         st.say(tpl, it.slots, it.key, "normal", _EMPTY, parts, neg[: k + 1], None, "negative", None, it.regions,
                "normal", it.boxes)
+        if len(rows) > n and not _carries_qualified(it, neg, k + 1 if with_negatives else 0):
+            rows.pop()
+
+
+def _carries_qualified(it: Item, neg: list[Fact], n: int) -> bool:
+    """Whether a "normal" / "no" answer listing the first ``n`` negatives may be said. Round 13: a
+    qualified negative ("no large pleural effusions") vouches for no normal region, subcategory or
+    finding unless the answer says it with its qualifier ("Yes. There is no large pleural
+    effusion."): "There are no abnormal findings in the pleura" lost the "large" (CXR838, seed
+    84). The study's own answers (no key) keep their convention. (The row is made, then dropped:
+    the study's random draws, and so every other row, stay as they were.)"""
+    return not it.key or not any(f.qualified for f in neg[n:])
 
 
 def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
@@ -720,9 +734,14 @@ def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
         st.say(tpl, it.slots, it.key, key, _lv_shared(st, pos), parts, pos, key, "positive", None, it.regions, None,
                it.boxes, it.extra)
     else:
-        nn = it.neg[: st.s.max_related + 1]
+        k = st.s.max_related + 1
+        nn = it.neg[:k]
+        rows = st.ctx.rows
+        n = len(rows)
         st.say(tpl, it.slots, it.key, key, _EMPTY, [f.main for f in nn], nn, key, "negative", None, it.regions,
                "normal", it.boxes)
+        if len(rows) > n and not _carries_qualified(it, it.neg, k):
+            rows.pop()
 
 
 def op_describe(st: Study, tpl: Template, it: Item) -> None:
@@ -946,9 +965,6 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
         # no "no" for a subcategory holding an unstated label-only finding
         subs = [x for x in subs if x in by_pos or x not in hidden[0]]
         sampled = [x for x in sampled if x not in hidden[0]]
-    # round 13: nor for one whose negatives include a qualified one ("no significant pulmonary
-    # edema": the lung fields are not said to be normal, CXR838)
-    subs = [x for x in subs if x in by_pos or not any(f.qualified for f in by_neg.get(x, ()))]
     chosen = s._balance([x for x in subs if x in by_pos], [x for x in subs if x not in by_pos],
                         s.gen.cap(tpl), tpl, sampled)
     # one (read-only) item per subject and subcategory, shared by the templates asking it
@@ -1018,16 +1034,6 @@ class _Regions:
             for r in f.explicit_regions:
                 neg_at.setdefault(r, []).append(f)
                 mentioned.append(r)
-            if f.qualified:
-                # round 13: a qualified negative says nothing of a lesser one ("no large pleural
-                # effusions" beside "no abnormal findings in the pleura", CXR838): no region it
-                # may lie in is called normal: its regions, their parts and what contains them
-                # (not every region overlapping: "the pleura" has no extent of its own)
-                g = self.guessed["abnormal"]
-                for r in f.regions or v.fdefault_regions.get(f.fid, ()):
-                    g.add(r)
-                    g.update(s.rdescendants.get(r, ()))
-                    g.update(anc.get(r, ()))
         self.index = {"abnormal": pos_at, "devices": dev_at, "artifacts": art_at}
         self.neg_at = neg_at
         self.anc = anc
