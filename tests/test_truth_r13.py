@@ -13,6 +13,8 @@ described from a validation pool (checked here on hand-written sentences only):
   from "normal" and gets no implied "no fracture" (patterns.yaml ``exclusions``, unvouched.yaml
   ``general_negatives``);
 - "volume overload" is no heart failure (ontology synonyms);
+- "No X, <sign> concerning for / compatible with <diagnosis>": the negation does not reach past the
+  comma into a statement of its own (extract/data/context.yaml ``negation_breaks``);
 - "left breast and axilla": the left axilla, not "the axillae" (generate/facts.py);
 - a finding placed only in the upper abdomen is no finding of the lung fields
   (templates/common.yaml ``region_subcategories``).
@@ -106,7 +108,30 @@ def test_1220_bare_acute_osseous_abnormality_says_nothing_of_the_bones(rows: lis
             assert not re.search(r"\b(?:bones?|bony|ribs?|spine|bony thorax)\b", q), (r["question"], r["answer"])
 
 
+def test_551_findings_compatible_with_emphysema_after_a_negation_are_stated(rows: list[dict],
+                                                                             ex: RulesExtractor) -> None:
+    emph = observations_of(ex, DATA / "551.xml", "emphysema")
+    assert emph and all(o.certainty == "present" for o in emph), emph
+    got = rows_of(rows, 551)
+    assert any("emphysema" in r["answer"].lower() and r["polarity"] == "positive" for r in got)
+    assert not any("no emphysema" in r["answer"].lower() for r in got)
+
+
 # ---- hand-written sentences ---------------------------------------------------------------------
+
+def test_a_diagnosis_after_a_comma_escapes_the_negation_before_it(ex: RulesExtractor) -> None:
+    got = {g[:2] for g in _read(ex, "No focal consolidation, enlarged pulmonary arteries concerning for "
+                                    "pulmonary arterial hypertension.")}
+    assert got == {("consolidation", "absent"), ("enlarged_pulmonary_artery", "present"),
+                   ("pulmonary_hypertension", "uncertain")}, got
+    # a list word in the phrase: still one negated list; no comma: the negation reaches on
+    got = {g[:2] for g in _read(ex, "No pleural effusion, pneumothorax or findings suspicious for pneumonia.")}
+    assert ("pneumothorax", "absent") in got, got
+    got = {g[:2] for g in _read(ex, "No focal consolidation to suggest pneumonia.")}
+    assert got == {("consolidation", "absent"), ("pneumonia", "absent")}, got
+    got = {g[:2] for g in _read(ex, "No consolidation, effusion, or pneumothorax.")}
+    assert {c for _, c in got} == {"absent"}, got
+
 
 def test_change_in_a_list_is_no_alternative(ex: RulesExtractor) -> None:
     for s in ("No significant change in right pneumothorax or pleural fluid.",
