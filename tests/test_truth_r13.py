@@ -169,7 +169,9 @@ def test_places_bronchiectasis_and_paratracheal_soft_tissue(ex: RulesExtractor) 
 def test_bare_acute_bone_template_reads_nothing_but_the_negated_one_stays(ex: RulesExtractor) -> None:
     for s in ("Acute osseous abnormality.", "Acute bony abnormality.", "Acute bone abnormalities."):
         assert _read(ex, s) == [], s
-    for s in ("No acute osseous abnormality.", "No acute bony abnormality.", "There are no acute osseous abnormalities."):
+    for s in ("No acute osseous abnormality.", "No acute bony abnormality.", "There are no acute osseous abnormalities.",
+              "Negative for acute bone abnormality.", "No evidence of acute osseous abnormality.",
+              "Mild degenerative change without acute bony abnormality."):
         assert ("fracture", "absent") in {g[:2] for g in _read(ex, s)}, s
     # a bone lesion named otherwise is still read
     assert ("bone_lesion", "present") in {g[:2] for g in _read(ex, "Osseous abnormality of the left humerus.")}
