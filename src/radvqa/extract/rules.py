@@ -164,6 +164,7 @@ class RulesExtractor:
         pw = [str(w) for w in pd.get("words") or []]
         self.past_before = re.compile(rf"\b(?:{'|'.join(re.escape(w) for w in pw)})\s+$") if pw and self.past_diseases else None
         self.past_hint = tuple(f"{w} " for w in pw)
+        self.past_reach = max((len(w) for w in pw), default=8) + 4  # (how far back a past word may start)
 
         # round 13: "no significant change in X or Y" compares a list, it offers no alternatives
         lh = [str(c) for c in alt.get("list_heads") or []]
@@ -805,7 +806,7 @@ class RulesExtractor:
         """A past-disease mention stands right after a past word ("prior tuberculosis"), or
         right after another past disease ("prior tuberculosis infection")."""
         return self.past_before is not None and all(f in self.past_diseases for f in m.findings) and (
-            self.past_before.search(seg, max(0, m.start - 12), m.start) is not None
+            self.past_before.search(seg, max(0, m.start - self.past_reach), m.start) is not None
             or seg.startswith(self.past_hint, m.start)  # the lexicon's "prior tuberculosis"
             or (past_end >= 0 and seg[past_end:m.start].isspace()))
 

@@ -69,6 +69,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # from being called normal
     normal_blocked_by: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     normal_blocked_regions: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    # round 14: finding -> regions its positives keep from being called normal wherever they are
+    # placed ("Large calcified granulomas in the right hilum. The lungs are otherwise clear.")
+    normal_blocked_anywhere: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     # round 12: finding -> findings that, stated present or uncertain, may be it; beside one of
     # them (or a more general finding: "opacity"), no implied "no <finding>" answers an indication
     # that asks about it ("question pneumonia" beside "opacity ... atelectasis versus infiltrate")
@@ -168,6 +171,8 @@ class Strategy:
                 self.normal_blockers[w] = (*self.normal_blockers.get(w, ()), sub)
         self.normal_blocked_regions = {k: tuple(r for r in rs if r in v.rname)
                                        for k, rs in cfg.normal_blocked_regions.items()}
+        self.normal_blocked_anywhere = {k: tuple(r for r in rs if r in v.rname)
+                                        for k, rs in cfg.normal_blocked_anywhere.items() if k in v.fname}
         self._askable: dict[str, bool] = {}
         self._region_names: set[str] | None = None
         self.k_findings = cfg.finding_negatives
@@ -434,7 +439,7 @@ class Study:
             # "attenuation from overlying breast shadows", "densities ... compatible with piercings"
             # (hand audit #13, CXR1565, CXR1116): no artifact stated, and no "no artifacts" either
             self.hidden["artifacts"] = (set(), None)
-        if s.normal_blockers:
+        if s.normal_blockers or s.normal_blocked_anywhere:
             self._block_normal(s)
         self.general_blocked: frozenset[str] = frozenset()
         if ctx.normal_blocks:
@@ -455,14 +460,27 @@ class Study:
         ``normal_blocked_by``): "old granulomatous disease" beside "the lung fields are normal"
         (CXR2962, seed 68), emphysema and hyperinflation (CXR975, seed 67)."""
         blockers = s.normal_blockers
-        for f in self.ab_pos:
-            subs_b = blockers.get(f.fid) or blockers.get(f.subcategory)
-            if not subs_b:
+        anywhere = s.normal_blocked_anywhere
+        # (round 14: the findings left unstated count too: "sequelae from old granulomatous
+        # disease" unvouched beside "Otherwise lungs are clear", CXR685)
+        fsub = s.gen.vocab.fsub
+        stated = [(f.fid, f.subcategory, bool(f.regions)) for f in self.ab_pos]
+        unstated = [(o.finding, fsub.get(o.finding), bool(o.regions)) for o in self.ctx.hidden or ()
+                    if o.certainty != "absent"]
+        for fid, sub, placed in (*stated, *unstated):
+            subs_b = blockers.get(fid) or blockers.get(sub)
+            where = anywhere.get(fid, ())
+            if not subs_b and not where:
                 continue
             subs, regs = self.hidden.setdefault("abnormal", (set(), set()))
-            subs.update(x for x in subs_b if x != f.subcategory)
-            if not f.regions and regs is not None:
-                for x in subs_b:
+            subs.update(x for x in subs_b or () if x != sub)
+            if regs is None:
+                continue
+            for r in where:
+                regs.add(r)
+                regs.update(s.rdescendants.get(r, ()))
+            if not placed:
+                for x in subs_b or ():
                     for r in s.normal_blocked_regions.get(x, ()):
                         regs.add(r)
                         regs.update(s.rdescendants.get(r, ()))
