@@ -181,9 +181,17 @@ class Unvouched:
         self.clause_ends = tuple(cfg.get("clause_ends") or ())
         self.comparison = frozenset(cfg.get("explain_comparison_words") or ())
         self.side_words = {side: frozenset(ws) for side, ws in (cfg.get("sides") or {}).items()}
-        self.outside = frozenset(cfg.get("outside_words") or ())
+        # round 14: body parts no chest radiograph shows ("Hand ... fracture through the XXXX of the
+        # scaphoid", CXR1350): U4 for every finding there, the exempt subcategories too
+        self.never_chest = frozenset(cfg.get("never_chest_words") or ())
+        self.outside = frozenset(cfg.get("outside_words") or ()) | self.never_chest
         self.exempt = frozenset(str(s).upper() for s in cfg.get("exempt_subcategories") or ())
         self.window = int(cfg.get("detached_window", 4))
+        # round 14: a sentence referring back that explains the one before it away (``explained_back``)
+        eb = cfg.get("explained_back") or {}
+        self.back_open = _phrase_re(eb["openers"]) if eb.get("openers") else None
+        self.back_cue = _phrase_re(eb.get("cues") or ["explained by"])
+        self.back_why = _phrase_re(eb.get("explanations") or ["overlapping"])
         self._records: dict[tuple[str, tuple[tuple[int, int], ...]], SentenceRecord] = {}
         self._bases: dict[str, Any] = {}
         self._reasons: dict[tuple[str, str], str] = {}
@@ -407,6 +415,12 @@ class Unvouched:
             found = self._observation(obs, sents, sorted_spans, subcats, severity_words, names)
             if found:
                 out[obs.id] = found
+        if "explained" in self.grades and self.back_open is not None:
+            back = self._explained_back(report.sentences)
+            for obs in positive if back else ():
+                w = next((back[ev.sentence_id] for ev in obs.evidence if ev.sentence_id in back), None)
+                if w is not None and not any(r.startswith("evidence:explained(") for _, r in out.get(obs.id, ())):
+                    out[obs.id] = (*out.get(obs.id, ()), self._reason("explained", w))
         return out
 
     def _observation(self, obs: Observation, sents: dict[str, Any], spans: dict[str, tuple[tuple[int, int], ...]],
@@ -432,8 +446,8 @@ class Unvouched:
                 other = "right" if obs.laterality == "left" else "left"
                 if other in rec.sides or "bilateral" in rec.sides:
                     found["mixed_sides"] = self._reason("mixed_sides", " ".join(sorted(rec.sides)))
-            if "other_part" in g and rec.outside and "other_part" not in found and \
-                    subcats.get(obs.finding, "") not in self.exempt:
+            if "other_part" in g and rec.outside and "other_part" not in found and (
+                    subcats.get(obs.finding, "") not in self.exempt or not self.never_chest.isdisjoint(rec.outside)):
                 found["other_part"] = self._reason("other_part", " ".join(rec.outside[:3]))
             if "detached" in g and obs.severity and detached is not False:
                 word = self._detached(rec, start, end, severity_words(obs.severity))
@@ -453,6 +467,27 @@ class Unvouched:
         if isinstance(detached, str):
             found["detached"] = self._reason("detached", detached)
         return tuple(found[k] for k in CRITERIA if k in found)
+
+    def _explained_back(self, sentences: Any) -> dict[str, str]:
+        """Sentence id -> the explanation a next sentence of its section gives it, referring back
+        ("Haziness in the right lung apex ... These may be explained by overlapping structures",
+        CXR1436, R2Gen train): an opener, then a cue, then an explanation, in its first clause."""
+        out: dict[str, str] = {}
+        for prev, s in zip(sentences, sentences[1:]):
+            if prev.section != s.section:
+                continue
+            low = s.text.lower()
+            m = self.back_open.match(low) if self.back_open is not None else None
+            if m is None:
+                continue
+            c = self.back_cue.search(low, m.end())
+            if c is None:
+                continue
+            stop = min([i for i in (low.find(e, c.end()) for e in self.clause_ends) if i >= 0] or [len(low)])
+            w = self.back_why.search(low, c.end(), stop)
+            if w is not None:
+                out[prev.id] = f"next: {c.group(0)} {w.group(0)}"
+        return out
 
     def _explained(self, rec: SentenceRecord, end: int) -> str | None:
         """The first cause cue after the mention whose clause holds no mention the extractor read."""
