@@ -7,13 +7,15 @@ pipeline mutates them after generation (msgspec encodes each row independently).
 
 from __future__ import annotations
 
+import re
+
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from radvqa.model import CERTAINTIES, AnswerPart, Box, Observation
 from radvqa.quality.criteria import (IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, label_only, negated_only,
-                                     obs_grade, relative_place)
+                                     obs_grade, relative_place, hedged_place)
 
 if TYPE_CHECKING:
     from radvqa.generate.engine import StudyCtx
@@ -209,6 +211,18 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
             sev = None
         if side in _SIDE_WORDS and _negated_only(gen, _SIDE_WORDS[side], sents):
             side = None
+    hedged = False
+    if c != "absent" and (obs.regions or side) and obs.evidence and obs.source == "report":
+        # round 14: a place said with a hedge ("probably within the right lower lobe", CXR2111)
+        # is left out, and so is a side said only inside it (the default regions stand in)
+        texts = [ctx.sentences.get(ev.sentence_id) or ev.text for ev in obs.evidence]
+        cuts = [hedged_place(t) for t in texts]
+        if any(k >= 0 for k in cuts):
+            hedged = True
+            if side in _SIDE_WORDS and not any(
+                    re.search(rf"\b(?:{'|'.join(_SIDE_WORDS[side])})\b", t[:k] if k >= 0 else t, re.I)
+                    for t, k in zip(texts, cuts)):
+                side = None
     wkey = (fid, c, side, sev)
     words = gen.fact_words.get(wkey)
     if words is None:
@@ -229,6 +243,8 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         # "tip 5 cm above the carina", "leads overlying the heart": the region named is where the
         # finding is not; its default regions stand in (hand audit: "The tracheostomy tube is in
         # the carina")
+        explicit = []
+    if hedged:
         explicit = []
     if lat in ("left", "right") and explicit:
         explicit = _sided_parts(v, explicit, lat, dflt_regions)

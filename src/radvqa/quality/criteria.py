@@ -102,6 +102,11 @@ _RELATIVE_PLACE = re.compile(r"\b(?:above|below|beneath|overlying|overlies|overl
                              r"projected|superimposed|level of|adjacent|near|anterior to|posterior to|"
                              r"lateral to|medial to|superior to|inferior to|overlap|overlapping)\b")
 _RELATIVE_CACHE: dict[str, bool] = {}
+# round 14: a place offered with a hedge ("Patchy airspace disease ... probably within the right
+# lower lobe", CXR2111, R2Gen train): the place (and a side said only there) is not stated
+_HEDGED_PLACE = re.compile(r"\b(?:probably|possibly|likely|perhaps|presumably|questionably|maybe)\s+"
+                           r"(?:located\s+|situated\s+)?(?:in|within|at|involving|along)\b")
+_HEDGED_CACHE: dict[str, int] = {}
 # change words that say a finding was there before: "catheter has been removed", "clearing of the
 # opacities", "almost completely resolved"; the extractor's reading of such a sentence (present,
 # or absent) is a change claim, not a plain statement (hand audit: "has been removed" -> a line is
@@ -120,6 +125,19 @@ _PARTIAL = re.compile(r"\b(?:almost|nearly|near|partial\w*|incomplete\w*|residua
 # graded down (``evidence:other_exam``)
 _OTHER_EXAM = re.compile(r"\b(?:ct|cta|mri|mr|pet|pet-ct|ultrasound|sonogram|sonography|cat scan|ct scan|"
                          r"cross-sectional imaging|fluoroscopy|mammogram|mammography)\b")
+
+
+def hedged_place(text: str) -> int:
+    """Where a hedged place begins in a sentence ("probably within the ..."), -1 for nowhere
+    (cached per sentence text)."""
+    hit = _HEDGED_CACHE.get(text)
+    if hit is None:
+        if len(_HEDGED_CACHE) > 200_000:
+            _HEDGED_CACHE.clear()
+        low = text.lower()
+        m = _HEDGED_PLACE.search(low) if "ly " in low or "perhaps" in low or "maybe" in low else None
+        hit = _HEDGED_CACHE[text] = m.start() if m is not None else -1
+    return hit
 
 
 def relative_place(texts: list[str]) -> bool:
