@@ -865,7 +865,9 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
     # readings) covers its uncertain copies too: "There is asymmetric opacity to left suprahilar
     # chest ... Findings may reflect focal airspace disease" is no "Lung opacity cannot be
     # excluded" (CXR1840, R2Gen val; issue #12's convention: the sign keeps its own certainty)
-    hid_k = [(None, o.finding, anc.get(o.finding, ()), o.laterality) for o in ctx.hidden or ()
+    # (the same finding only: a hidden "mass" leaves "Lung opacity cannot be excluded" of another
+    # sentence standing, CXR1303)
+    hid_k = [(None, o.finding, (), o.laterality) for o in ctx.hidden or ()
              if o.certainty == "present" and o.source == "report"]
     if len(facts) < 2 and not (hid_k and facts):
         return facts

@@ -476,9 +476,8 @@ class Study:
             subs.update(x for x in subs_b or () if x != sub)
             if regs is None:
                 continue
-            for r in where:
-                regs.add(r)
-                regs.update(s.rdescendants.get(r, ()))
+            # (the region itself: a right upper lung granuloma leaves "the lung bases" normal)
+            regs.update(where)
             if not placed:
                 for x in subs_b or ():
                     for r in s.normal_blocked_regions.get(x, ()):
