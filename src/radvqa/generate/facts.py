@@ -848,6 +848,12 @@ def _sides_overlap(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b or "bilateral" in (a, b)
 
 
+def _places_meet(ranc: Any, a: list[str], b: list[str]) -> bool:
+    """Two observations' places may be one: either names none, or a region of one is a region of
+    the other or lies above or below it."""
+    return not a or not b or any(x == y or x in ranc.get(y, ()) or y in ranc.get(x, ()) for x in a for y in b)
+
+
 def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
     """One consistent set of statements per study, so no answer contradicts itself.
 
@@ -860,26 +866,35 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
       effusion cannot be excluded." wins over "No pleural effusion.": the hedge is the safer claim).
     - When the report itself states one finding present and absent or uncertain (the same finding,
       not a family member), the kept positive is graded down (``REPORT_CONFLICT``)."""
-    anc = ctx.gen.vocab.fancestors
-    # round 14: a present report finding left unstated (StudyCtx.hidden: round 10's unvouched
-    # readings) covers its uncertain copies too: "There is asymmetric opacity to left suprahilar
-    # chest ... Findings may reflect focal airspace disease" is no "Lung opacity cannot be
-    # excluded" (CXR1840, R2Gen val; issue #12's convention: the sign keeps its own certainty)
-    # (the same finding only: a hidden "mass" leaves "Lung opacity cannot be excluded" of another
-    # sentence standing, CXR1303)
-    hid_k = [(None, o.finding, (), o.laterality) for o in ctx.hidden or ()
-             if o.certainty == "present" and o.source == "report"]
-    if len(facts) < 2 and not (hid_k and facts):
+    if len(facts) < 2 and not (ctx.hidden and facts):
         return facts
+    anc = ctx.gen.vocab.fancestors
     pos = [f for f in facts if f.present]
     unc = [f for f in facts if f.uncertain]
     if not pos and not unc:
         return facts
     # (fact, finding, its ancestors, side) of the stated ones, looked up once per study
-    pos_k = [(p, p.fid, anc.get(p.fid, ()), p.lat) for p in pos] + hid_k
+    pos_k = [(p, p.fid, anc.get(p.fid, ()), p.lat) for p in pos]
     both_k = pos_k + [(p, p.fid, anc.get(p.fid, ()), p.lat) for p in unc]
     dropped: set[int] = set()
     conflicted: set[int] = set()
+    if unc and ctx.hidden:
+        # round 14: a present report finding left unstated (StudyCtx.hidden: round 10's unvouched
+        # readings) covers its uncertain copies of the same place: "There is asymmetric opacity to
+        # left suprahilar chest ... Findings may reflect focal airspace disease" is no "Lung opacity
+        # cannot be excluded" (CXR1840, R2Gen val; issue #12's convention: the sign keeps its own
+        # certainty). The same finding only ("mass" leaves the hedged opacity of another sentence,
+        # CXR1303), and not of another place ("biapical ... scarring" leaves "densities in left
+        # base may be compatible with scarring", CXR233)
+        ranc = ctx.gen.vocab.rancestors
+        hid = [(o.finding, o.laterality, o.regions) for o in ctx.hidden
+               if o.certainty == "present" and o.source == "report"]
+        for f in unc:
+            for fid, lat, regs in hid:
+                if f.fid == fid and (f.lat is None or lat is None or f.lat == lat or "bilateral" in (f.lat, lat)) \
+                        and _places_meet(ranc, regs, f.obs.regions):
+                    dropped.add(id(f))
+                    break
     for f in facts:
         if f.present:
             continue
@@ -891,7 +906,7 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
         if hits:
             dropped.add(id(f))
             for p in hits:
-                if p is not None and p.fid == f.fid and not f.implied and f.obs.source == "report" and p.obs.source == "report" \
+                if p.fid == f.fid and not f.implied and f.obs.source == "report" and p.obs.source == "report" \
                         and not (f.uncertain and f.obs.qualifier):
                     conflicted.add(id(p))
     if not dropped:
