@@ -464,10 +464,11 @@ class Study:
         # (round 14: the findings left unstated count too: "sequelae from old granulomatous
         # disease" unvouched beside "Otherwise lungs are clear", CXR685)
         fsub = s.gen.vocab.fsub
-        stated = [(f.fid, f.subcategory, bool(f.regions)) for f in self.ab_pos]
-        unstated = [(o.finding, fsub.get(o.finding), bool(o.regions)) for o in self.ctx.hidden or ()
+        stated = [(f.fid, f.subcategory, bool(f.regions), f.lat) for f in self.ab_pos]
+        unstated = [(o.finding, fsub.get(o.finding), bool(o.regions), o.laterality) for o in self.ctx.hidden or ()
                     if o.certainty != "absent"]
-        for fid, sub, placed in (*stated, *unstated):
+        rside = s.gen.vocab.rside
+        for fid, sub, placed, lat in (*stated, *unstated):
             subs_b = blockers.get(fid) or blockers.get(sub)
             where = anywhere.get(fid, ())
             if not subs_b and not where:
@@ -476,8 +477,10 @@ class Study:
             subs.update(x for x in subs_b or () if x != sub)
             if regs is None:
                 continue
-            # (the region itself: a right upper lung granuloma leaves "the lung bases" normal)
-            regs.update(where)
+            # (the region itself: a right upper lung granuloma leaves "the lung bases" normal; a
+            # sided region only for a finding of that side or none: "right hilar granulomas" keep
+            # "the right lung" from normal, not the left, CXR1847)
+            regs.update(r for r in where if lat in (None, "bilateral") or rside.get(r) in (None, lat))
             if not placed:
                 for x in subs_b or ():
                     for r in s.normal_blocked_regions.get(x, ()):
