@@ -28,7 +28,6 @@ import pytest
 from radvqa.extract.rules import RulesExtractor
 from radvqa.model import Sentence
 from radvqa.ontology import load_ontology
-from radvqa.quality.criteria import hedged_place
 from openi_truth import build_rows, observations_of, rows_of
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r14"
@@ -129,7 +128,17 @@ def test_pleural_fluid_versus_thickening_hedges_the_thickening(rows: list[dict],
         assert "pleural thickening is seen" not in a and "there is pleural thickening" not in a, r["answer"]
 
 
-def test_1350_the_hand_fracture_is_not_in_the_chest(rows: list[dict]) -> None:
+def test_1350_the_hand_fracture_is_not_in_the_chest(rows: list[dict], ex: RulesExtractor) -> None:
+    from radvqa.model import SceneGraph
+    from radvqa.quality.unvouched import Unvouched
+    from openi_truth import report_text
+    e = ex.extract(report_text(DATA / "1350.xml"))
+    sg = SceneGraph(study_id="openi:CXR1350", patient_id="p", source="openi", report=e.report,
+                    observations=e.observations)
+    ont = load_ontology()
+    got = Unvouched().study(sg, {k: v.subcategory for k, v in ont.findings.items()}, lambda level: (level,))
+    frac = [o for o in e.observations if o.finding == "fracture" and o.certainty == "present"]
+    assert frac and all(any("other_part(scaphoid)" in r for _, r in got.get(o.id, ())) for o in frac), got
     for r in rows_of(rows, 1350):
         a = r["answer"].lower()
         assert "fracture is seen" not in a and "there is a fracture" not in a, r["answer"]
@@ -149,6 +158,7 @@ def test_1492_a_clavicle_lucency_is_a_bone_lesion(rows: list[dict], ex: RulesExt
 # ---- hand-written sentences ---------------------------------------------------------------------
 
 def test_hedged_places() -> None:
+    from radvqa.quality.criteria import hedged_place
     for s in ("Patchy airspace disease probably within the right lower lobe.",
               "Opacity, possibly in the lingula.", "Density likely within the left lower lobe."):
         assert hedged_place(s) >= 0, s
