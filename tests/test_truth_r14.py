@@ -28,11 +28,9 @@ import pytest
 from radvqa.extract.rules import RulesExtractor
 from radvqa.model import Sentence
 from radvqa.ontology import load_ontology
-from openi_truth import build_rows, observations_of, rows_of
+from openi_truth import REGION, SUBCAT, build_rows, observations_of, rows_of
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r14"
-REGION = ("C01_describe_region", "C02_describe_abnormal_region", "C03_is_abnormal_region", "C04_is_normal_region")
-SUBCAT = ("B08_describe_subcat", "B09_describe_abnormal_subcat", "B10_is_abnormal_subcat", "B11_is_normal_subcat")
 
 
 @pytest.fixture(scope="module")
