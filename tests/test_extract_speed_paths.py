@@ -326,3 +326,89 @@ def test_qualifier_and_not_a_hedge_scans_agree_with_their_patterns():
                 assert ex._qualifier(t, a, b) == want, (t, a, b)
                 m = ex.not_a_hedge.search(t, a, b)
                 assert ex._not_a_hedge_at(t, a, b) == (-1 if m is None else m.start()), (t, a, b)
+
+
+def _boundaries_by_regex(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    from radvqa.extract.sentences import _BOUNDARY
+
+    return [m.span() for m in _BOUNDARY.finditer(text, start, end)]
+
+
+def _boundaries_by_scan(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    # what sentence_spans walks: each candidate from str.find, tested by _boundary_end; the next
+    # search starts where a match ends (as finditer's)
+    from radvqa.extract.sentences import _boundary_end
+
+    out = []
+    i = start
+    while i < end:
+        cands = [p for p in (text.find(c, i, end) for c in ".!?\n") if p >= 0]
+        if not cands:
+            break
+        p = min(cands)
+        q = _boundary_end(text, p, end)
+        if q < 0:
+            i = p + 1
+        else:
+            out.append((p, q))
+            i = q
+    return out
+
+
+def test_sentence_boundaries_found_without_the_regex_are_its_matches():
+    # sentence_spans finds the matches of _BOUNDARY with str.find and a few character reads: the
+    # same matches on edge texts (Unicode digits and spaces, bullets, list numbers, runs of
+    # punctuation, a range that ends mid-text) and on random ones, and the same sentences as
+    # the regex-driven splitter it replaced
+    import random
+
+    from radvqa.extract.sentences import sentence_spans
+
+    pieces = list("ab .!?\n\t\u2022-*)19 :,\u00a0\u0660\u2003") + [
+        "Dr. ", "a.m. ", "\n\n", "\n 1. ", "\n12) ", "\n123. ", "\n- ", "3.5 ", "etc. No", "!? ", "...", "e.g. x"]
+    rng = random.Random(53)
+    texts = _EDGE_TEXTS + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
+    for t in texts:
+        for a, b in ((0, len(t)), (len(t) // 3, len(t)), (0, len(t) * 2 // 3)):
+            assert _boundaries_by_scan(t, a, b) == _boundaries_by_regex(t, a, b), (t, a, b)
+            assert sentence_spans(t, a, b) == _spans_by_regex(t, a, b), (t, a, b)
+
+
+def _spans_by_regex(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    # the splitter as it was before the boundary scan: finditer over _BOUNDARY, the same rules
+    from radvqa.extract import sentences as s
+
+    spans = []
+    seg = start
+    for dot, cut in _boundaries_by_regex(text, start, end):
+        if (c := text[dot]) != "\n":
+            if c == "." and cut == dot + 1:
+                last = text[dot - 1] if dot > seg else ""
+                if last.isalpha() and text[dot - 2:dot].lower() in s._ABBREV_ENDS and dot - 2 >= seg:
+                    word = text[max(seg, dot - 6):dot].rsplit(None, 1)[-1]
+                    if len(word) <= 5 and s._is_abbrev_word(word, text, dot):
+                        continue
+                elif last in s._DIGITS and s._LIST_NUMBER.search(text, seg, dot) \
+                        and not text[seg:dot].strip(" \t\n0123456789"):
+                    continue
+        elif cut == dot + 1:
+            cut = dot
+        spans.append((seg, cut))
+        seg = cut
+    spans.append((seg, end))
+    out = []
+    for a, b in spans:
+        piece = text[a:b]
+        stripped = piece.strip()
+        if not stripped:
+            continue
+        a += len(piece) - len(piece.lstrip())
+        b = a + len(stripped)
+        m = s._MARKER.match(stripped)
+        if m and m.end() < len(stripped):
+            a += m.end()
+            stripped = stripped[m.end():]
+        if not s._HAS_ALNUM.search(stripped):
+            continue
+        out.append((a, b))
+    return out
