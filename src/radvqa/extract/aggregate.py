@@ -61,7 +61,10 @@ class Aggregator:
         self._by_key: dict[Key, list[Any]] = {}
         self._side = region_side
         self._lateralised = lateralised
-        self._regions = False  # some key has regions (else no region-less mention can be merged)
+        # findings with a key that has regions, and with one that has none: a region-less mention
+        # can be merged only where a finding has both (half of the OpenI reports have none)
+        self._placed: set[str] = set()
+        self._bare: set[str] = set()
         # sentence ids of the concluding sections (IMPRESSION): their statement decides a finding
         # stated both plainly and hedged
         self.concluding: set[str] = set()
@@ -105,7 +108,9 @@ class Aggregator:
             if o is None:
                 by_key[key] = [certainty, implicit, [mention]]
                 if key[2]:
-                    self._regions = True
+                    self._placed.add(key[0])
+                else:
+                    self._bare.add(key[0])
                 continue
             if implicit and not o[1] and o[0] != certainty:
                 continue  # an implied negative never overrides an explicit statement
@@ -119,7 +124,7 @@ class Aggregator:
     def _merge_regionless(self) -> list[tuple[Key, list[Any]]]:
         # insertion order is creation order (none is removed)
         obs = list(self._by_key.items())
-        if not self._regions:
+        if self._placed.isdisjoint(self._bare):
             return obs
         with_regions: dict[tuple[str, str | None], list[list]] = {}
         for key, o in obs:
@@ -140,8 +145,10 @@ class Aggregator:
             t = targets[0]
             if _RANK[o[0]] > _RANK[t[0]]:
                 t[0] = o[0]
-            t[2].extend((sp, c, v, False, q) for sp, c, v, _own, q in o[2])
-            t[2].sort(key=lambda m: m[0].start)
+            merged: list[Ev] = t[2]
+            for sp, c, v, _own, q in o[2]:  # (a loop: no generator per merge)
+                merged.append((sp, c, v, False, q))
+            merged.sort(key=_ev_start)
         return out
 
     def _hedge_both_ways(self, items: list[tuple[Key, list[Any]]]) -> list[tuple[Key, list[Any]]]:
@@ -281,6 +288,12 @@ class Aggregator:
                 temporal=temporal, evidence=evidence, source="report", qualifier=qualifier, dropped=dropped or [],
             ))
         return out
+
+
+def _ev_start(m: Ev) -> int:
+    """Where a mention's evidence starts (the order of merged mentions; a module function: a
+    lambda was a closure object per merge in the compiled engine)."""
+    return m[0].start
 
 
 def _places(regions: tuple[str, ...]) -> frozenset[str]:
