@@ -23,6 +23,14 @@ from radvqa.extract.text import MAX_CHARS, check_text, lower_same_length
 from radvqa.model import Extraction, Indication, Report, Sentence, Span
 from radvqa.extract import EXTRACTORS
 
+# Made per report, sentence or match: compiled code reads a Final name as a C static, where an
+# imported name is looked up in the module's dict at every call (about 170 instructions each)
+_Span: Final = Span
+_Sentence: Final = Sentence
+_Extraction: Final = Extraction
+_Report: Final = Report
+_Indication: Final = Indication
+
 VERSION: Final = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, side propagation (#12)
 # sentence ids, made once ("S01", "S02", ...; a longer report formats its own)
 _SIDS: Final = tuple(f"S{n:02d}" for n in range(1, 100))
@@ -299,11 +307,11 @@ class RulesExtractor:
     def extract(self, text: object, study_id: str = "") -> Extraction:
         clean, error = check_text(text, self.max_chars)
         if error is not None:
-            return Extraction(report=Report(text=clean), extractor=self.version, error=error)
+            return _Extraction(report=_Report(text=clean), extractor=self.version, error=error)
         try:
             return self._extract(clean)
         except Exception as e:  # never raise on bad text: report the reason instead
-            return Extraction(report=Report(text=clean), extractor=self.version,
+            return _Extraction(report=_Report(text=clean), extractor=self.version,
                               error=f"extraction failed: {type(e).__name__}: {e}")
 
     def extract_many(self, items: Iterable[tuple[str, object]]) -> Iterator[Extraction]:
@@ -343,7 +351,7 @@ class RulesExtractor:
                 spans = sentence_spans(text, start, end)
                 for a, b in spans:
                     if b - a > limit:
-                        return Extraction(report=Report(text=text), extractor=self.version,
+                        return _Extraction(report=_Report(text=text), extractor=self.version,
                                           error=f"sentence too long ({b - a:,} characters > {limit:,} at "
                                                 f"offset {a:,}): not report prose (no sentence punctuation?)")
                 if role == "skip":
@@ -372,7 +380,7 @@ class RulesExtractor:
                 sid = _SIDS[n] if n < 99 else f"S{n + 1:02d}"
                 n += 1
                 stext = text[a:b]
-                sentences.append(Sentence(id=sid, section=name, start=a, end=b, text=stext))
+                sentences.append(_Sentence(id=sid, section=name, start=a, end=b, text=stext))
                 if entry is None:
                     continue  # a skipped section
                 if indication:
@@ -399,7 +407,7 @@ class RulesExtractor:
                     if hedge_next and cert == "present" and not implicit and all(
                             f in self.explained_next_findings for f in findings):
                         cert = "uncertain"
-                    span = Span(start=a + i0, end=a + i1, text=text[a + i0:a + i1], sentence_id=sid)
+                    span = _Span(start=a + i0, end=a + i1, text=text[a + i0:a + i1], sentence_id=sid)
                     if indication:
                         for f in findings:
                             if f not in ind_findings:
@@ -421,8 +429,8 @@ class RulesExtractor:
                         agg.no_hedge.add((sid, span.start))
         ind = None
         if ind_texts:
-            ind = Indication(text=" ".join(ind_texts), evaluate=ind_findings, evidence=ind_spans)
-        return Extraction(report=Report(text=text, sections=sections, sentences=sentences),
+            ind = _Indication(text=" ".join(ind_texts), evaluate=ind_findings, evidence=ind_spans)
+        return _Extraction(report=_Report(text=text, sections=sections, sentences=sentences),
                           observations=agg.observations(), indication=ind, extractor=self.version)
 
     def _sentence(self, seg: str, indication: bool) -> Entry:
