@@ -236,7 +236,9 @@ class Aggregator:
     def observations(self) -> list[Observation]:
         out: list[Observation] = []
         items = self._hedge_both_ways(self._merge_regionless())
-        for n, (key, o) in enumerate(items, 1):
+        n = 0
+        for key, o in items:  # (a counter: enumerate with a start is a generic iterator when compiled)
+            n += 1
             finding, lat, regions = key
             cert: str = o[0]
             mentions: list[Ev] = o[2]

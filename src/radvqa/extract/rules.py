@@ -41,9 +41,10 @@ Key = tuple[str, "str | None", tuple[str, ...]]
 # A location: (laterality, regions)
 Loc = tuple["str | None", tuple[str, ...]]
 # One mention of an analysed sentence: (start, end, findings, certainty, implicit, attributes,
-# qualifier, own location, wants the previous sentence's location, observation keys)
+# qualifier, own location, wants the previous sentence's location, observation keys, and for an
+# uncertain unqualified mention where a "not a hedge" phrase before it starts (_hedge_at))
 Item = tuple[int, int, tuple[str, ...], "str | None", bool, "FrozenAttrs | None", "str | None", "Loc | None", bool,
-             tuple[Key, ...]]
+             tuple[Key, ...], "tuple[int, int] | None"]
 # What _mentions finds: (start, end, findings, certainty, implicit, attributes, qualifier); the
 # certainty of an indication's mention may be None (asked about, no statement)
 Raw = tuple[int, int, tuple[str, ...], "str | None", bool, "AttrValues | None", "str | None"]
@@ -403,7 +404,7 @@ class RulesExtractor:
                 # the sign away; a plain statement of it is uncertain (CXR163)
                 hedge_next = hedges_next and j + 1 < len(hit) and \
                     self.explained_next.match(lower, start + hit[j + 1][0], start + hit[j + 1][1]) is not None  # type: ignore[union-attr]
-                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys in items:
+                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys, hedge_at in items:
                     if hedge_next and cert == "present" and not implicit and all(
                             f in self.explained_next_findings for f in findings):
                         cert = "uncertain"
@@ -425,7 +426,8 @@ class RulesExtractor:
                     agg.add_keys(keys, cert, span, v, implicit, qualifier)
                     if in_conclusion:
                         agg.concluding.add(sid)
-                    if cert == "uncertain" and qualifier is None and not self._hedges(lower, a, a + i0, findings, span.text):
+                    if cert == "uncertain" and qualifier is None and \
+                            not self._hedges(lower, a, a + i0, findings, span.text, hedge_at):
                         agg.no_hedge.add((sid, span.start))
         ind = None
         if ind_texts:
@@ -459,12 +461,14 @@ class RulesExtractor:
                         else:
                             wants_loc = self._can_side(findings)
                             wants_any = wants_any or wants_loc
-                    out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys))
+                    # the regex work of _hedges, done once per distinct sentence
+                    hedge_at = self._hedge_at(seg, a, b) if cert == "uncertain" and qualifier is None else None
+                    out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys, hedge_at))
                 items = tuple(out)
                 # read only by a mention that wants the previous sentence's location
                 anaphoric = wants_any and self.anaphora.match(seg) is not None
             elif found:
-                items = tuple((a, b, findings, cert, implicit, None, qualifier, None, False, ())
+                items = tuple((a, b, findings, cert, implicit, None, qualifier, None, False, (), None)
                               for a, b, findings, cert, implicit, _v, qualifier in found)
             # a plain statement of a sign that the next sentence may explain away (worked out
             # once per distinct sentence; the next sentence is read per report)
@@ -482,7 +486,25 @@ class RulesExtractor:
                 cache[seg] = entry
         return entry
 
-    def _hedges(self, lower: str, a: int, start: int, findings: tuple[str, ...], text: str) -> bool:
+    def _hedge_at(self, seg: str, i0: int, i1: int) -> tuple[int, int] | None:
+        """What ``_hedges`` reads off the sentence for the mention at ``seg[i0:i1]``: (the first
+        space in the mention's lower-cased words, where a "not a hedge" phrase before it starts,
+        -1 for none); None without such phrases. The same searches on the sentence as on the
+        report: a sentence starts the report or follows a non-word character, which is what a
+        word start at its first character reads (the caller checks that the report's own
+        mention text has its first space at the same place: "XXXX" is blanked only in lower case)."""
+        if self.not_a_hedge is None:
+            return None
+        sp = seg.find(" ", i0, i1)
+        sp = sp - i0 if sp >= 0 else -1
+        lo = max(0, i0 - 80)
+        at = self._not_a_hedge_at(seg, lo, i0)
+        if at < 0 and sp > 0:
+            at = self._not_a_hedge_at(seg, lo, i0 + sp + 1)
+        return sp, at
+
+    def _hedges(self, lower: str, a: int, start: int, findings: tuple[str, ...], text: str,
+                hedge_at: tuple[int, int] | None = None) -> bool:
         """Whether an uncertain mention hedges the same finding stated plainly elsewhere in the
         report (context.yaml ``stated_both_ways``): not "may be secondary to low lung volumes",
         "additional fractures cannot be excluded"; a sign only when its own word is hedged ("may
@@ -491,10 +513,13 @@ class RulesExtractor:
             return False  # a device seen is seen ("borderline cardiomegaly and cardiac pacemaker", CXR1862)
         if self.not_a_hedge is not None:
             sp = text.find(" ")  # the mention's own first word ("acute fracture")
-            lo = max(a, start - 80)
-            at = self._not_a_hedge_at(lower, lo, start)
-            if at < 0 and sp > 0:
-                at = self._not_a_hedge_at(lower, lo, start + sp + 1)
+            if hedge_at is not None and hedge_at[0] == sp:  # worked out with the sentence (_hedge_at)
+                at = hedge_at[1] + a if hedge_at[1] >= 0 else -1
+            else:
+                lo = max(a, start - 80)
+                at = self._not_a_hedge_at(lower, lo, start)
+                if at < 0 and sp > 0:
+                    at = self._not_a_hedge_at(lower, lo, start + sp + 1)
             # a cause offered as the last of alternatives hedges too ("could be related to hilar
             # lymph XXXX or enlarged pulmonary arteries", CXR1386, seed 65)
             if at >= 0 and not _ALT_NEXT.match(lower, start + len(text)) \
