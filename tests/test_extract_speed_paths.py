@@ -412,3 +412,35 @@ def _spans_by_regex(text: str, start: int, end: int) -> list[tuple[int, int]]:
             continue
         out.append((a, b))
     return out
+
+
+def test_space_led_scanners_only_where_every_word_start_follows_a_space():
+    # word_spans and the gap-pattern scan use a scanner led by a literal space when every word
+    # character after a non-word character follows a space (_trie.spaced_word_starts): the same
+    # matches as the one led by ASCII_NOT_WORD there, and the test is exactly that condition
+    from radvqa.extract import get_extractor
+    from radvqa.extract._trie import ASCII_NOT_WORD, space_led, spaced_word_starts
+
+    ex = get_extractor("rules", cache_size=0)
+    mm = ex.mentions
+    assert mm._pattern_space is not None
+    scanners = [mm._term_fast, mm._pattern_fast, ex.attributes._fast, ex.context._edged_fast]
+    words = ["left", "effusion", "no", "heart", "size", "is", "normal", "lungs", "are", "clear", "acute",
+             "cardiopulmonary", "disease", "x-ray", "well-expanded", "s/p", "(left)", "3", "mild", "pleural"]
+    texts = _EDGE_TEXTS + _random_texts(words, 1500, 61) + [" ".join(words), ". ".join(words), "", " ", "a"]
+    qualified = 0
+    for t in texts:
+        if not t.isascii():
+            continue
+        ok = spaced_word_starts(t)
+        assert ok == (re.search(r"[^ 0-9A-Za-z_][0-9A-Za-z_]", t) is None), t
+        assert spaced_word_starts(t) == ok  # (the memo of the last text)
+        if not ok:
+            continue
+        qualified += 1
+        spaced = " " + t
+        for fast in scanners:
+            assert fast.pattern.startswith(ASCII_NOT_WORD)
+            sp = space_led(fast)
+            assert [m.span() for m in sp.finditer(spaced)] == [m.span() for m in fast.finditer(spaced)], t
+    assert 150 < qualified < len(texts) - 150  # both kinds of text were seen
