@@ -88,7 +88,9 @@ def spaced_word_starts(lower: str) -> bool:
     last = _last_spaced
     if last[0] is lower:
         return bool(last[1])
-    ok = b"#a" not in lower.encode("ascii").translate(_WORD_CLASS)
+    # (find, not "in": bytes.__contains__ first tries its argument as an integer and makes a
+    # TypeError to drop, about 2,000 instructions)
+    ok = lower.encode("ascii").translate(_WORD_CLASS).find(b"#a") < 0
     last[0] = lower
     last[1] = ok
     return ok
