@@ -12,8 +12,13 @@ Rules are tuned on train+val only; test is for reporting.
 
 The NIH figures are printed twice, uncertain = negative both times (the ChestX-ray8 protocol): with
 the default extractor, and with ``hedges="commit"``, which reads alternatives ("atelectasis or
-scarring") and "likely"/"probable"/"borderline" as present, as the OpenI MeSH gold indexes them
+scarring") and "likely"/"probable"/"borderline"/"most suggestive of" as present, as the OpenI MeSH gold indexes them
 (since #12 the default extractor calls those uncertain).
+
+Beside every full subset line, an "indexed" line scores the same subset without the reports that
+OpenI indexed "No Indexing" (``<MeSH><major>No Indexing</major>`` in the XML: the indexer gave
+them no MeSH term, so the MeSH-derived gold scores them all-zero, not even normal, whatever the
+text says) and says how many it left out. The full lines stay the headline figures.
 
 Observation-level figures against the hand-annotated gold (``tests/data/extraction_gold``,
 ``--gold dev`` by default; ``--gold test`` only once the rules are frozen): recall, positive
@@ -52,6 +57,26 @@ def prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
     return p, r, f
 
 
+def mesh_major(archive: Path) -> dict[str, list[str]]:
+    """Report id -> the MeSH ``major`` codes of its XML, as shipped (spaces collapsed)."""
+    import tarfile
+    import xml.etree.ElementTree as ET
+
+    out: dict[str, list[str]] = {}
+    with tarfile.open(archive, "r:*") as tf:
+        for m in tf.getmembers():
+            if not (m.isfile() and m.name.endswith(".xml")):
+                continue
+            fh = tf.extractfile(m)
+            if fh is None:
+                continue
+            root = ET.fromstring(fh.read())
+            uid = root.find("uId")
+            if uid is not None and uid.get("id"):
+                out[uid.get("id", "")] = [" ".join((c.text or "").split()) for c in root.iterfind("MeSH/major")]
+    return out
+
+
 def score(ids: list[str], gold: dict[str, dict[str, str]], pred: dict[str, dict[str, int]], labels: list[str],
           positive: tuple[int, ...] = (1,)) -> dict:
     per = {}
@@ -67,6 +92,18 @@ def score(ids: list[str], gold: dict[str, dict[str, str]], pred: dict[str, dict[
         per[lab] = {"tp": tp, "fp": fp, "fn": fn, "support": tp + fn, "prf": prf(tp, fp, fn)}
         T, F, N = T + tp, F + fp, N + fn
     return {"micro": prf(T, F, N), "tp": T, "fp": F, "fn": N, "per_label": per, "n": len(ids)}
+
+
+def _print_indexed(indexed: dict[str, list[str]], subsets: dict[str, list[str]], gold: dict, pred: dict,
+                   labels: list[str], out: dict) -> None:
+    """The subset lines again without the "No Indexing" reports, each with how many it left out."""
+    for name, ids in indexed.items():
+        s = score(ids, gold, pred, labels)
+        p, r, f = s["micro"]
+        left = len(subsets[name.split(",")[0]]) - len(ids)
+        print(f"  {name:<19} {s['n']:>5} {p:6.3f} {r:6.3f} {f:6.3f}   {s['tp']}/{s['fp']}/{s['fn']}"
+              f"   (without the {left} 'No Indexing' reports: no MeSH terms, so no gold labels)")
+        out[name] = s
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,6 +141,11 @@ def main(argv: list[str] | None = None) -> int:
         gold = {r["filename"]: r for r in csv.DictReader(fh)}
     with (data / "r2gen_split.csv").open(newline="") as fh:
         split = {r["report_id"]: r["split"] for r in csv.DictReader(fh)}
+
+    # OpenI indexed 95 reports "No Indexing": the indexer gave them no MeSH terms, so the
+    # MeSH-derived gold CSV scores them all-zero (not normal either) whatever the text says.
+    mesh = mesh_major(data / "NLMCXR_reports.tgz")
+    no_index = {i for i in gold if "No Indexing" in mesh.get(i, ())}
 
     onto = load_ontology(args.ontology) if args.ontology else load_ontology()
     t0 = time.perf_counter()
@@ -174,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         "train+val": [i for i in gold if split.get(i) in ("train", "val")],
         "all": list(gold),
     }
+    # The same subsets without the "No Indexing" reports (they have no gold labels): printed
+    # beside the full figures, never instead of them.
+    indexed = {f"{name}, indexed": [i for i in ids if i not in no_index] for name, ids in subsets.items()}
     results: dict = {"extractor": ex.version, "ontology": onto.version, "reports": len(all_texts), "rejected": len(rejected),
                      "gold_reports": len(gold), "extraction_errors": errors}
     print(f"radvqa rules extractor {ex.version}, ontology {onto.version}; OpenI reports with text: {len(all_texts)} "
@@ -187,22 +232,25 @@ def main(argv: list[str] | None = None) -> int:
             p, r, f = s["micro"]
             print(f"{name:<10} {s['n']:>5} {p:6.3f} {r:6.3f} {f:6.3f}   {s['tp']}/{s['fp']}/{s['fn']}")
             results.setdefault(proto, {})[name] = s
-        print(f"-- {proto}, hedges='commit' (alternatives and likely/probable/borderline present, as the OpenI "
-              f"MeSH gold counts them)")
+        _print_indexed(indexed, subsets, gold, pred, labels, results.setdefault(proto, {}))
+        print(f"-- {proto}, hedges='commit' (alternatives and likely/probable/borderline/most suggestive of "
+              f"present, as the OpenI MeSH gold counts them)")
         for name, ids in subsets.items():
             s = score(ids, gold, pred_commit, labels)
             p, r, f = s["micro"]
             print(f"{name:<10} {s['n']:>5} {p:6.3f} {r:6.3f} {f:6.3f}   {s['tp']}/{s['fp']}/{s['fn']}")
             results.setdefault(proto + ", hedges=commit", {})[name] = s
-    print("\n== per label (NIH 13 + normal)")
-    print(f"{'label':<19}" + "".join(f"{n + ' P/R/F1 (n)':>27}" for n in subsets))
-    for lab in NIH13 + ["normal"]:
-        cells = []
-        for name in subsets:
-            d = results["NIH 13 + normal"][name]["per_label"][lab]
-            p, r, f = d["prf"]
-            cells.append(f"{p:.2f}/{r:.2f}/{f:.2f} ({d['support']})")
-        print(f"{lab:<19}" + "".join(f"{c:>27}" for c in cells))
+        _print_indexed(indexed, subsets, gold, pred_commit, labels, results.setdefault(proto + ", hedges=commit", {}))
+    for mode, note in (("", ""), (", hedges=commit", ", hedges='commit'")):
+        print(f"\n== per label (NIH 13 + normal{note})")
+        print(f"{'label':<19}" + "".join(f"{n + ' P/R/F1 (n)':>27}" for n in subsets))
+        for lab in NIH13 + ["normal"]:
+            cells = []
+            for name in subsets:
+                d = results["NIH 13 + normal" + mode][name]["per_label"][lab]
+                p, r, f = d["prf"]
+                cells.append(f"{p:.2f}/{r:.2f}/{f:.2f} ({d['support']})")
+            print(f"{lab:<19}" + "".join(f"{c:>27}" for c in cells))
     try:
         load = " (load average %.1f on %d cores)" % (os.getloadavg()[0], os.cpu_count() or 0)
     except OSError:
@@ -246,10 +294,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.errors:
         with args.errors.open("w") as fh:
             for rid in subsets["train+val"]:
-                diff = {c: (int(gold[rid][c]), pred[rid][c]) for c in NIH13 + ["normal"] if int(gold[rid][c]) != (pred[rid][c] == 1)}
+                # (gold, default prediction 1/-1/0, hedges=commit prediction 1/0) where either disagrees
+                diff = {c: (int(gold[rid][c]), pred[rid][c], pred_commit[rid][c]) for c in NIH13 + ["normal"]
+                        if int(gold[rid][c]) != (pred[rid][c] == 1) or int(gold[rid][c]) != pred_commit[rid][c]}
                 if diff:
                     e = extractions[rid]
-                    fh.write(json.dumps({"id": rid, "diff": diff, "text": texts[rid],
+                    fh.write(json.dumps({"id": rid, "diff": diff, "text": texts.get(rid, ""), "mesh": mesh.get(rid, []),
                                          "obs": [(o.finding, o.certainty, [s.text for s in o.evidence]) for o in e.observations]}) + "\n")
     return 0
 

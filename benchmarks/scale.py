@@ -184,6 +184,8 @@ class PhaseClock:
     def __init__(self) -> None:
         self.starts: dict[str, float] = {}
         self.shards: list[tuple[float, int, int]] = []  # (time back, worker pid, shard)
+        self.shard_timings: list[dict[str, float]] = []  # each shard's own wall / CPU seconds
+        self.parts: list[tuple[float, int, int, float]] = []  # read parts: (time back, pid, part, seconds)
 
     def phase(self, name: str, total: int | None = None) -> None:
         self.starts.setdefault(name, time.time())
@@ -192,6 +194,11 @@ class PhaseClock:
 
     def shard_done(self, stats: object) -> None:
         self.shards.append((time.time(), int(getattr(stats, "pid", 0)), int(getattr(stats, "shard", -1))))
+        self.shard_timings.append(dict(getattr(stats, "timings", {}) or {}))
+
+    def part_done(self, stats: object) -> None:
+        self.parts.append((time.time(), int(getattr(stats, "pid", 0)), int(getattr(stats, "part", -1)),
+                           float(getattr(stats, "seconds", 0.0))))
 
     def studies_done(self, shard: int, n: int) -> None: ...
     def message(self, text: str) -> None: ...
@@ -215,6 +222,22 @@ def tail(shards: list[tuple[float, int, int]], t0: float, workers: int) -> dict[
     order = [k for _, _, k in sorted(shards)]
     return {"tail_s": max(gaps), "idle_share": round(sum(gaps) / (workers * wall), 3), "last_s": gaps,
             "shards_per_worker": round(len(shards) / workers, 1), "order": order[:4] + ["..."] + order[-4:]}
+
+
+def _timeline(path: Path, clock: PhaseClock, t0: float, t1: float, rss: PeakRSS) -> None:
+    """One run's timeline as JSON (seconds from the build's start): phase starts, every shard's
+    return (worker pid, shard, its own wall and CPU seconds) and the memory samples, to see where a
+    many-worker build waits (``--timeline DIR``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shards = [{"t": round(t - t0, 3), "pid": pid, "shard": k, "wall": round(tm.get("wall", 0.0), 3),
+               "cpu": round(tm.get("total", 0.0), 3)}
+              for (t, pid, k), tm in zip(clock.shards, clock.shard_timings)]
+    path.write_text(json.dumps({"wall": round(t1 - t0, 3),
+                                "phases": {k: round(v - t0, 3) for k, v in clock.starts.items()},
+                                "parts": [{"t": round(t - t0, 3), "pid": pid, "part": k, "seconds": sec}
+                                          for t, pid, k, sec in clock.parts],
+                                "shards": shards,
+                                "memory": [(round(s[0] - t0, 2), s[1] >> 20, s[3]) for s in rss.samples]}))
 
 
 def _cpu() -> float:
@@ -281,7 +304,8 @@ def _digest(out: Path) -> str:
 
 
 def bench_build(mode: str, studies: list[int], workers: list[int], pipeline: str, data: Path, keep: bool,
-                shard_studies: int, digest: bool = False, source_name: str | None = None, source_inputs: list[str] | None = None) -> None:
+                shard_studies: int, digest: bool = False, source_name: str | None = None, source_inputs: list[str] | None = None,
+                timeline: Path | None = None) -> None:
     from radvqa.run.builder import BuildOptions, build
 
     for n in studies:
@@ -322,6 +346,8 @@ def bench_build(mode: str, studies: list[int], workers: list[int], pipeline: str
                  tail=tail(clock.shards, t_sh, w), peak_all=rss.peak(), peak_read=rss.peak(tw0, t_sh), peak_shards=rss.peak(t_sh, t_fin),
                  load_avg_1m=round(os.getloadavg()[0], 2), studies_per_s=round((c["studies_out"] if mode == "source" else n) / wall, 1),
                  timings=t, cpus=os.cpu_count(), digest=_digest(out) if digest else None, command=cmd)
+            if timeline is not None:
+                _timeline(timeline / f"{mode}-{n}-{w}.json", clock, tw0, tw1, rss)
             if not keep:
                 shutil.rmtree(out, ignore_errors=True)
 
@@ -339,16 +365,22 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     ap.add_argument("--pipeline", choices=("real", "minimal"), default="real")
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "iu-xray")
-    ap.add_argument("--shard-studies", type=int, default=2000)
+    # the build's own default (run.shards.DEFAULT_SHARD_STUDIES), so a benchmark runs what users run
+    ap.add_argument("--shard-studies", type=int, default=None, help="studies per shard (default: the build's)")
+    ap.add_argument("--timeline", type=Path, default=None,
+                    help="write each run's timeline (phases, shard returns, memory samples) as JSON into this folder")
     ap.add_argument("--keep", action="store_true", help="keep the output folders")
     ap.add_argument("--digest", action="store_true",
                     help="print a SHA-256 over the shard files and rejected.jsonl (equal for any worker count)")
     a = ap.parse_args()
+    from radvqa.run.shards import DEFAULT_SHARD_STUDIES
+
     if a.mode == "writer":
         bench_writer(a.rows)
         return
     bench_build(a.mode, [int(x) for x in a.studies.split(",")], [int(x) for x in a.workers.split(",")], a.pipeline,
-                a.data.resolve(), a.keep, a.shard_studies, a.digest, a.source, a.input)
+                a.data.resolve(), a.keep, a.shard_studies or DEFAULT_SHARD_STUDIES, a.digest, a.source, a.input,
+                a.timeline)
 
 
 if __name__ == "__main__":

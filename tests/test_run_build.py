@@ -15,7 +15,8 @@ from radvqa.generate import GenerateOptions
 from radvqa.io.parquet import read_scene_graphs, shard_files, tmp_name
 from radvqa.io.validate import validate
 from radvqa.model import Image, Reject, Study
-from radvqa.run.builder import BuildError, BuildOptions, build, resume_state
+from radvqa.run.builder import BuildError, BuildOptions, Progress, build, resume_state
+from radvqa.run.tasks import ReadStats
 from radvqa.run.shards import bucket_of, patient_hash, plan_shards
 from radvqa.run.worker import marker_path
 from radvqa.sources.synthetic import SyntheticSource
@@ -285,8 +286,21 @@ def test_parallel_read_phase_identical(tmp_path: Path) -> None:
     """The synthetic source read by the workers (patient ranges, one spill folder per part) gives
     the same files as one reader; the manifest says how many parts were read."""
     one = build(opts(tmp_path / "r1", workers=1, studies=300), records=None)
-    two = build(opts(tmp_path / "r2", workers=2, studies=300), records=None)
+    parts: list[ReadStats] = []
+
+    class Parts(Progress):
+        def part_done(self, stats: ReadStats) -> None:
+            parts.append(stats)
+
+    two = build(opts(tmp_path / "r2", workers=2, studies=300), records=None, progress=Parts())
     assert one["timings"]["read_parts"] == 1 and two["timings"]["read_parts"] == 4
+    # each part reported to the progress hook once (benchmarks/scale.py --timeline), and the
+    # manifest's slowest part / sum of parts are those parts' own seconds
+    assert sorted(p.part for p in parts) == [0, 1, 2, 3] and sum(p.studies for p in parts) == 300
+    t = two["timings"]
+    assert t["read_part_max"] == max(p.seconds for p in parts) > 0
+    assert t["read_part_sum"] == pytest.approx(sum(p.seconds for p in parts), abs=1e-3)
+    assert t["read_part_max"] <= t["read_part_sum"] and t["card"] > 0
     assert two["counts"]["studies_in"] == 300
     assert files_bytes(tmp_path / "r2") == files_bytes(tmp_path / "r1")
     assert (tmp_path / "r2" / "rejected.jsonl").read_bytes() == (tmp_path / "r1" / "rejected.jsonl").read_bytes()

@@ -7,7 +7,10 @@ Finding" / "normal") is 1 when the report has no present observation of an abnor
 (uncertain ones, "no definite effusion", do not make a report abnormal), else 0.
 
 Scheme policy beyond the ontology (``data/labeling.yaml``): findings that do not count toward a
-label although they descend from its finding (OpenI/NIH gold: granulomas are not nodules)."""
+label although they descend from its finding (OpenI/NIH gold: granulomas are not nodules), and
+findings that count toward a label although they do not descend from its finding (OpenI gold:
+a pericardial effusion is an "Effusion"). Both only change report labels, never the scheme's
+label -> finding map that sources use."""
 
 from __future__ import annotations
 
@@ -43,12 +46,20 @@ class Labeler:
             self.normal_labels = [lab for lab, ids in table.items() if not ids]
         policy = (load_data("labeling").get("schemes") or {}).get(scheme) or {}
         not_counted = {lab: set(ids or ()) for lab, ids in (policy.get("not_counted") or {}).items()}
+        also_counted = {lab: set(ids or ()) for lab, ids in (policy.get("also_counted") or {}).items()}
+        for key, pol in (("not_counted", not_counted), ("also_counted", also_counted)):
+            for lab, ids in pol.items():
+                if lab not in table:
+                    raise ValueError(f"labeling.yaml {scheme}.{key}: {lab!r} is no label of the scheme")
+                if ids - set(ontology.findings):
+                    raise ValueError(f"labeling.yaml {scheme}.{key}.{lab}: unknown finding id(s) {sorted(ids - set(ontology.findings))}")
         self._for_finding: dict[str, tuple[str, ...]] = {}
         for fid in ontology.findings:
             up = {fid, *ontology.ancestors(fid)}
             self._for_finding[fid] = tuple(
                 lab for lab, ids in table.items()
-                if ids and up.intersection(ids) and not up.intersection(not_counted.get(lab, ())))
+                if (ids and up.intersection(ids) or up.intersection(also_counted.get(lab, ())))
+                and not up.intersection(not_counted.get(lab, ())))
         self._abnormal = {fid for fid, f in ontology.findings.items() if getattr(f, "abnormal", True)}
 
     def label(self, ex: Extraction) -> dict[str, int | None]:

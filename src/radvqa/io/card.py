@@ -43,6 +43,16 @@ def _table(title: str, counts: dict[str, int], total: int | None = None, unit: s
     return "\n".join(lines) + "\n"
 
 
+def preload() -> None:
+    """Import matplotlib (Agg) and pyplot ahead of ``write_plot``: ~0.5 s on the 16-core device,
+    which a many-worker build spends in a thread of its otherwise idle parent while the workers
+    build shards, instead of in the serial finish."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+
+
 def write_plot(out: Path, counts: dict[str, Any]) -> Path | None:
     """Bar charts of QA rows by question type, strategy and grade (matplotlib, Agg backend)."""
     import matplotlib

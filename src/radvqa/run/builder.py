@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -41,7 +42,7 @@ from radvqa.io.parquet import shard_files
 from radvqa.io.schema import SCHEMA_VERSION
 from radvqa.model import Reject, Study
 from radvqa.run.errors import BuildError
-from radvqa.run.executors import Executor, TaskFailed, make_executor
+from radvqa.run.executors import Executor, LocalExecutor, TaskFailed, make_executor
 from radvqa.run.imagepaths import PathRelativizer, image_roots_for
 from radvqa.run.reader import build_ontology, configure, make_source, plan_parts, rejects_file, spill_part
 from radvqa.run.shards import DEFAULT_SHARD_STUDIES, N_BUCKETS, plan_shards
@@ -133,6 +134,7 @@ class Progress:
     def phase(self, name: str, total: int | None = None) -> None: ...
     def advance(self, n: int = 1) -> None: ...
     def shard_done(self, stats: ShardStats) -> None: ...
+    def part_done(self, stats: ReadStats) -> None: ...
     def studies_done(self, shard: int, n: int) -> None: ...
     def message(self, text: str) -> None: ...
 
@@ -209,7 +211,7 @@ def _read_phase(out: Path, opts: BuildOptions, progress: Progress, executor: Exe
         progress.phase("reading sources", len(tasks) if len(tasks) > 1 else None)
         t1 = time.perf_counter()
         try:
-            parts = executor.run(tasks, lambda r: progress.advance(1))
+            parts = executor.run(tasks, lambda r: _part_done(progress, r))
         except TaskFailed as exc:
             raise BuildError(f"reading the sources failed: {exc}" if str(exc) == "interrupted" else str(exc)) from exc
         t_par = time.perf_counter() - t1
@@ -233,6 +235,13 @@ def _read_phase(out: Path, opts: BuildOptions, progress: Progress, executor: Exe
     }
     write_text_atomic(done, json.dumps(info, indent=1))
     return info
+
+
+def _part_done(progress: Progress, stats: ReadStats) -> None:
+    progress.advance(1)
+    hook = getattr(progress, "part_done", None)  # a Progress written before this hook has none
+    if hook is not None:
+        hook(stats)
 
 
 def _check_source(opts: BuildOptions, progress: Progress) -> None:
@@ -367,6 +376,9 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
 
     executor = make_executor(opts.executor, opts.workers, opts.worker_options(), progress.studies_done)
     try:
+        start = getattr(executor, "start", None)
+        if start is not None:
+            start()  # the pool's warm-up overlaps the read planning below
         return _build(out, opts, progress, executor, records, t_start, fresh)
     finally:
         executor.close()
@@ -400,6 +412,7 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
         progress.message(f"resume: {len(finished)} of {n_shards} shards already complete")
     progress.phase("building shards", read["studies"])
     t_shards = time.perf_counter()
+    card_imports = _preload_card(executor)
     for st in finished.values():
         progress.advance(st.studies_in)
     for st in _run_shards(executor, todo, progress):
@@ -441,6 +454,10 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
         "read_sources": read["seconds"],  # wall seconds of the read phase (all readers)
         "read_parts": read.get("n_parts", 1),
         "read_parallel": read.get("parallel_seconds", 0.0),  # of which inside the executor (the readers)
+        # the slowest part and all parts summed (seconds each reader spent on its part): against
+        # read_parallel they show what starting the readers costs
+        "read_part_max": read.get("part_seconds_max", 0.0),
+        "read_part_sum": read.get("part_seconds_sum", 0.0),
         "shards": 0.0,  # wall seconds of the shard phase (all workers)
         "stages_cpu": cpu,  # CPU seconds summed over workers: load, extract, localize, generate, write, total
     }
@@ -474,6 +491,8 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
     }
     from radvqa.io.card import write_card
 
+    if card_imports is not None:
+        card_imports.join()  # done long ago in a build of any size; the import lock would wait anyway
     t_card = time.perf_counter()
     manifest["timings"]["card"] = 0.0
     manifest["timings"]["wall"] = 0.0
@@ -489,6 +508,25 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
     return manifest
 
 
+
+
+def _preload_card(executor: Executor) -> threading.Thread | None:
+    """With the shards built by other processes, this one only waits: it imports the card's
+    plotting modules meanwhile (io.card.preload), off the serial finish. Not with the in-process
+    executor, where the thread would take the GIL from the shard work."""
+    if isinstance(executor, LocalExecutor):
+        return None
+    from radvqa.io.card import preload
+
+    def run() -> None:
+        try:
+            preload()
+        except Exception:  # noqa: BLE001 - the card imports them again and reports any error
+            pass
+
+    t = threading.Thread(target=run, name="radvqa-card-preload", daemon=True)
+    t.start()
+    return t
 
 
 def _engine_compiled(extractor: str) -> bool:

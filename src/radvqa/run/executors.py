@@ -6,7 +6,8 @@ this process, in a process pool, or on Ray, behind one protocol:
         def close(self) -> None
 
 ``EXECUTORS`` maps a name to its class; a new executor is one class and one line there. An executor
-is made once per build and serves both phases (read, then shards), so a pool starts once.
+is made once per build and serves both phases (read, then shards); the process executor reads with
+light spawned processes while its shard pool's fork server warms up.
 
 Output never depends on the executor: a task's output depends only on its own data, files are
 named by part or shard index, and ``build`` orders the results.
@@ -104,8 +105,15 @@ def _pool_context(options: dict[str, Any]) -> Any:
 
 
 class ProcessExecutor:
-    """A process pool of ``workers`` processes on this machine, started on first use and kept for
-    both phases of the build."""
+    """A process pool of ``workers`` processes on this machine for the shards, forked from a fork
+    server that holds the warm pipeline (started by ``start`` or on first use, kept until
+    ``close``), and a light pool for the read phase.
+
+    Readers need no pipeline: they get their own processes, started with ``spawn`` (a fresh
+    interpreter that imports only the reader and the source, ~0.2 s), while the fork server builds
+    the warm pipeline (~1 s) beside them for the shard phase. Before, the readers were the
+    shard workers and waited for that warm-up: on the 16-core device the read phase of a 16-worker
+    build began ~1 s late (docs/scale-out.md, session 9)."""
 
     def __init__(self, workers: int, options: dict[str, Any] | None = None) -> None:
         self.workers = max(1, workers)
@@ -119,43 +127,33 @@ class ProcessExecutor:
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx)
         return self._pool
 
+    def start(self) -> None:
+        """Start the fork server now, without waiting for it: it builds the warm pipeline
+        (``run._warm``) while this process plans and reads the sources, instead of after."""
+        self._get_pool()
+        if self._ctx is not None and self._ctx.get_start_method() == "forkserver":
+            try:
+                from multiprocessing import forkserver
+
+                forkserver.ensure_running()  # returns once the server process is launched
+            except Exception:  # noqa: BLE001 - the first shard task starts it in any case
+                pass
+
     def run(self, tasks: Sequence[Task], on_done: OnDone) -> list[Any]:
-        results: list[Any] = []
         if not tasks:
-            return results
-        pool = self._get_pool()
-        env = dict(os.environ)
-        futures = {pool.submit(_pool_task, t, env): t for t in tasks}
-        pending = set(futures)
+            return []
+        if all(isinstance(t, ReadTask) for t in tasks):
+            readers = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
+                                          mp_context=mp.get_context("spawn"))
+            try:
+                return _run_in(readers, tasks, on_done)
+            finally:
+                readers.shutdown(wait=True, cancel_futures=True)
         try:
-            while pending:
-                # each task as it completes, so progress advances (FIRST_EXCEPTION waited for all of them)
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    exc = f.exception()
-                    if exc is not None:
-                        for p in pending:
-                            p.cancel()
-                        what = _label(futures[f])
-                        if isinstance(exc, BrokenProcessPool):
-                            raise TaskFailed(f"a worker process died while building {what} (killed, or out of memory)",
-                                             len(results), len(tasks)) from exc
-                        if isinstance(exc, BuildError):
-                            raise TaskFailed(str(exc), len(results), len(tasks)) from exc
-                        raise TaskFailed(f"{what} failed: {exc}", len(results), len(tasks)) from exc
-                    st = f.result()
-                    results.append(st)
-                    on_done(st)
-        except KeyboardInterrupt:
-            for p in pending:
-                p.cancel()
-            # tasks already running finish and are kept (#17): the caller counts them on disk
-            self._shutdown(wait_=True)
-            raise TaskFailed("interrupted", len(results), len(tasks)) from None
+            return _run_in(self._get_pool(), tasks, on_done)
         except BaseException:
             self._shutdown(wait_=True)
             raise
-        return results
 
     def _shutdown(self, wait_: bool) -> None:
         if self._pool is not None:
@@ -165,6 +163,41 @@ class ProcessExecutor:
 
     def close(self) -> None:
         self._shutdown(wait_=True)
+
+
+def _run_in(pool: ProcessPoolExecutor, tasks: Sequence[Task], on_done: OnDone) -> list[Any]:
+    """Every task on ``pool``; ``on_done`` for each as it completes; the first failure cancels the
+    tasks not started and raises TaskFailed (tasks already running finish: #17)."""
+    results: list[Any] = []
+    env = dict(os.environ)
+    futures = {pool.submit(_pool_task, t, env): t for t in tasks}
+    pending = set(futures)
+    try:
+        while pending:
+            # each task as it completes, so progress advances (FIRST_EXCEPTION waited for all of them)
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                exc = f.exception()
+                if exc is not None:
+                    for p in pending:
+                        p.cancel()
+                    what = _label(futures[f])
+                    if isinstance(exc, BrokenProcessPool):
+                        raise TaskFailed(f"a worker process died while building {what} (killed, or out of memory)",
+                                         len(results), len(tasks)) from exc
+                    if isinstance(exc, BuildError):
+                        raise TaskFailed(str(exc), len(results), len(tasks)) from exc
+                    raise TaskFailed(f"{what} failed: {exc}", len(results), len(tasks)) from exc
+                st = f.result()
+                results.append(st)
+                on_done(st)
+    except KeyboardInterrupt:
+        for p in pending:
+            p.cancel()
+        # tasks already running finish and are kept (#17): the caller counts them on disk
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise TaskFailed("interrupted", len(results), len(tasks)) from None
+    return results
 
 
 def _pool_task(task: Task, env: dict[str, str]) -> Result:
