@@ -307,10 +307,19 @@ def _places(regions: tuple[str, ...]) -> frozenset[str]:
     place or the whole chest (a place that any other place can be)."""
     if not regions or "chest" in regions:
         return frozenset()
+    hit = _places_memo.get(regions)  # (a few hundred region tuples in a corpus)
+    if hit is not None:
+        return hit
     out = frozenset(r.removeprefix("left_").removeprefix("right_") for r in regions)
-    if out.isdisjoint(_ZONE):
-        return out
-    return frozenset(_ZONE.get(r, r) for r in out)
+    if not out.isdisjoint(_ZONE):
+        out = frozenset(_ZONE.get(r, r) for r in out)
+    if len(_places_memo) >= 20_000:
+        _places_memo.clear()  # bounded memory
+    _places_memo[regions] = out
+    return out
+
+
+_places_memo: Final[dict[tuple[str, ...], frozenset[str]]] = {}
 
 
 # a lobe and the zone it fills are one place for a hedge ("streaky opacities in the right upper

@@ -41,10 +41,11 @@ Key = tuple[str, "str | None", tuple[str, ...]]
 # A location: (laterality, regions)
 Loc = tuple["str | None", tuple[str, ...]]
 # One mention of an analysed sentence: (start, end, findings, certainty, implicit, attributes,
-# qualifier, own location, wants the previous sentence's location, observation keys, and for an
-# uncertain unqualified mention where a "not a hedge" phrase before it starts (_hedge_at))
+# qualifier, own location, wants the previous sentence's location, observation keys, for an
+# uncertain unqualified mention where a "not a hedge" phrase before it starts (_hedge_at), and the
+# attributes as the aggregator needs them (_agg_attrs: None when it would read nothing of them))
 Item = tuple[int, int, tuple[str, ...], "str | None", bool, "FrozenAttrs | None", "str | None", "Loc | None", bool,
-             tuple[Key, ...], "tuple[int, int] | None"]
+             tuple[Key, ...], "tuple[int, int] | None", "FrozenAttrs | None"]
 # What _mentions finds: (start, end, findings, certainty, implicit, attributes, qualifier); the
 # certainty of an indication's mention may be None (asked about, no statement)
 Raw = tuple[int, int, tuple[str, ...], "str | None", bool, "AttrValues | None", "str | None"]
@@ -80,6 +81,22 @@ _LIST_JOIN: Final = re.compile(r"\s*,?\s*(?:(?:and|or|nor|and/or)\s+)?")
 
 # a mention followed by another alternative ("secondary to cardiomegaly or pericardial effusion")
 _ALT_NEXT: Final = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
+
+
+def _agg_attrs(fv: FrozenAttrs, keys: tuple[Key, ...]) -> FrozenAttrs | None:
+    """A mention's attributes as the aggregator reads them: None when it would read nothing of them
+    (no severity, size, change, temporal or dropped word, and every observation key keeps all the
+    mention's regions: its side and places are in the keys already). Most located mentions: the
+    aggregator then skips reading six fields of a msgspec Struct per observation (generic
+    attribute reads when compiled)."""
+    if fv.severity is not None or fv.size_mm is not None or fv.change is not None or fv.temporal is not None \
+            or fv.dropped:
+        return fv
+    n = len(fv.regions)
+    for k in keys:
+        if len(k[2]) != n:
+            return fv  # a place the finding cannot lie in: recorded as dropped
+    return None
 
 
 def _fits_fn(ex: Any, mentions: list) -> Callable[[int, str], bool]:
@@ -404,7 +421,7 @@ class RulesExtractor:
                 # the sign away; a plain statement of it is uncertain (CXR163)
                 hedge_next = hedges_next and j + 1 < len(hit) and \
                     self.explained_next.match(lower, start + hit[j + 1][0], start + hit[j + 1][1]) is not None  # type: ignore[union-attr]
-                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys, hedge_at in items:
+                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys, hedge_at, av in items:
                     if hedge_next and cert == "present" and not implicit and all(
                             f in self.explained_next_findings for f in findings):
                         cert = "uncertain"
@@ -419,11 +436,12 @@ class RulesExtractor:
                         v = replace(v, laterality=loc[0], regions=loc[1]) if v is not None \
                             else FrozenAttrs(laterality=loc[0], regions=loc[1])
                         keys = self._keys(findings, v)
+                        av = v
                         own_loc = loc
                     if own_loc is not None:
                         prev_loc = own_loc
                     assert cert is not None  # (only an indication's mention has none)
-                    agg.add_keys(keys, cert, span, v, implicit, qualifier)
+                    agg.add_keys(keys, cert, span, av, implicit, qualifier)
                     if in_conclusion:
                         agg.concluding.add(sid)
                     if cert == "uncertain" and qualifier is None and \
@@ -463,12 +481,13 @@ class RulesExtractor:
                             wants_any = wants_any or wants_loc
                     # the regex work of _hedges, done once per distinct sentence
                     hedge_at = self._hedge_at(seg, a, b) if cert == "uncertain" and qualifier is None else None
-                    out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys, hedge_at))
+                    av = _agg_attrs(fv, keys) if fv is not None else None
+                    out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys, hedge_at, av))
                 items = tuple(out)
                 # read only by a mention that wants the previous sentence's location
                 anaphoric = wants_any and self.anaphora.match(seg) is not None
             elif found:
-                items = tuple((a, b, findings, cert, implicit, None, qualifier, None, False, (), None)
+                items = tuple((a, b, findings, cert, implicit, None, qualifier, None, False, (), None, None)
                               for a, b, findings, cert, implicit, _v, qualifier in found)
             # a plain statement of a sign that the next sentence may explain away (worked out
             # once per distinct sentence; the next sentence is read per report)
