@@ -334,35 +334,14 @@ def _boundaries_by_regex(text: str, start: int, end: int) -> list[tuple[int, int
     return [m.span() for m in _BOUNDARY.finditer(text, start, end)]
 
 
-def _boundaries_by_scan(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    # what sentence_spans walks: each candidate from str.find, tested by _boundary_end; the next
-    # search starts where a match ends (as finditer's)
-    from radvqa.extract.sentences import _boundary_end
-
-    out = []
-    i = start
-    while i < end:
-        cands = [p for p in (text.find(c, i, end) for c in ".!?\n") if p >= 0]
-        if not cands:
-            break
-        p = min(cands)
-        q = _boundary_end(text, p, end)
-        if q < 0:
-            i = p + 1
-        else:
-            out.append((p, q))
-            i = q
-    return out
-
-
 def test_sentence_boundaries_found_without_the_regex_are_its_matches():
-    # sentence_spans finds the matches of _BOUNDARY with str.find and a few character reads: the
-    # same matches on edge texts (Unicode digits and spaces, bullets, list numbers, runs of
-    # punctuation, a range that ends mid-text) and on random ones, and the same sentences as
-    # the regex-driven splitter it replaced
+    # compiled, sentence_spans finds the matches of _BOUNDARY with str.find and a few character
+    # reads (sentences.scan_boundaries; pure Python keeps the regex): the same matches on edge
+    # texts (Unicode digits and spaces, bullets, list numbers, runs of punctuation, a range that
+    # ends mid-text) and on random ones, and the same sentences as the splitter before it
     import random
 
-    from radvqa.extract.sentences import sentence_spans
+    from radvqa.extract.sentences import scan_boundaries, sentence_spans
 
     pieces = list("ab .!?\n\t\u2022-*)19 :,\u00a0\u0660\u2003") + [
         "Dr. ", "a.m. ", "\n\n", "\n 1. ", "\n12) ", "\n123. ", "\n- ", "3.5 ", "etc. No", "!? ", "...", "e.g. x"]
@@ -370,7 +349,7 @@ def test_sentence_boundaries_found_without_the_regex_are_its_matches():
     texts = _EDGE_TEXTS + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
     for t in texts:
         for a, b in ((0, len(t)), (len(t) // 3, len(t)), (0, len(t) * 2 // 3)):
-            assert _boundaries_by_scan(t, a, b) == _boundaries_by_regex(t, a, b), (t, a, b)
+            assert scan_boundaries(t, a, b) == _boundaries_by_regex(t, a, b), (t, a, b)
             assert sentence_spans(t, a, b) == _spans_by_regex(t, a, b), (t, a, b)
 
 

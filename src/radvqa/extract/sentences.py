@@ -34,6 +34,8 @@ _MARKER: Final = re.compile(r"(?:\d{1,2}[.)]|[-*\u2022])[ \t]+")
 _MARKER_START: Final = frozenset("0123456789-*\u2022")
 _HAS_ALNUM: Final = re.compile(r"[^\W_]")
 _BULLETS: Final = "-*\u2022"
+# this module runs compiled (mypyc: an extension module), not as Python source
+_COMPILED: Final = not __file__.endswith(".py")
 
 
 def _next_mark(text: str, start: int, end: int) -> int:
@@ -93,18 +95,11 @@ def _boundary_end(text: str, p: int, end: int) -> int:
     return p + 1 if r < end and text[r] in " \t" else -1
 
 
-def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """The (start, end) offsets of the sentences of ``text[start:end]``, trimmed of white space
-    and list markers. They depend only on ``text[start:end + 3]`` and on whether ``start`` is 0
-    (what a cache of them must key on)."""
-    end = len(text) if end is None else end
-    spans: list[tuple[int, int]] = []
-    seg = start
-    # The candidate boundaries are the matches of _BOUNDARY, found without the regex: the next
-    # ".", line break and "!"/"?" come from str.find (memchr in C) and _boundary_end tests each
-    # in a few character reads. The regex tested its leading character class at every
-    # character of the section (about 45 instructions each; two method calls per match): a
-    # tenth of a cached OpenI report's instructions in the compiled engine.
+def scan_boundaries(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The spans of ``_BOUNDARY.finditer(text, start, end)``, found without the regex: the next
+    ".", line break and "!"/"?" come from str.find (memchr in C) and _boundary_end tests each in
+    a few character reads; the next search starts where a match ends, as finditer's does."""
+    out: list[tuple[int, int]] = []
     i = start
     nd = text.find(".", start, end)
     nn = text.find("\n", start, end)
@@ -122,12 +117,34 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
         if nx >= 0 and (dot < 0 or nx < dot):
             dot = nx
         if dot < 0:
-            break
+            return out
         cut = _boundary_end(text, dot, end)
         if cut < 0:
             i = dot + 1
-            continue
-        i = cut  # the next search starts where this match ends, as finditer's does
+        else:
+            out.append((dot, cut))
+            i = cut
+
+
+def _boundaries(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The matches of ``_BOUNDARY`` in ``text[start:end]``. Compiled (mypyc), by scan_boundaries:
+    the regex tested its leading character class at every character of the section (about 45
+    instructions each) and made two method calls per match, a tenth of a cached OpenI report's
+    instructions. Pure Python keeps the regex, for which that scan is the cheap part (the
+    Python loop of scan_boundaries cost it 1% of a report without the caches)."""
+    if _COMPILED:
+        return scan_boundaries(text, start, end)
+    return [m.span() for m in _BOUNDARY.finditer(text, start, end)]
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """The (start, end) offsets of the sentences of ``text[start:end]``, trimmed of white space
+    and list markers. They depend only on ``text[start:end + 3]`` and on whether ``start`` is 0
+    (what a cache of them must key on)."""
+    end = len(text) if end is None else end
+    spans: list[tuple[int, int]] = []
+    seg = start
+    for dot, cut in _boundaries(text, start, end):
         if (c := text[dot]) != "\n":  # terminal punctuation (one or more of ".!?")
             if c == "." and cut == dot + 1:
                 last = text[dot - 1] if dot > seg else ""
