@@ -14,6 +14,11 @@ from radvqa.extract.inputs import openi_text
 from radvqa.model import Image, Indication, Observation, Report, SceneGraph, Sentence
 
 
+# the question types about one region / one subcategory (what the truth tests select rows by)
+REGION = ("C01_describe_region", "C02_describe_abnormal_region", "C03_is_abnormal_region", "C04_is_normal_region")
+SUBCAT = ("B08_describe_subcat", "B09_describe_abnormal_subcat", "B10_is_abnormal_subcat", "B11_is_normal_subcat")
+
+
 def report_text(path: Path) -> str:
     """The report text as the openi source joins it ("FINDINGS: ...\\nIMPRESSION: ...")."""
     return openi_text(path.read_bytes())[1]

@@ -15,14 +15,12 @@ import pytest
 
 from radvqa.model import Observation, Span
 from radvqa.quality import unvouched as uv
-from openi_truth import build_rows, rows_of, scene_graph
+from openi_truth import REGION, SUBCAT, build_rows, rows_of, scene_graph
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r11a"
 
 # templates whose negative answers call the study, a region or a subcategory normal
 STUDY = ("B01_describe_all", "B02_describe_abnormal", "B03_is_abnormal", "B04_is_normal")
-REGION = ("C01_describe_region", "C02_describe_abnormal_region", "C03_is_abnormal_region", "C04_is_normal_region")
-SUBCAT = ("B08_describe_subcat", "B09_describe_abnormal_subcat", "B10_is_abnormal_subcat", "B11_is_normal_subcat")
 
 
 def _obs(oid: str, finding: str, sentences: list[str], i: int, words: str, certainty: str = "absent") -> Observation:

@@ -27,10 +27,9 @@ import pytest
 from radvqa.extract.rules import RulesExtractor
 from radvqa.ontology import load_ontology
 from radvqa.quality import unvouched as uv
-from openi_truth import build_rows, rows_of, scene_graph
+from openi_truth import REGION, build_rows, rows_of, scene_graph
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r12"
-REGION = ("C01_describe_region", "C02_describe_abnormal_region", "C03_is_abnormal_region", "C04_is_normal_region")
 
 
 @pytest.fixture(scope="module")

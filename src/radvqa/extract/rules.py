@@ -191,6 +191,21 @@ class RulesExtractor:
         self.past_before = re.compile(rf"\b(?:{'|'.join(re.escape(w) for w in pw)})\s+$") if pw and self.past_diseases else None
         self.past_hint = tuple(f"{w} " for w in pw)
 
+        # round 13: "no significant change in X or Y" compares a list, it offers no alternatives
+        lh = [str(c) for c in alt.get("list_heads") or []]
+        self.list_head = re.compile(
+            rf"\b(?:{'|'.join(re.escape(c) for c in sorted(lh, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,3}}$") \
+            if lh else None
+        # round 13: ", <sign> concerning for <diagnosis>" after a negation opens a statement of its
+        # own (context.yaml ``negation_breaks``)
+        nbk = ctx_data.get("negation_breaks") or {}
+        nb_cues = {str(c): "uncertain" for c in nbk.get("hedges") or []}
+        nb_cues.update({str(c): "present" for c in nbk.get("commits") or []})
+        self.neg_break = re.compile(
+            rf"\b(?:{'|'.join(re.escape(c) for c in sorted(nb_cues, key=len, reverse=True))})\b") if nb_cues else None
+        self.neg_break_cert = nb_cues
+        self.neg_break_words = int(nbk.get("max_words", 5))
+        self.neg_break_list = re.compile(r"\b(?:and|or|nor|and/or)\b|/")
         # "X, with adjacent Y or Z": X is no member of the list of alternatives (CXR1704)
         self.list_gap = re.compile(r"\s*,\s*(?:(?!with\b)[a-z-]+\s+){0,2}")
         # a cheap test first: most sentences hold no connector at all
@@ -773,6 +788,8 @@ class RulesExtractor:
                 if certs[i] == "present" and mentions[i].certainty is None and \
                         self.favoured_over.fullmatch(seg, mentions[i - 1].end, mentions[i].start):
                     certs[i] = "uncertain"
+        if self.neg_break is not None and "absent" in certs and "," in seg:
+            self._negation_break(seg, mentions, certs, cues)
         if self.explained_away is not None:
             self._explained_away(seg, mentions, certs)
         pd = self.past_diseases
@@ -900,6 +917,33 @@ class RulesExtractor:
                     self.explained_pre is not None and self.explained_pre.search(seg, max(0, m.start - 40), m.start)):
                 certs[i] = None
 
+    def _negation_break(self, seg: str, mentions: list, certs: list, cues: list) -> None:
+        """Round 13: "No focal consolidation, enlarged pulmonary arteries concerning for pulmonary
+        arterial hypertension", "No acute cardiopulmonary abnormality, findings compatible with
+        emphysema" (R2Gen train): after a comma, a short phrase (no list word in it) and a
+        diagnostic cue open a statement of their own; the negation before the comma does not
+        reach them. The phrase's findings are stated (the sign), those after the cue take the
+        cue's certainty (a hedge: uncertain; "compatible with": present)."""
+        for h in self.neg_break.finditer(seg):  # type: ignore[union-attr]
+            c = seg.rfind(",", 0, h.start())
+            if c < 0:
+                continue
+            gap = seg[c + 1:h.start()]
+            if ";" in gap or len(gap.split()) > self.neg_break_words or self.neg_break_list.search(gap):
+                continue
+            if not any(q.roles & NEG_PRE and q.end <= c for q in cues):
+                continue
+            end = seg.find(",", h.end())
+            end = len(seg) if end < 0 else end
+            after = self.neg_break_cert[" ".join(h.group(0).split())]
+            for i, m in enumerate(mentions):
+                if m.certainty is not None or certs[i] != "absent":
+                    continue
+                if c < m.start < h.start():
+                    certs[i] = "present"
+                elif h.end() <= m.start < end:
+                    certs[i] = after
+
     def _alternatives(self, seg: str, mentions: list, certs: list, quals: list, vals: list | None = None) -> None:
         """Alternatives are hedges: a chain of mentions joined by "or", "versus", "/", "and/or"
         (and commas within such a list) makes each present member uncertain, except the signs
@@ -924,7 +968,8 @@ class RulesExtractor:
                     continue
                 if self.list_gap.fullmatch(seg, a, b):
                     continue
-            if alt and i - g0 > 1:
+            if alt and i - g0 > 1 and not (self.list_head is not None and self.list_head.search(
+                    seg, max(0, mentions[g0].start - 60), mentions[g0].start)):
                 past = any((vals is not None and vals[k] is not None and vals[k].temporal == "old")
                            or _PAST_BEFORE.search(seg, max(0, mentions[k].start - 12), mentions[k].start)
                            for k in range(g0, i))

@@ -141,6 +141,18 @@ def _region_phrase(gen: Any, regions: list[str]) -> str:
     return hit
 
 
+def _sided_parts(v: Any, regions: list[str], side: str, dflt: Any = ()) -> list[str]:
+    """Round 13: a one-sided finding placed in an unsided region that is not one of its default
+    regions lies in that side's part of it ("left breast and axilla", "left-sided axillary clips":
+    "the left axilla", not "the axillae"), where its regions name no other side. (A default region
+    stays: "left pleural effusion" is not said to lie "in the left pleura".)"""
+    rside = v.rside
+    if any(rside.get(r) not in (None, side) for r in regions):
+        return regions
+    part = v.rsided_part
+    return list(dict.fromkeys(r if rside.get(r) or r in dflt else part.get((r, side), r) for r in regions))
+
+
 def _negated_only(gen: Any, words: tuple[str, ...], sents: tuple[str, ...]) -> bool:
     """``negated_only``, cached per generator by (words, sentence texts): report sentences recur."""
     key = (words, sents)
@@ -218,7 +230,13 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         # finding is not; its default regions stand in (hand audit: "The tracheostomy tube is in
         # the carina")
         explicit = []
+    if lat in ("left", "right") and explicit:
+        explicit = _sided_parts(v, explicit, lat, dflt_regions)
     f.explicit_regions = explicit
+    if explicit and f.abnormal and not f.is_device and gen.region_subcats:
+        subs = {gen.region_subcats.get(r) for r in explicit}
+        if len(subs) == 1 and None not in subs:
+            f.subcategory = subs.pop()
     regions = explicit or list(dflt_regions)
     f.regions = regions
     f.location = _region_phrase(gen, explicit) if explicit else ""

@@ -699,10 +699,24 @@ def _describe(st: Study, tpl: Template, it: Item, pos: list[Fact], with_negative
                None, "positive", None, it.regions, None, it.boxes, it.extra)
     else:
         parts = [f.main for f in neg[: k + 1]] if with_negatives else []
+        rows = st.ctx.rows
+        n = len(rows)
         # the stated negatives support the "normal" answer (grade, provenance) even where the
         # template does not list them
         st.say(tpl, it.slots, it.key, "normal", _EMPTY, parts, neg[: k + 1], None, "negative", None, it.regions,
                "normal", it.boxes)
+        if len(rows) > n and not _carries_qualified(it, neg, k + 1 if with_negatives else 0):
+            rows.pop()
+
+
+def _carries_qualified(it: Item, neg: list[Fact], n: int) -> bool:
+    """Whether a "normal" / "no" answer listing the first ``n`` negatives may be said. Round 13: a
+    qualified negative ("no large pleural effusions") vouches for no normal region, subcategory or
+    finding unless the answer says it with its qualifier ("Yes. There is no large pleural
+    effusion."): "There are no abnormal findings in the pleura" lost the "large" (CXR838, seed
+    84). The study's own answers (no key) keep their convention. (The row is made, then dropped:
+    the study's random draws, and so every other row, stay as they were.)"""
+    return not it.key or not any(f.qualified for f in neg[n:])
 
 
 def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
@@ -720,9 +734,14 @@ def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
         st.say(tpl, it.slots, it.key, key, _lv_shared(st, pos), parts, pos, key, "positive", None, it.regions, None,
                it.boxes, it.extra)
     else:
-        nn = it.neg[: st.s.max_related + 1]
+        k = st.s.max_related + 1
+        nn = it.neg[:k]
+        rows = st.ctx.rows
+        n = len(rows)
         st.say(tpl, it.slots, it.key, key, _EMPTY, [f.main for f in nn], nn, key, "negative", None, it.regions,
                "normal", it.boxes)
+        if len(rows) > n and not _carries_qualified(it, it.neg, k):
+            rows.pop()
 
 
 def op_describe(st: Study, tpl: Template, it: Item) -> None:

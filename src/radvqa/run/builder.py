@@ -377,8 +377,9 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     executor = make_executor(opts.executor, opts.workers, opts.worker_options(), progress.studies_done)
     try:
         start = getattr(executor, "start", None)
-        if start is not None:
-            start()  # the pool's warm-up overlaps the read planning below
+        if start is not None:  # the pool's warm-up (and the readers' start) overlap the read planning
+            start(read=records is None and not (opts.resume and (state_dir(out) / "spill.done.json").exists())
+                  and hasattr(make_source(opts.source, opts.source_options), "plan_parts"))
         return _build(out, opts, progress, executor, records, t_start, fresh)
     finally:
         executor.close()

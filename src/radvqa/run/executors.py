@@ -120,6 +120,7 @@ class ProcessExecutor:
         self.options = options or {}
         self._pool: ProcessPoolExecutor | None = None
         self._ctx: Any = None
+        self._readers: ProcessPoolExecutor | None = None
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -127,10 +128,16 @@ class ProcessExecutor:
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx)
         return self._pool
 
-    def start(self) -> None:
+    def start(self, read: bool = False) -> None:
         """Start the fork server now, without waiting for it: it builds the warm pipeline
-        (``run._warm``) while this process plans and reads the sources, instead of after."""
+        (``run._warm``) while this process plans and reads the sources, instead of after. With
+        ``read`` (a source the workers read in parts) the readers are started too, so that they
+        boot while this process plans the parts."""
         self._get_pool()
+        if read and self._readers is None:
+            self._readers = _reader_pool(self.workers)
+            for _ in range(self.workers):
+                self._readers.submit(_reader_ready)  # each submit starts one process while none is idle
         if self._ctx is not None and self._ctx.get_start_method() == "forkserver":
             try:
                 from multiprocessing import forkserver
@@ -143,8 +150,9 @@ class ProcessExecutor:
         if not tasks:
             return []
         if all(isinstance(t, ReadTask) for t in tasks):
-            readers = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
-                                          mp_context=mp.get_context("spawn"))
+            readers, self._readers = self._readers, None
+            if readers is None:
+                readers = _reader_pool(min(self.workers, len(tasks)))
             try:
                 return _run_in(readers, tasks, on_done)
             finally:
@@ -162,7 +170,21 @@ class ProcessExecutor:
             _stop_forkserver(self._ctx)
 
     def close(self) -> None:
+        if self._readers is not None:  # started, never used (the build failed before reading)
+            self._readers.shutdown(wait=True, cancel_futures=True)
+            self._readers = None
         self._shutdown(wait_=True)
+
+
+def _reader_pool(workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+
+
+def _reader_ready() -> None:
+    """A reader's first job: import the reader and load the ontology (what every part needs)."""
+    from radvqa.run.reader import build_ontology
+
+    build_ontology()
 
 
 def _run_in(pool: ProcessPoolExecutor, tasks: Sequence[Task], on_done: OnDone) -> list[Any]:

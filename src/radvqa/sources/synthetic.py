@@ -17,6 +17,7 @@ exist on disk (paths are placeholders); sizes are set so boxes can be checked.
 
 from __future__ import annotations
 
+import _random
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -186,9 +187,22 @@ class SyntheticSource(Source):
         made = 0
         pno = 0
         first, start = 1, 0
+        # one generator re-seeded per patient through the C-level seed, which for an int seed is
+        # all that random.Random(seed) does: the same draws, without building a Random object and
+        # its Python seed() wrapper per patient (0.76 -> 0.4 s for 200k studies on the dev machine;
+        # this runs in the parent before any reader starts)
+        rng = _random.Random()
+        reseed, draw = rng.seed, rng.random
+        mean = 1.0 / float(prof.raw.get("mean_studies_per_patient", 2.0))
+        cap = int(prof.raw.get("max_studies_per_patient", 10))
+        seed_hi = self.seed << 32
         while made < n:
             pno += 1
-            made += min(self._n_studies(prof, random.Random(self._seed_of(pno))), n - made)
+            reseed(seed_hi ^ (pno * 0x9E3779B1))
+            k = 1
+            while k < cap and draw() > mean:
+                k += 1
+            made += min(k, n - made)
             if made - start >= per or made >= n:
                 parts.append({"first": first, "last": pno, "start": start, "total": n})
                 first, start = pno + 1, made
@@ -211,6 +225,7 @@ class SyntheticSource(Source):
 
     @staticmethod
     def _n_studies(prof: _Profile, rng: random.Random) -> int:
+        # plan_parts draws the same count inline (keep the two in step)
         raw = prof.raw
         mean = float(raw.get("mean_studies_per_patient", 2.0))
         cap = int(raw.get("max_studies_per_patient", 10))
