@@ -326,3 +326,100 @@ def test_qualifier_and_not_a_hedge_scans_agree_with_their_patterns():
                 assert ex._qualifier(t, a, b) == want, (t, a, b)
                 m = ex.not_a_hedge.search(t, a, b)
                 assert ex._not_a_hedge_at(t, a, b) == (-1 if m is None else m.start()), (t, a, b)
+
+
+def _boundaries_by_regex(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    from radvqa.extract.sentences import _BOUNDARY
+
+    return [m.span() for m in _BOUNDARY.finditer(text, start, end)]
+
+
+def test_sentence_boundaries_found_without_the_regex_are_its_matches():
+    # compiled, sentence_spans finds the matches of _BOUNDARY with str.find and a few character
+    # reads (sentences.scan_boundaries; pure Python keeps the regex): the same matches on edge
+    # texts (Unicode digits and spaces, bullets, list numbers, runs of punctuation, a range that
+    # ends mid-text) and on random ones, and the same sentences as the splitter before it
+    import random
+
+    from radvqa.extract.sentences import scan_boundaries, sentence_spans
+
+    pieces = list("ab .!?\n\t\u2022-*)19 :,\u00a0\u0660\u2003") + [
+        "Dr. ", "a.m. ", "\n\n", "\n 1. ", "\n12) ", "\n123. ", "\n- ", "3.5 ", "etc. No", "!? ", "...", "e.g. x"]
+    rng = random.Random(53)
+    texts = _EDGE_TEXTS + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
+    for t in texts:
+        for a, b in ((0, len(t)), (len(t) // 3, len(t)), (0, len(t) * 2 // 3)):
+            assert scan_boundaries(t, a, b) == _boundaries_by_regex(t, a, b), (t, a, b)
+            assert sentence_spans(t, a, b) == _spans_by_regex(t, a, b), (t, a, b)
+
+
+def _spans_by_regex(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    # the splitter as it was before the boundary scan: finditer over _BOUNDARY, the same rules
+    from radvqa.extract import sentences as s
+
+    spans = []
+    seg = start
+    for dot, cut in _boundaries_by_regex(text, start, end):
+        if (c := text[dot]) != "\n":
+            if c == "." and cut == dot + 1:
+                last = text[dot - 1] if dot > seg else ""
+                if last.isalpha() and text[dot - 2:dot].lower() in s._ABBREV_ENDS and dot - 2 >= seg:
+                    word = text[max(seg, dot - 6):dot].rsplit(None, 1)[-1]
+                    if len(word) <= 5 and s._is_abbrev_word(word, text, dot):
+                        continue
+                elif last in s._DIGITS and s._LIST_NUMBER.search(text, seg, dot) \
+                        and not text[seg:dot].strip(" \t\n0123456789"):
+                    continue
+        elif cut == dot + 1:
+            cut = dot
+        spans.append((seg, cut))
+        seg = cut
+    spans.append((seg, end))
+    out = []
+    for a, b in spans:
+        piece = text[a:b]
+        stripped = piece.strip()
+        if not stripped:
+            continue
+        a += len(piece) - len(piece.lstrip())
+        b = a + len(stripped)
+        m = s._MARKER.match(stripped)
+        if m and m.end() < len(stripped):
+            a += m.end()
+            stripped = stripped[m.end():]
+        if not s._HAS_ALNUM.search(stripped):
+            continue
+        out.append((a, b))
+    return out
+
+
+def test_space_led_scanners_only_where_every_word_start_follows_a_space():
+    # word_spans and the gap-pattern scan use a scanner led by a literal space when every word
+    # character after a non-word character follows a space (_trie.spaced_word_starts): the same
+    # matches as the one led by ASCII_NOT_WORD there, and the test is exactly that condition
+    from radvqa.extract import get_extractor
+    from radvqa.extract._trie import ASCII_NOT_WORD, space_led, spaced_word_starts
+
+    ex = get_extractor("rules", cache_size=0)
+    mm = ex.mentions
+    assert mm._pattern_space is not None
+    scanners = [mm._term_fast, mm._pattern_fast, ex.attributes._fast, ex.context._edged_fast]
+    words = ["left", "effusion", "no", "heart", "size", "is", "normal", "lungs", "are", "clear", "acute",
+             "cardiopulmonary", "disease", "x-ray", "well-expanded", "s/p", "(left)", "3", "mild", "pleural"]
+    texts = _EDGE_TEXTS + _random_texts(words, 1500, 61) + [" ".join(words), ". ".join(words), "", " ", "a"]
+    qualified = 0
+    for t in texts:
+        if not t.isascii():
+            continue
+        ok = spaced_word_starts(t)
+        assert ok == (re.search(r"[^ 0-9A-Za-z_][0-9A-Za-z_]", t) is None), t
+        assert spaced_word_starts(t) == ok  # (the memo of the last text)
+        if not ok:
+            continue
+        qualified += 1
+        spaced = " " + t
+        for fast in scanners:
+            assert fast.pattern.startswith(ASCII_NOT_WORD)
+            sp = space_led(fast)
+            assert [m.span() for m in sp.finditer(spaced)] == [m.span() for m in fast.finditer(spaced)], t
+    assert 150 < qualified < len(texts) - 150  # both kinds of text were seen

@@ -31,6 +31,10 @@ from typing import Any, Final
 
 from radvqa.model import Observation, Span
 
+# Made per report, sentence or match: compiled code reads a Final name as a C static, where an
+# imported name is looked up in the module's dict at every call (about 170 instructions each)
+_Observation: Final = Observation
+
 _RANK: Final = {"absent": 0, "uncertain": 1, "present": 2}
 # An observation key (finding, laterality, regions), and one mention of an observation: (span,
 # certainty, attributes, own, qualifier). Precise types let the compiled engine read the tuples
@@ -61,7 +65,10 @@ class Aggregator:
         self._by_key: dict[Key, list[Any]] = {}
         self._side = region_side
         self._lateralised = lateralised
-        self._regions = False  # some key has regions (else no region-less mention can be merged)
+        # findings with a key that has regions, and with one that has none: a region-less mention
+        # can be merged only where a finding has both (half of the OpenI reports have none)
+        self._placed: set[str] = set()
+        self._bare: set[str] = set()
         # sentence ids of the concluding sections (IMPRESSION): their statement decides a finding
         # stated both plainly and hedged
         self.concluding: set[str] = set()
@@ -105,7 +112,9 @@ class Aggregator:
             if o is None:
                 by_key[key] = [certainty, implicit, [mention]]
                 if key[2]:
-                    self._regions = True
+                    self._placed.add(key[0])
+                else:
+                    self._bare.add(key[0])
                 continue
             if implicit and not o[1] and o[0] != certainty:
                 continue  # an implied negative never overrides an explicit statement
@@ -119,7 +128,7 @@ class Aggregator:
     def _merge_regionless(self) -> list[tuple[Key, list[Any]]]:
         # insertion order is creation order (none is removed)
         obs = list(self._by_key.items())
-        if not self._regions:
+        if self._placed.isdisjoint(self._bare):
             return obs
         with_regions: dict[tuple[str, str | None], list[list]] = {}
         for key, o in obs:
@@ -140,8 +149,10 @@ class Aggregator:
             t = targets[0]
             if _RANK[o[0]] > _RANK[t[0]]:
                 t[0] = o[0]
-            t[2].extend((sp, c, v, False, q) for sp, c, v, _own, q in o[2])
-            t[2].sort(key=lambda m: m[0].start)
+            merged: list[Ev] = t[2]
+            for sp, c, v, _own, q in o[2]:  # (a loop: no generator per merge)
+                merged.append((sp, c, v, False, q))
+            merged.sort(key=_ev_start)
         return out
 
     def _hedge_both_ways(self, items: list[tuple[Key, list[Any]]]) -> list[tuple[Key, list[Any]]]:
@@ -225,7 +236,9 @@ class Aggregator:
     def observations(self) -> list[Observation]:
         out: list[Observation] = []
         items = self._hedge_both_ways(self._merge_regionless())
-        for n, (key, o) in enumerate(items, 1):
+        n = 0
+        for key, o in items:  # (a counter: enumerate with a start is a generic iterator when compiled)
+            n += 1
             finding, lat, regions = key
             cert: str = o[0]
             mentions: list[Ev] = o[2]
@@ -273,9 +286,9 @@ class Aggregator:
                     and temporal is None and qualifier is None and not dropped:
                 # the common bare observation: the other fields keep their defaults (fewer
                 # keyword arguments to match; the same Observation)
-                out.append(Observation(id=oid, finding=finding, certainty=cert, evidence=evidence))
+                out.append(_Observation(id=oid, finding=finding, certainty=cert, evidence=evidence))
                 continue
-            out.append(Observation(
+            out.append(_Observation(
                 id=oid, finding=finding, certainty=cert, laterality=lat,
                 regions=list(regions) if own else [], severity=severity, size_mm=size, change=change,
                 temporal=temporal, evidence=evidence, source="report", qualifier=qualifier, dropped=dropped or [],
@@ -283,15 +296,30 @@ class Aggregator:
         return out
 
 
+def _ev_start(m: Ev) -> int:
+    """Where a mention's evidence starts (the order of merged mentions; a module function: a
+    lambda was a closure object per merge in the compiled engine)."""
+    return m[0].start
+
+
 def _places(regions: tuple[str, ...]) -> frozenset[str]:
     """The places of an observation without their side ("right_pleura" -> "pleura"); empty for no
     place or the whole chest (a place that any other place can be)."""
     if not regions or "chest" in regions:
         return frozenset()
+    hit = _places_memo.get(regions)  # (a few hundred region tuples in a corpus)
+    if hit is not None:
+        return hit
     out = frozenset(r.removeprefix("left_").removeprefix("right_") for r in regions)
-    if out.isdisjoint(_ZONE):
-        return out
-    return frozenset(_ZONE.get(r, r) for r in out)
+    if not out.isdisjoint(_ZONE):
+        out = frozenset(_ZONE.get(r, r) for r in out)
+    if len(_places_memo) >= 20_000:
+        _places_memo.clear()  # bounded memory
+    _places_memo[regions] = out
+    return out
+
+
+_places_memo: Final[dict[tuple[str, ...], frozenset[str]]] = {}
 
 
 # a lobe and the zone it fills are one place for a hedge ("streaky opacities in the right upper

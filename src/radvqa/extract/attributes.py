@@ -15,6 +15,13 @@ from typing import Any, Callable, Final
 from radvqa.extract._structs import Attr, AttrValues, FrozenAttrs
 from radvqa.extract._trie import trie_regexes, word_spans
 
+# Made per report, sentence or match: compiled code reads a Final name as a C static, where an
+# imported name is looked up in the module's dict at every call (about 170 instructions each)
+_Attr: Final = Attr
+_AttrValues: Final = AttrValues
+_FrozenAttrs: Final = FrozenAttrs
+_bisect_left: Final = bisect_left
+
 KINDS: Final = ("region", "laterality", "severity", "change", "temporal")
 
 # "3.5 cm", "2 x 3 mm", "1.2-cm", "15mm"; the largest dimension is kept.
@@ -26,7 +33,7 @@ _UNIT_MM: Final = {"mm": 1.0, "cm": 10.0}
 
 
 def freeze(v: AttrValues) -> FrozenAttrs:
-    return FrozenAttrs(v.laterality, tuple(v.regions), v.severity, v.size_mm, v.change, v.temporal, tuple(v.dropped))
+    return _FrozenAttrs(v.laterality, tuple(v.regions), v.severity, v.size_mm, v.change, v.temporal, tuple(v.dropped))
 
 
 class AttributeMatcher:
@@ -96,20 +103,20 @@ class AttributeMatcher:
                                 lower[out[-1].end:a].isspace() and -1 < self.space_levels.get(out[-1].value, -1)
                                 < self.space_levels.get(value, -1))):
                         prev = out[-1]
-                        out[-1] = Attr("severity", f"{prev.value} to {value}", prev.start, b)
+                        out[-1] = _Attr("severity", f"{prev.value} to {value}", prev.start, b)
                         continue
                     while kind == "change" and value in self.change_degree and out and out[-1].kind == "severity" \
                             and _DEGREE_GAP.fullmatch(lower, out[-1].end, a):
                         # "opacities ..., slightly improved": not minimal opacities (CXR3165)
                         out.pop()
-                    out.append(Attr(kind, value, a, b))
+                    out.append(_Attr(kind, value, a, b))
         if lower.find("mm", start, end) < 0 and lower.find("cm", start, end) < 0 and lower.find("met", start, end) < 0:
             return out  # no unit word, no size: skip the size regex
         for m in SIZE_RE.finditer(lower, start, end):
             unit = m.group(2)
             factor = 10.0 if unit.startswith("c") else 1.0
             dims = [float(x) for x in re.findall(r"\d{1,3}(?:\.\d+)?", m.group(0)[: m.start(2) - m.start()])]
-            out.append(Attr("size", repr(max(dims) * factor), m.start(), m.end()))
+            out.append(_Attr("size", repr(max(dims) * factor), m.start(), m.end()))
         return out
 
 
@@ -207,7 +214,7 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
         # the best distance so far is not looked at (its distance only adds penalties to the gap)
         best_d = MAX_GAP + 1
         nxt = -2  # the first mention after the attribute (worked out when an earlier one is a candidate)
-        i = bisect_left(ends, a_start - MAX_GAP)
+        i = _bisect_left(ends, a_start - MAX_GAP)
         while i < n and starts[i] <= a_end + MAX_GAP:
             ms, me = starts[i], ends[i]
             if a_start >= ms and a_end <= me:  # inside the mention ("left lower lobe atelectasis" pattern)
@@ -242,7 +249,7 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
                 comma = "," in gap or ";" in gap
                 if pre or comma:
                     if nxt == -2:
-                        nxt = bisect_left(starts, a_end)
+                        nxt = _bisect_left(starts, a_end)
                     # the attribute opens the next mention's phrase: a modifier ("small amount of
                     # right basilar atelectasis", CXR1079), or any attribute after a clause break
                     # ("mild hyperinflation, right apical pleural-parenchymal irregularities
@@ -269,7 +276,7 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
             continue
         v = vals[best]
         if v is None:
-            v = vals[best] = AttrValues()
+            v = vals[best] = _AttrValues()
         if kind == "region":
             if a.value not in v.regions:
                 v.regions.append(a.value)
@@ -304,7 +311,7 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
     if n > 1 and any(own_loc):  # no location at all: nothing to share
         for k in range(n):
             if vals[k] is None:
-                vals[k] = AttrValues()
+                vals[k] = _AttrValues()
         _share_locations(vals, starts, ends, own_loc, lower, share, signs, fits, region_side)  # type: ignore[arg-type]
     return vals  # type: ignore[return-value]
 

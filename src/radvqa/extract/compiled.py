@@ -14,13 +14,13 @@ import importlib.machinery
 from typing import Any
 
 # The per-sentence analysis, the per-report loop and aggregation, sentence and section splitting,
-# the labeller: where a pass spends its Python time (src/radvqa/extract/README.md). These
+# the labeller, the checks on a report's text: where a pass spends its Python time (src/radvqa/extract/README.md). These
 # modules define no class with keyword arguments and no decorated class (mypyc would build a
 # plain Python class or drop the arguments): the msgspec records live in _structs.py. Their
 # module constants are `Final` (compiled code reads them as C statics, not by a lookup in the
 # module's dict) and their records have precise types (read as tuples, not iterated).
 MODULES: tuple[str, ...] = ("_trie", "aggregate", "attributes", "context", "labels", "mentions", "rules",
-                            "sections", "sentences")
+                            "sections", "sentences", "text")
 
 # the environment variable that makes setup.py compile MODULES ("1", "true", "yes")
 COMPILE_ENV = "RADVQA_COMPILE"

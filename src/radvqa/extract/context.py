@@ -13,6 +13,11 @@ from typing import Any, Final
 from radvqa.extract._structs import Cue
 from radvqa.extract._trie import _build, split_phrases, trie_regex, trie_regexes, word_spans
 
+# Made per report, sentence or match: compiled code reads a Final name as a C static, where an
+# imported name is looked up in the module's dict at every call (about 170 instructions each)
+_Cue: Final = Cue
+_bisect_left: Final = bisect_left
+
 # Roles a cue phrase can play (bit flags: one phrase may be a pre and a post cue).
 DOM_PRE: Final = 1 << 0
 DOM_POST: Final = 1 << 1
@@ -132,7 +137,7 @@ class ContextRules:
             if r is None:
                 r = get(" ".join(g.split()), 0)
             if r and r != PSEUDO:
-                out.append(Cue(a, b, r))
+                out.append(_Cue(a, b, r))
         return out
 
     def certainty(self, lower: str, cues: list[Cue], m_start: int, m_end: int,
@@ -149,7 +154,7 @@ class ContextRules:
         post_cue: dict[int, Cue] = {}
         if starts is None:
             starts = [c.start for c in cues]
-        first_post = bisect_left(starts, m_end)
+        first_post = _bisect_left(starts, m_end)
         low_pre = m_start - self.max_chars_pre
         # Backwards from the mention: pre cues until a terminator or the word limit. Cues inside
         # the mention span (regex patterns such as "heart is not enlarged") count as pre cues.

@@ -23,6 +23,14 @@ from radvqa.extract.text import MAX_CHARS, check_text, lower_same_length
 from radvqa.model import Extraction, Indication, Report, Sentence, Span
 from radvqa.extract import EXTRACTORS
 
+# Made per report, sentence or match: compiled code reads a Final name as a C static, where an
+# imported name is looked up in the module's dict at every call (about 170 instructions each)
+_Span: Final = Span
+_Sentence: Final = Sentence
+_Extraction: Final = Extraction
+_Report: Final = Report
+_Indication: Final = Indication
+
 VERSION: Final = "rules:2"  # 2: alternatives uncertain, qualified negatives, scope, side propagation (#12)
 # sentence ids, made once ("S01", "S02", ...; a longer report formats its own)
 _SIDS: Final = tuple(f"S{n:02d}" for n in range(1, 100))
@@ -33,9 +41,11 @@ Key = tuple[str, "str | None", tuple[str, ...]]
 # A location: (laterality, regions)
 Loc = tuple["str | None", tuple[str, ...]]
 # One mention of an analysed sentence: (start, end, findings, certainty, implicit, attributes,
-# qualifier, own location, wants the previous sentence's location, observation keys)
+# qualifier, own location, wants the previous sentence's location, observation keys, for an
+# uncertain unqualified mention where a "not a hedge" phrase before it starts (_hedge_at), and the
+# attributes as the aggregator needs them (_agg_attrs: None when it would read nothing of them))
 Item = tuple[int, int, tuple[str, ...], "str | None", bool, "FrozenAttrs | None", "str | None", "Loc | None", bool,
-             tuple[Key, ...]]
+             tuple[Key, ...], "tuple[int, int] | None", "FrozenAttrs | None"]
 # What _mentions finds: (start, end, findings, certainty, implicit, attributes, qualifier); the
 # certainty of an indication's mention may be None (asked about, no statement)
 Raw = tuple[int, int, tuple[str, ...], "str | None", bool, "AttrValues | None", "str | None"]
@@ -71,6 +81,22 @@ _LIST_JOIN: Final = re.compile(r"\s*,?\s*(?:(?:and|or|nor|and/or)\s+)?")
 
 # a mention followed by another alternative ("secondary to cardiomegaly or pericardial effusion")
 _ALT_NEXT: Final = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
+
+
+def _agg_attrs(fv: FrozenAttrs, keys: tuple[Key, ...]) -> FrozenAttrs | None:
+    """A mention's attributes as the aggregator reads them: None when it would read nothing of them
+    (no severity, size, change, temporal or dropped word, and every observation key keeps all the
+    mention's regions: its side and places are in the keys already). Most located mentions: the
+    aggregator then skips reading six fields of a msgspec Struct per observation (generic
+    attribute reads when compiled)."""
+    if fv.severity is not None or fv.size_mm is not None or fv.change is not None or fv.temporal is not None \
+            or fv.dropped:
+        return fv
+    n = len(fv.regions)
+    for k in keys:
+        if len(k[2]) != n:
+            return fv  # a place the finding cannot lie in: recorded as dropped
+    return None
 
 
 def _fits_fn(ex: Any, mentions: list) -> Callable[[int, str], bool]:
@@ -315,11 +341,11 @@ class RulesExtractor:
     def extract(self, text: object, study_id: str = "") -> Extraction:
         clean, error = check_text(text, self.max_chars)
         if error is not None:
-            return Extraction(report=Report(text=clean), extractor=self.version, error=error)
+            return _Extraction(report=_Report(text=clean), extractor=self.version, error=error)
         try:
             return self._extract(clean)
         except Exception as e:  # never raise on bad text: report the reason instead
-            return Extraction(report=Report(text=clean), extractor=self.version,
+            return _Extraction(report=_Report(text=clean), extractor=self.version,
                               error=f"extraction failed: {type(e).__name__}: {e}")
 
     def extract_many(self, items: Iterable[tuple[str, object]]) -> Iterator[Extraction]:
@@ -359,7 +385,7 @@ class RulesExtractor:
                 spans = sentence_spans(text, start, end)
                 for a, b in spans:
                     if b - a > limit:
-                        return Extraction(report=Report(text=text), extractor=self.version,
+                        return _Extraction(report=_Report(text=text), extractor=self.version,
                                           error=f"sentence too long ({b - a:,} characters > {limit:,} at "
                                                 f"offset {a:,}): not report prose (no sentence punctuation?)")
                 if role == "skip":
@@ -388,7 +414,7 @@ class RulesExtractor:
                 sid = _SIDS[n] if n < 99 else f"S{n + 1:02d}"
                 n += 1
                 stext = text[a:b]
-                sentences.append(Sentence(id=sid, section=name, start=a, end=b, text=stext))
+                sentences.append(_Sentence(id=sid, section=name, start=a, end=b, text=stext))
                 if entry is None:
                     continue  # a skipped section
                 if indication:
@@ -411,11 +437,11 @@ class RulesExtractor:
                 # the sign away; a plain statement of it is uncertain (CXR163)
                 hedge_next = hedges_next and j + 1 < len(hit) and \
                     self.explained_next.match(lower, start + hit[j + 1][0], start + hit[j + 1][1]) is not None  # type: ignore[union-attr]
-                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys in items:
+                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys, hedge_at, av in items:
                     if hedge_next and cert == "present" and not implicit and all(
                             f in self.explained_next_findings for f in findings):
                         cert = "uncertain"
-                    span = Span(start=a + i0, end=a + i1, text=text[a + i0:a + i1], sentence_id=sid)
+                    span = _Span(start=a + i0, end=a + i1, text=text[a + i0:a + i1], sentence_id=sid)
                     if indication:
                         for f in findings:
                             if f not in ind_findings:
@@ -426,19 +452,21 @@ class RulesExtractor:
                         v = replace(v, laterality=loc[0], regions=loc[1]) if v is not None \
                             else FrozenAttrs(laterality=loc[0], regions=loc[1])
                         keys = self._keys(findings, v)
+                        av = v
                         own_loc = loc
                     if own_loc is not None:
                         prev_loc = own_loc
                     assert cert is not None  # (only an indication's mention has none)
-                    agg.add_keys(keys, cert, span, v, implicit, qualifier)
+                    agg.add_keys(keys, cert, span, av, implicit, qualifier)
                     if in_conclusion:
                         agg.concluding.add(sid)
-                    if cert == "uncertain" and qualifier is None and not self._hedges(lower, a, a + i0, findings, span.text):
+                    if cert == "uncertain" and qualifier is None and \
+                            not self._hedges(lower, a, a + i0, findings, span.text, hedge_at):
                         agg.no_hedge.add((sid, span.start))
         ind = None
         if ind_texts:
-            ind = Indication(text=" ".join(ind_texts), evaluate=ind_findings, evidence=ind_spans)
-        return Extraction(report=Report(text=text, sections=sections, sentences=sentences),
+            ind = _Indication(text=" ".join(ind_texts), evaluate=ind_findings, evidence=ind_spans)
+        return _Extraction(report=_Report(text=text, sections=sections, sentences=sentences),
                           observations=agg.observations(), indication=ind, extractor=self.version)
 
     def _sentence(self, seg: str, indication: bool) -> Entry:
@@ -467,12 +495,15 @@ class RulesExtractor:
                         else:
                             wants_loc = self._can_side(findings)
                             wants_any = wants_any or wants_loc
-                    out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys))
+                    # the regex work of _hedges, done once per distinct sentence
+                    hedge_at = self._hedge_at(seg, a, b) if cert == "uncertain" and qualifier is None else None
+                    av = _agg_attrs(fv, keys) if fv is not None else None
+                    out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys, hedge_at, av))
                 items = tuple(out)
                 # read only by a mention that wants the previous sentence's location
                 anaphoric = wants_any and self.anaphora.match(seg) is not None
             elif found:
-                items = tuple((a, b, findings, cert, implicit, None, qualifier, None, False, ())
+                items = tuple((a, b, findings, cert, implicit, None, qualifier, None, False, (), None, None)
                               for a, b, findings, cert, implicit, _v, qualifier in found)
             # a plain statement of a sign that the next sentence may explain away (worked out
             # once per distinct sentence; the next sentence is read per report)
@@ -490,7 +521,25 @@ class RulesExtractor:
                 cache[seg] = entry
         return entry
 
-    def _hedges(self, lower: str, a: int, start: int, findings: tuple[str, ...], text: str) -> bool:
+    def _hedge_at(self, seg: str, i0: int, i1: int) -> tuple[int, int] | None:
+        """What ``_hedges`` reads off the sentence for the mention at ``seg[i0:i1]``: (the first
+        space in the mention's lower-cased words, where a "not a hedge" phrase before it starts,
+        -1 for none); None without such phrases. The same searches on the sentence as on the
+        report: a sentence starts the report or follows a non-word character, which is what a
+        word start at its first character reads (the caller checks that the report's own
+        mention text has its first space at the same place: "XXXX" is blanked only in lower case)."""
+        if self.not_a_hedge is None:
+            return None
+        sp = seg.find(" ", i0, i1)
+        sp = sp - i0 if sp >= 0 else -1
+        lo = max(0, i0 - 80)
+        at = self._not_a_hedge_at(seg, lo, i0)
+        if at < 0 and sp > 0:
+            at = self._not_a_hedge_at(seg, lo, i0 + sp + 1)
+        return sp, at
+
+    def _hedges(self, lower: str, a: int, start: int, findings: tuple[str, ...], text: str,
+                hedge_at: tuple[int, int] | None = None) -> bool:
         """Whether an uncertain mention hedges the same finding stated plainly elsewhere in the
         report (context.yaml ``stated_both_ways``): not "may be secondary to low lung volumes",
         "additional fractures cannot be excluded"; a sign only when its own word is hedged ("may
@@ -499,10 +548,13 @@ class RulesExtractor:
             return False  # a device seen is seen ("borderline cardiomegaly and cardiac pacemaker", CXR1862)
         if self.not_a_hedge is not None:
             sp = text.find(" ")  # the mention's own first word ("acute fracture")
-            lo = max(a, start - 80)
-            at = self._not_a_hedge_at(lower, lo, start)
-            if at < 0 and sp > 0:
-                at = self._not_a_hedge_at(lower, lo, start + sp + 1)
+            if hedge_at is not None and hedge_at[0] == sp:  # worked out with the sentence (_hedge_at)
+                at = hedge_at[1] + a if hedge_at[1] >= 0 else -1
+            else:
+                lo = max(a, start - 80)
+                at = self._not_a_hedge_at(lower, lo, start)
+                if at < 0 and sp > 0:
+                    at = self._not_a_hedge_at(lower, lo, start + sp + 1)
             # a cause offered as the last of alternatives hedges too ("could be related to hilar
             # lymph XXXX or enlarged pulmonary arteries", CXR1386, seed 65)
             if at >= 0 and not _ALT_NEXT.match(lower, start + len(text)) \

@@ -21,8 +21,9 @@ _ABBREV_ENDS: Final = frozenset(w[-2:] for w in _ABBREV | _ABBREV_SOFT)
 _DIGITS: Final = frozenset("0123456789")
 # Candidate boundaries: terminal punctuation followed by white space or end; a blank line;
 # a line break before a list item or bullet; a list number after a sentence ("... 2. Next").
-# One leading character class (no groups in front of it) lets the regex engine skip straight to
-# candidate characters: five times faster than three named alternatives.
+# The specification of a boundary: sentence_spans finds its matches without the regex (the next
+# candidate character by str.find, then _boundary_end), which tests/test_extract_speed_paths.py
+# checks against this pattern.
 _BOUNDARY: Final = re.compile(
     r"[.!?\n](?:(?<=[.!?])[.!?]*(?=\s|$)"
     r"|(?<=\n)[ \t]*\n"
@@ -32,6 +33,18 @@ _LIST_NUMBER: Final = re.compile(r"(?:^|\s)\d{1,2}$")
 _MARKER: Final = re.compile(r"(?:\d{1,2}[.)]|[-*\u2022])[ \t]+")
 _MARKER_START: Final = frozenset("0123456789-*\u2022")
 _HAS_ALNUM: Final = re.compile(r"[^\W_]")
+_BULLETS: Final = "-*\u2022"
+# this module runs compiled (mypyc: an extension module), not as Python source
+_COMPILED: Final = not __file__.endswith(".py")
+
+
+def _next_mark(text: str, start: int, end: int) -> int:
+    """The offset of the first "!" or "?" in ``text[start:end]``, -1 when there is none."""
+    a = text.find("!", start, end)
+    b = text.find("?", start, end)
+    if a < 0 or 0 <= b < a:
+        return b
+    return a
 
 
 def _is_abbrev_word(word: str, text: str, dot: int) -> bool:
@@ -52,6 +65,78 @@ def split_sentences(text: str, start: int = 0, end: int | None = None, section: 
             for n, (a, b) in enumerate(sentence_spans(text, start, end), first_id)]
 
 
+def _boundary_end(text: str, p: int, end: int) -> int:
+    """Where a match of ``_BOUNDARY`` at ``p`` ends (``text[p]`` is one of ".!?\n"; nothing
+    after ``end`` is read), or -1 when none starts there: the same test, spelled out."""
+    if text[p] != "\n":
+        # terminal punctuation: a run of ".!?" followed by white space or the end
+        q = p + 1
+        while q < end and text[q] in ".!?":
+            q += 1
+        return q if q == end or text[q].isspace() else -1
+    r = p + 1
+    while r < end and text[r] in " \t":
+        r += 1
+    if r == end:
+        return -1
+    c = text[r]
+    if c == "\n":  # a blank line: the break, blanks, a second break
+        return r + 1
+    # a line break before a list item ("1. ", "2) ", "- ", "* ", a bullet): the break alone
+    if c.isdecimal():
+        r += 1
+        if r < end and text[r].isdecimal():
+            r += 1
+        if r == end or text[r] not in ".)":
+            return -1
+    elif c not in _BULLETS:
+        return -1
+    r += 1
+    return p + 1 if r < end and text[r] in " \t" else -1
+
+
+def scan_boundaries(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The spans of ``_BOUNDARY.finditer(text, start, end)``, found without the regex: the next
+    ".", line break and "!"/"?" come from str.find (memchr in C) and _boundary_end tests each in
+    a few character reads; the next search starts where a match ends, as finditer's does."""
+    out: list[tuple[int, int]] = []
+    i = start
+    nd = text.find(".", start, end)
+    nn = text.find("\n", start, end)
+    nx = _next_mark(text, start, end)
+    while True:
+        if 0 <= nd < i:
+            nd = text.find(".", i, end)
+        if 0 <= nn < i:
+            nn = text.find("\n", i, end)
+        if 0 <= nx < i:
+            nx = _next_mark(text, i, end)
+        dot = nd
+        if nn >= 0 and (dot < 0 or nn < dot):
+            dot = nn
+        if nx >= 0 and (dot < 0 or nx < dot):
+            dot = nx
+        if dot < 0:
+            return out
+        cut = _boundary_end(text, dot, end)
+        if cut < 0:
+            i = dot + 1
+        else:
+            out.append((dot, cut))
+            i = cut
+
+
+def _boundaries(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The matches of ``_BOUNDARY`` in ``text[start:end]``. Compiled (mypyc), by scan_boundaries:
+    the regex tested its leading character class at every character of the section (about 45
+    instructions each) and made two method calls per match, a tenth of a cached OpenI report's
+    instructions. Pure Python keeps the regex, for which that scan is the cheap part (the
+    Python loop of scan_boundaries cost it 1% of a report without the caches)."""
+    if _COMPILED:
+        return scan_boundaries(text, start, end)
+    return [m.span() for m in _BOUNDARY.finditer(text, start, end)]
+
+
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """The (start, end) offsets of the sentences of ``text[start:end]``, trimmed of white space
     and list markers. They depend only on ``text[start:end + 3]`` and on whether ``start`` is 0
@@ -59,12 +144,7 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     end = len(text) if end is None else end
     spans: list[tuple[int, int]] = []
     seg = start
-    # two reads per boundary (its text is read off ``text``, one-character strings are cached):
-    # map(re.Match.span, ...) saved a call more in the compiled engine, but its tuple per
-    # boundary made pure Python slower
-    for bm in _BOUNDARY.finditer(text, start, end):
-        dot = bm.start()
-        cut = bm.end()
+    for dot, cut in _boundaries(text, start, end):
         if (c := text[dot]) != "\n":  # terminal punctuation (one or more of ".!?")
             if c == "." and cut == dot + 1:
                 last = text[dot - 1] if dot > seg else ""

@@ -4,12 +4,13 @@ never an exception (empty, white space only, binary, not UTF-8, too long)."""
 from __future__ import annotations
 
 import re
+from typing import Final
 
-MAX_CHARS = 100_000  # far above any real radiology report (OpenI max ~1.5k, MIMIC ~10k chars)
+MAX_CHARS: Final = 100_000  # far above any real radiology report (OpenI max ~1.5k, MIMIC ~10k chars)
 # Control characters other than white space, DEL, and the Unicode specials block.
-_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufff0-\uffff]")
+_CONTROL: Final = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufff0-\uffff]")
 # ASCII characters that are not in _CONTROL: tab to carriage return, space to tilde
-_ASCII_OK = bytes(range(0x09, 0x0E)) + bytes(range(0x20, 0x7F))
+_ASCII_OK: Final = bytes(range(0x09, 0x0E)) + bytes(range(0x20, 0x7F))
 
 
 def check_text(raw: object, max_chars: int = MAX_CHARS) -> tuple[str, str | None]:
