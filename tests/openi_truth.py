@@ -31,6 +31,14 @@ def observations_of(ex, path: Path, finding: str) -> list:
     return [o for o in e.observations if o.finding == finding]
 
 
+def findings_in(ex, text: str) -> list:
+    """The observations extractor `ex` reads in `text`, given as a FINDINGS section (the truth
+    tests' hand-written sentences)."""
+    e = ex.extract("FINDINGS: " + text)
+    assert e.error is None
+    return e.observations
+
+
 def build_rows(data: Path, out: Path, unvouched: str = "keep") -> list[dict]:
     """Every QA row of `radvqa build openi --input DATA`; every must-be-zero audit count stays 0.
     The earlier rounds' tests check how a construction is read and said, so they build with

@@ -30,7 +30,7 @@ import pytest
 
 from radvqa.extract.rules import RulesExtractor
 from radvqa.ontology import load_ontology
-from openi_truth import REGION, SUBCAT, build_rows, observations_of, rows_of, scene_graph
+from openi_truth import REGION, SUBCAT, build_rows, findings_in, observations_of, rows_of, scene_graph
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r13"
 
@@ -46,9 +46,7 @@ def ex() -> RulesExtractor:
 
 
 def _read(ex: RulesExtractor, text: str) -> list[tuple]:
-    e = ex.extract("FINDINGS: " + text)
-    assert e.error is None
-    return [(o.finding, o.certainty, o.laterality, tuple(o.regions)) for o in e.observations]
+    return [(o.finding, o.certainty, o.laterality, tuple(o.regions)) for o in findings_in(ex, text)]
 
 
 # ---- the audited reports -----------------------------------------------------------------------

@@ -28,7 +28,7 @@ import pytest
 from radvqa.extract.rules import RulesExtractor
 from radvqa.model import Sentence
 from radvqa.ontology import load_ontology
-from openi_truth import REGION, SUBCAT, build_rows, observations_of, rows_of
+from openi_truth import REGION, SUBCAT, build_rows, findings_in, observations_of, rows_of
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r14"
 
@@ -42,11 +42,6 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 def ex() -> RulesExtractor:
     return RulesExtractor(load_ontology())
 
-
-def _read(ex: RulesExtractor, text: str) -> list:
-    e = ex.extract("FINDINGS: " + text)
-    assert e.error is None
-    return e.observations
 
 
 def _normal_said(r: dict) -> bool:
@@ -166,37 +161,37 @@ def test_hedged_places() -> None:
 
 
 def test_change_degree_and_severity(ex: RulesExtractor) -> None:
-    got = {(o.finding, o.severity, o.change) for o in _read(ex, "Mildly increased atherosclerotic calcifications of the aorta.")}
+    got = {(o.finding, o.severity, o.change) for o in findings_in(ex, "Mildly increased atherosclerotic calcifications of the aorta.")}
     assert got == {("aortic_atherosclerosis", None, "increased")}, got
-    got = {(o.finding, o.severity) for o in _read(ex, "Mild aortic atherosclerosis.")}
+    got = {(o.finding, o.severity) for o in findings_in(ex, "Mild aortic atherosclerosis.")}
     assert got == {("aortic_atherosclerosis", "mild")}, got
-    got = {(o.finding, o.severity) for o in _read(ex, "Small right pleural effusion, increased.")}
+    got = {(o.finding, o.severity) for o in findings_in(ex, "Small right pleural effusion, increased.")}
     assert got == {("pleural_effusion", "small")}, got
 
 
 def test_past_active_disease_and_current_disease(ex: RulesExtractor) -> None:
     for s in ("Findings consistent with previous active pulmonary tuberculosis.",
               "Changes of prior active tuberculosis."):
-        tb = [o for o in _read(ex, s) if o.finding == "tuberculosis"]
+        tb = [o for o in findings_in(ex, s) if o.finding == "tuberculosis"]
         assert tb and all(o.temporal == "old" for o in tb), (s, tb)
-    tb = [o for o in _read(ex, "Findings consistent with active tuberculosis.") if o.finding == "tuberculosis"]
+    tb = [o for o in findings_in(ex, "Findings consistent with active tuberculosis.") if o.finding == "tuberculosis"]
     assert tb and tb[0].temporal != "old", tb
 
 
 def test_fluid_or_thickening_reads(ex: RulesExtractor) -> None:
     for s in ("Small left pleural effusion versus thickening.", "Blunting, pleural fluid or thickening.",
               "Left pleural effusion vs. thickening."):
-        got = {(o.finding, o.certainty) for o in _read(ex, s)}
+        got = {(o.finding, o.certainty) for o in findings_in(ex, s)}
         assert ("pleural_thickening", "uncertain") in got, (s, got)
     # a thickening of something else is none
-    got = {o.finding for o in _read(ex, "Small effusion. Thickening of the minor fissure.")}
+    got = {o.finding for o in findings_in(ex, "Small effusion. Thickening of the minor fissure.")}
     assert "pleural_thickening" not in got, got
 
 
 def test_clavicle_lucency_but_not_a_rib_fracture_line(ex: RulesExtractor) -> None:
-    got = {(o.finding, o.certainty, o.laterality) for o in _read(ex, "Small round lucency in the distal left clavicle.")}
+    got = {(o.finding, o.certainty, o.laterality) for o in findings_in(ex, "Small round lucency in the distal left clavicle.")}
     assert ("bone_lesion", "present", "left") in got, got
-    got = {o.finding for o in _read(ex, "There is an obliquely oriented lucency through the posterior right 12th rib.")}
+    got = {o.finding for o in findings_in(ex, "There is an obliquely oriented lucency through the posterior right 12th rib.")}
     assert "bone_lesion" not in got, got
 
 

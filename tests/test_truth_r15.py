@@ -16,7 +16,7 @@ import pytest
 
 from radvqa.extract.rules import RulesExtractor
 from radvqa.ontology import load_ontology
-from openi_truth import REGION, SUBCAT, build_rows, observations_of, rows_of
+from openi_truth import REGION, SUBCAT, build_rows, findings_in, observations_of, rows_of
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r15"
 
@@ -30,11 +30,6 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 def ex() -> RulesExtractor:
     return RulesExtractor(load_ontology())
 
-
-def _read(ex: RulesExtractor, text: str) -> list:
-    e = ex.extract("FINDINGS: " + text)
-    assert e.error is None
-    return e.observations
 
 
 def test_3865_a_rib_deformity_possibly_a_fracture_is_no_stated_fracture(rows: list[dict],
@@ -51,9 +46,9 @@ def test_3865_a_rib_deformity_possibly_a_fracture_is_no_stated_fracture(rows: li
 def test_a_plain_or_consistent_rib_deformity_stays_stated(ex: RulesExtractor) -> None:
     # the pattern takes only the hedged appositive: these keep their reading
     for text in ("Left rib deformity.", "Right rib deformity consistent with old fracture."):
-        rib = [o for o in _read(ex, text) if o.finding == "rib_fracture"]
+        rib = [o for o in findings_in(ex, text) if o.finding == "rib_fracture"]
         assert [o.certainty for o in rib] == ["present"], text
-    rib = [o for o in _read(ex, "Right rib deformity, likely healed fracture.") if o.finding == "rib_fracture"]
+    rib = [o for o in findings_in(ex, "Right rib deformity, likely healed fracture.") if o.finding == "rib_fracture"]
     assert [o.certainty for o in rib] == ["uncertain"]
 
 
@@ -66,9 +61,9 @@ def test_an_opacity_representing_adenopathy_is_no_lung_opacity(rows: list[dict],
         assert "lung opacity" not in r["answer"].lower() or r["polarity"] != "positive", r["answer"]
 
 
-def test_an_opacity_beside_adenopathy_is_still_read(ex: RulesExtractor) -> None:
+def test_an_opacity_beside_adenopathy_is_stillfindings_in(ex: RulesExtractor) -> None:
     # a lung opacity and adenopathy named side by side with no cue between them: both stay
-    got = {o.finding for o in _read(ex, "Right lower lobe opacity. Mediastinal adenopathy.")}
+    got = {o.finding for o in findings_in(ex, "Right lower lobe opacity. Mediastinal adenopathy.")}
     assert {"lung_opacity", "lymphadenopathy"} <= got
 
 

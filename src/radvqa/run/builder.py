@@ -366,7 +366,9 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
         raise BuildError("--workers must be >= 1")
     out = Path(opts.out)
     t_start = time.perf_counter()
-    if records is None and not (opts.resume and (state_dir(out) / "spill.done.json").exists()):
+    # the sources are read (not handed over as records, nor read already by the run resumed)
+    reads_sources = records is None and not (opts.resume and (state_dir(out) / "spill.done.json").exists())
+    if reads_sources:
         # source and inputs checked before anything is created or drawn: a bad source name or
         # path leaves no OUT/.radvqa and no progress bar (a bad table fails in the read phase,
         # which then removes what it wrote)
@@ -378,8 +380,7 @@ def build(opts: BuildOptions | None = None, progress: Progress | None = None,
     try:
         start = getattr(executor, "start", None)
         if start is not None:  # the pool's warm-up (and the readers' start) overlap the read planning
-            start(read=records is None and not (opts.resume and (state_dir(out) / "spill.done.json").exists())
-                  and hasattr(make_source(opts.source, opts.source_options), "plan_parts"))
+            start(read=reads_sources and hasattr(make_source(opts.source, opts.source_options), "plan_parts"))
         return _build(out, opts, progress, executor, records, t_start, fresh)
     finally:
         executor.close()

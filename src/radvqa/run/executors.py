@@ -134,10 +134,7 @@ class ProcessExecutor:
         ``read`` (a source the workers read in parts) the readers are started too, so that they
         boot while this process plans the parts."""
         self._get_pool()
-        if read and self._readers is None:
-            self._readers = _reader_pool(self.workers)
-            for _ in range(self.workers):
-                self._readers.submit(_reader_ready)  # each submit starts one process while none is idle
+        # the fork server first: its warm-up is the longer one
         if self._ctx is not None and self._ctx.get_start_method() == "forkserver":
             try:
                 from multiprocessing import forkserver
@@ -145,6 +142,10 @@ class ProcessExecutor:
                 forkserver.ensure_running()  # returns once the server process is launched
             except Exception:  # noqa: BLE001 - the first shard task starts it in any case
                 pass
+        if read and self._readers is None:
+            self._readers = _reader_pool(self.workers)
+            for _ in range(self.workers):
+                self._readers.submit(_reader_ready)  # each submit starts one process while none is idle
 
     def run(self, tasks: Sequence[Task], on_done: OnDone) -> list[Any]:
         if not tasks:
