@@ -375,6 +375,7 @@ def _spans_by_regex(text: str, start: int, end: int) -> list[tuple[int, int]]:
         spans.append((seg, cut))
         seg = cut
     spans.append((seg, end))
+    spans = s.split_missing_stops(text, spans, start, end)
     out = []
     for a, b in spans:
         piece = text[a:b]

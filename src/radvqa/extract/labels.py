@@ -4,7 +4,9 @@ Value per label: 1 if any observation of a finding the label covers is present, 
 uncertain, else 0 if one is absent, else None (not mentioned). A finding counts for a label when
 the label maps to it or to one of its ontology ancestors. A label that maps to no finding ("No
 Finding" / "normal") is 1 when the report has no present observation of an abnormal finding
-(uncertain ones, "no definite effusion", do not make a report abnormal), else 0.
+(uncertain ones, "no definite effusion", do not make a report abnormal), else 0. A past disease
+marked old (context.yaml ``past_diseases``: "previous active tuberculosis pneumonia") counts for
+nothing.
 
 Scheme policy beyond the ontology (``data/labeling.yaml``): findings that do not count toward a
 label although they descend from its finding (OpenI/NIH gold: granulomas are not nodules), and
@@ -61,6 +63,11 @@ class Labeler:
                 if (ids and up.intersection(ids) or up.intersection(also_counted.get(lab, ())))
                 and not up.intersection(not_counted.get(lab, ())))
         self._abnormal = {fid for fid, f in ontology.findings.items() if getattr(f, "abnormal", True)}
+        # a past disease the extractor marks old ("Findings consistent with previous active
+        # pulmonary tuberculosis pneumonia", CXR1160, R2Gen train) is the history of what the film
+        # shows, no finding of it: it labels nothing, as the QA generator leaves it unsaid
+        # (context.yaml ``past_diseases``, generate ``unstated_when_old``)
+        self._past: frozenset[str] = frozenset((load_data("context").get("past_diseases") or {}).get("findings") or ())
 
     def label(self, ex: Extraction) -> dict[str, int | None]:
         out = self._blank.copy()
@@ -70,9 +77,12 @@ class Labeler:
         order = _ORDER
         abnormal = False
         for_finding = self._for_finding
+        past = self._past
         for o in ex.observations:
             cert = o.certainty
             f = o.finding  # (each field read once: a generic attribute read per use when compiled)
+            if f in past and o.temporal == "old":
+                continue
             if cert == "present" and not abnormal and f in self._abnormal:
                 abnormal = True
             labs = for_finding.get(f)

@@ -125,6 +125,10 @@ def section_role(name: str) -> str:
 
 
 _LIST_NO: Final = re.compile(r"^\d{1,2}[.)]\s*")
+# the list number of the first item, left on the heading by the splitter ("IMPRESSION: Hand 1.
+# Minimally displaced fracture through the scaphoid ... Chest 1. No acute cardiopulmonary
+# findings", CXR1350, R2Gen train: the hand fracture was read as a chest one)
+_TRAIL_NO: Final = re.compile(r"\s+\d{1,2}[.)]?$")
 _SIDE_WORDS: Final = ("the ", "left ", "right ", "bilateral ", "both ")  # "2. The knee." is a heading too
 
 
@@ -155,6 +159,8 @@ def body_part_heading(sentence_lower: str) -> str | None:
     t = " ".join(sentence_lower.strip(" .:;-\t\n").split())
     if t[:1].isdigit():
         t = _LIST_NO.sub("", t)  # "2. left knee"
+    if t[-1:].isdigit():
+        t = _TRAIL_NO.sub("", t)  # "hand 1"
     if not t or len(t) > 40:
         return None
     chest, other, words = _body_parts()
