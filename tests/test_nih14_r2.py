@@ -187,3 +187,17 @@ def test_stated_dish_is_present(keep):
     # train: "DISH of the thoracic spine is noted."
     assert ("diffuse_idiopathic_skeletal_hyperostosis", "present", None) in _obs(
         keep, "FINDINGS: DISH of the thoracic spine is noted.")
+
+
+def test_abbreviation_in_parentheses_keeps_the_hedge(keep):
+    # CXR1808 (train): the "(" terminator cut the hedge off, and "(DISH)" read as a plain DISH
+    text = ("FINDINGS: Multilevel flowing anterior thoracic spine osteophytes, which could represent changes of "
+            "diffuse idiopathic skeletal hyperostosis (DISH).")
+    obs = _obs(keep, text)
+    assert ("degenerative_spine", "present", None) in obs
+    assert ("diffuse_idiopathic_skeletal_hyperostosis", "uncertain", None) in obs
+    assert not any(f == "diffuse_idiopathic_skeletal_hyperostosis" and c == "present" for f, c, _ in obs)
+    assert _obs(keep, "Possible chronic obstructive pulmonary disease (COPD).") == {("copd", "uncertain", None)}
+    assert _obs(keep, "No pneumothorax (PTX).") == {("pneumothorax", "absent", None)}
+    # a parenthesis naming another finding is read on its own
+    assert ("copd", "present", None) in _obs(keep, "Possible pneumonia. Emphysema (COPD).")

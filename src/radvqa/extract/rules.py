@@ -793,6 +793,17 @@ class RulesExtractor:
             self._negation_break(seg, mentions, certs, cues)
         if self.explained_away is not None:
             self._explained_away(seg, mentions, certs)
+        if "(" in seg and len(mentions) > 1:
+            for i in range(1, len(mentions)):
+                # an abbreviation in parentheses restating the finding just named is that mention
+                # again, with its certainty: the "(" terminator cut the hedge off ("osteophytes,
+                # which could represent changes of diffuse idiopathic skeletal hyperostosis
+                # (DISH)", CXR1808, R2Gen train, read "DISH is seen")
+                m, prev = mentions[i], mentions[i - 1]
+                if m.findings == prev.findings and m.certainty is None and seg.startswith(")", m.end) \
+                        and not seg[prev.end:m.start].strip(" ("):
+                    certs[i] = certs[i - 1]
+                    quals[i] = quals[i - 1]
         pd = self.past_diseases
         past_end = -1
         for i, m in enumerate(mentions):
