@@ -201,3 +201,18 @@ def test_abbreviation_in_parentheses_keeps_the_hedge(keep):
     assert _obs(keep, "No pneumothorax (PTX).") == {("pneumothorax", "absent", None)}
     # a parenthesis naming another finding is read on its own
     assert ("copd", "present", None) in _obs(keep, "Possible pneumonia. Emphysema (COPD).")
+
+
+@pytest.mark.parametrize("text", [
+    # CXR3755 (train): "in the lumbar spine" was half of what the report says
+    "FINDINGS: Bridging syndesmophytes are noted throughout visualized thoracolumbar spine.",
+    # CXR3092 (train)
+    "FINDINGS: Levoscoliosis of the thoracolumbar spine is present.",
+    # CXR3129 (train)
+    "FINDINGS: There is severe degenerative change at the thoracolumbar junction with mild anterior wedging at "
+    "approximately T12.",
+])
+def test_thoracolumbar_is_the_spine_not_the_lumbar_spine(keep, text):
+    obs = [o for o in keep.extract(text, "t").observations if o.certainty == "present"]
+    assert obs and all("lumbar_spine" not in o.regions for o in obs)
+    assert any("spine" in o.regions for o in obs)
