@@ -137,9 +137,10 @@ def test_a_missing_period_does_not_carry_attributes_over(keep):
 
 
 @pytest.mark.parametrize("text, n", [
-    ("Normal chest No evidence of tuberculosis", 2),  # CXR1573 (train)
-    ("Right upper lobe airspace consolidation Please correlate clinically for pneumonia.", 2),  # CXR1740 (train)
+    ("Chronic appearing interstitial markings The lungs are normally inflated and clear.", 2),  # CXR322 (train)
     ("Heart size normal. There is no effusion There is no pneumothorax.", 3),
+    # openers left out (they read the same uncut): "Normal chest No evidence of tuberculosis" (CXR1573)
+    ("Normal chest No evidence of tuberculosis", 1),
     # capitalised words that stand inside sentences do not cut
     ("Cardiomediastinal silhouette is within normal limits of size In appearance.", 1),  # CXR934 (train)
     ("Views of the Left hip show degenerative change.", 1),

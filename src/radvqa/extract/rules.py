@@ -18,7 +18,7 @@ from radvqa.extract.places import FindingPlaces
 from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, UNC_PRE, ContextRules
 from radvqa.extract.mentions import MentionMatcher
 from radvqa.extract.sections import body_part_heading, section_role, split_sections
-from radvqa.extract.sentences import sentence_spans
+from radvqa.extract.sentences import missing_stops, sentence_spans
 from radvqa.extract.text import MAX_CHARS, check_text, lower_same_length
 from radvqa.model import Extraction, Indication, Report, Sentence, Span
 from radvqa.extract import EXTRACTORS
@@ -363,6 +363,7 @@ class RulesExtractor:
         ind_findings: list[str] = []
         ind_spans: list[Span] = []
         sec_cache = self._sec_cache
+        stops: bool | None = None  # whether the report has a sentence whose period was left out
         sigma = "\u03a3" in text
         prev_loc: tuple[str | None, tuple[str, ...]] | None = None  # location of the last sentence's finding
         roles = self._roles
@@ -382,7 +383,9 @@ class RulesExtractor:
                 else (role, text[start:end], text[end:end + 3], start == 0, lower[start:end])
             hit: SecHit | None = sec_cache.get(key)
             if hit is None:
-                spans = sentence_spans(text, start, end)
+                if stops is None:  # once per report, at its first uncached section
+                    stops = bool(missing_stops(text, 0, len(text)))
+                spans = sentence_spans(text, start, end, stops)
                 for a, b in spans:
                     if b - a > limit:
                         return _Extraction(report=_Report(text=text), extractor=self.version,
