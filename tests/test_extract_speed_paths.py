@@ -370,6 +370,8 @@ def _spans_by_regex(text: str, start: int, end: int) -> list[tuple[int, int]]:
                 elif last in s._DIGITS and s._LIST_NUMBER.search(text, seg, dot) \
                         and not text[seg:dot].strip(" \t\n0123456789"):
                     continue
+                if cut + 1 < end and text[cut + 1].islower() and text[cut] == " " and s.dangling(text, seg, dot):
+                    continue
         elif cut == dot + 1:
             cut = dot
         spans.append((seg, cut))

@@ -217,3 +217,16 @@ def test_thoracolumbar_is_the_spine_not_the_lumbar_spine(keep, text):
     obs = [o for o in keep.extract(text, "t").observations if o.certainty == "present"]
     assert obs and all("lumbar_spine" not in o.regions for o in obs)
     assert any("spine" in o.regions for o in obs)
+
+
+def test_a_period_after_a_dangling_word_ends_no_sentence(keep):
+    # CXR650 (train): "active tuberculosis." stood as a sentence of its own, and 20 QA rows said
+    # "There is tuberculosis"
+    text = ("FINDINGS: Limited evaluation of the aorto iliac stent. No cavitary lesion to suggest. active "
+            "tuberculosis. Large hiatal hernia. IMPRESSION: 2. No cavitary lung changes to suggest active tuberculosis.")
+    assert _certs(keep, text, "tuberculosis") == {"absent"}
+    assert len(sentence_spans("No cavitary lesion to suggest. active tuberculosis. Large hiatal hernia.")) == 2
+    # a lower-case sentence after any other word is a sentence ("No pleural effusions or
+    # pneumothoraces. heart size is normal.", train)
+    assert len(sentence_spans("No pleural effusions or pneumothoraces. heart size is normal.")) == 2
+    assert len(sentence_spans("Clear lungs. cardiomegaly.")) == 2
