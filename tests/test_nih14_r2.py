@@ -230,3 +230,16 @@ def test_a_period_after_a_dangling_word_ends_no_sentence(keep):
     # pneumothoraces. heart size is normal.", train)
     assert len(sentence_spans("No pleural effusions or pneumothoraces. heart size is normal.")) == 2
     assert len(sentence_spans("Clear lungs. cardiomegaly.")) == 2
+
+
+def test_a_lobe_that_was_consolidated_is_no_consolidation_now(keep, labeler):
+    # CXR744 (train), MeSH "Opacity/lung/apex/right" only: the consolidation of an outside CT
+    text = ("FINDINGS: Right upper lobe area of dense opacity is seen in the medial right apex. On a previous outside "
+            "XXXX scan (XXXX), the right upper lobe was consolidated. Comparison to the XXXX XXXX from that exam "
+            "shows this opacity to have decreased.")
+    e = keep.extract(text, "t")
+    assert not any(o.finding == "consolidation" for o in e.observations)
+    assert any(o.finding == "lung_opacity" and o.certainty == "present" for o in e.observations)
+    assert labeler.label(e)["Consolidation"] is None
+    # the present tense still states it
+    assert _certs(keep, "The right lower lobe is consolidated.", "consolidation") == {"present"}
