@@ -243,3 +243,18 @@ def test_a_lobe_that_was_consolidated_is_no_consolidation_now(keep, labeler):
     assert labeler.label(e)["Consolidation"] is None
     # the present tense still states it
     assert _certs(keep, "The right lower lobe is consolidated.", "consolidation") == {"present"}
+
+
+def test_a_masked_word_before_the_conclusion_does_not_make_it_plain(keep, labeler):
+    # CXR2372 (train), MeSH "Opacity/lung/right" only: the mask ate the conclusion's hedge, and a
+    # plain conclusion decides a finding stated both ways
+    text = ("FINDINGS: Bandlike opacities are present in the right lung. Appearance suggest atelectasis. No "
+            "pneumothorax or pleural effusion is seen. IMPRESSION: Bandlike opacities in the right lung. "
+            "Appearance XXXX atelectasis.")
+    assert _certs(keep, text, "atelectasis") == {"uncertain"}
+    assert labeler.label(keep.extract(text, "t"))["Atelectasis"] == -1
+    # an unmasked plain conclusion still decides (hand audit #13, CXR163)
+    text = "FINDINGS: Appearance suggests atelectasis. IMPRESSION: Right basilar atelectasis."
+    assert _certs(keep, text, "atelectasis") == {"present"}
+    # a mask alone hedges nothing
+    assert _certs(keep, "IMPRESSION: Appearance XXXX atelectasis.", "atelectasis") == {"present"}

@@ -74,6 +74,9 @@ class Aggregator:
         self.concluding: set[str] = set()
         # (sentence id, start) of uncertain mentions that hedge no statement elsewhere
         self.no_hedge: set[tuple[str, int]] = set()
+        # (sentence id, start) of present mentions of the conclusion right after an XXXX mask: no
+        # plain conclusion (the mask may have eaten a hedge)
+        self.masked: set[tuple[str, int]] = set()
         # some mention was added uncertain (else no finding is stated both ways: most reports)
         self._uncertain = False
 
@@ -184,7 +187,8 @@ class Aggregator:
                                  for m2 in o2[2] if m2[1] == "present"}
                     if (f, lat, m[0].sentence_id) not in plain:
                         hedges.setdefault(f, []).append((lat, _places(regions)))
-                if concl and m[1] != "absent" and m[0].sentence_id in concl:
+                if concl and m[1] != "absent" and m[0].sentence_id in concl and (
+                        not self.masked or (m[0].sentence_id, m[0].start) not in self.masked):
                     concluded.setdefault(f, set()).add(m[1] if m[4] is None else "qualified")
         for f, certs in concluded.items():
             if certs == {"present"}:

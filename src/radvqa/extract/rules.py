@@ -463,6 +463,11 @@ class RulesExtractor:
                     agg.add_keys(keys, cert, span, av, implicit, qualifier)
                     if in_conclusion:
                         agg.concluding.add(sid)
+                        if cert == "present" and i0 >= 5 and text.startswith("XXXX ", a + i0 - 5):
+                            # a de-identification mask right before the finding may have eaten its
+                            # hedge ("Appearance XXXX atelectasis" after "Appearance suggest
+                            # atelectasis", CXR2372, R2Gen train): no plain conclusion of it
+                            agg.masked.add((sid, span.start))
                     if cert == "uncertain" and qualifier is None and \
                             not self._hedges(lower, a, a + i0, findings, span.text, hedge_at):
                         agg.no_hedge.add((sid, span.start))
