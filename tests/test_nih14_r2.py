@@ -254,7 +254,7 @@ def test_a_masked_word_before_the_conclusion_does_not_make_it_plain(keep, labele
     assert _certs(keep, text, "atelectasis") == {"uncertain"}
     assert labeler.label(keep.extract(text, "t"))["Atelectasis"] == -1
     # an unmasked plain conclusion still decides (hand audit #13, CXR163)
-    text = "FINDINGS: Appearance suggests atelectasis. IMPRESSION: Right basilar atelectasis."
+    text = "FINDINGS: Appearance suggests atelectasis. IMPRESSION: Atelectasis."
     assert _certs(keep, text, "atelectasis") == {"present"}
     # a mask alone hedges nothing
     assert _certs(keep, "IMPRESSION: Appearance XXXX atelectasis.", "atelectasis") == {"present"}
