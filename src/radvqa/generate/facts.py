@@ -174,11 +174,10 @@ def cleared_sides(gen: Any, sg: Any) -> tuple[tuple[str, str], ...]:
     if not found:
         return ()
     fsub, subs = v.fsub, gen.clear_subcats
+    # (a bilateral one is what the clear lung contradicts: "bibasilar" beside "right lung clear")
     busy = {o.laterality for o in sg.observations
             if o.certainty != "absent" and fsub.get(o.finding) in subs
             and not (o.certainty == "uncertain" and o.qualifier)}
-    if "bilateral" in busy:
-        return ()
     return tuple((side, r) for side, r in found if side not in busy)
 
 
