@@ -446,6 +446,7 @@ class Study:
         self.general_blocked: frozenset[str] = frozenset()
         if ctx.normal_blocks:
             self._block_unread(s, ctx.normal_blocks)
+        self.qualified_first: list[str] = []
         if s.nb_qualified and self.ab_neg:
             self._block_qualified(s)
         # findings the ontology does not name ("irregularity of the right ribs"): their regions and
@@ -517,7 +518,9 @@ class Study:
         or indefinite finding open, so no "normal" answer speaks for its regions (the finding's
         default regions where it names none) and whatever overlaps them, its subcategory, that
         subcategory's general negatives, or the study (quality/data/unvouched.yaml
-        ``normal_blocks.qualified_negatives``). The negative itself is still said where asked."""
+        ``normal_blocks.qualified_negatives``). The negative itself is still said where asked:
+        its finding is asked first among the report's negatives (``qualified_first``), as no
+        region, subcategory or study answer lists it any more."""
         qualifiers = s.nb_qualified
         anc, desc = s.gen.vocab.rancestors, s.rdescendants
         general: set[str] = set()
@@ -531,6 +534,7 @@ class Study:
             if hit is None:
                 hit = self.hidden.setdefault("abnormal", (set(), set()))
             subs, regs = hit
+            self.qualified_first.append(f.fid)
             if f.subcategory:
                 subs.add(f.subcategory)
                 general.update(s.nb_general.get(f.subcategory, ()))
@@ -1262,7 +1266,8 @@ class _Findings:
         unknowable.update(st.general_blocked)  # round 11a: general negatives beside unread sentences
         stated = {f.fid for f in stated_f}
         if subject == "abnormal":
-            mentioned = [*pos_by, *via_child, *(f.fid for f in stated_f)]
+            # (round 16: a blocking qualified negative first: only its own finding's questions say it)
+            mentioned = list(dict.fromkeys([*pos_by, *via_child, *st.qualified_first, *(f.fid for f in stated_f)]))
         else:
             mentioned = [f.fid for f in pos] + [f.fid for f in stated_f]
         if s.both_ways:
