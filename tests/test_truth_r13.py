@@ -196,29 +196,28 @@ def _obs(oid: str, finding: str, sentences: list[str], i: int, words: str, certa
 
 
 def test_qualified_negative_vouches_for_no_normal_region_without_its_qualifier(gen) -> None:
-    """Property over draws: beside "No large pleural effusion" (a qualified negative) a negative
-    region or subcategory row about the pleura (or a region holding it) says the qualified negative
-    itself; the templates that list no negatives (C02, B09) say nothing of those places. A plain
-    "No pleural effusion" still lets them be called normal."""
+    """Property over draws: beside "No large pleural effusion" (a qualified negative) no negative
+    region or subcategory row speaks for the pleura (or a region holding it). Round 13 let one
+    stand where it said the qualified negative itself; round 16 (CXR1456, seed 93) calls the
+    pleura never normal there (tests/test_truth_r16.py). A plain "No pleural effusion" still lets
+    them be called normal."""
     s = ["No large pleural effusion.", "No pneumothorax.", "Heart size is normal.", "Lungs are clear."]
     v = gen.vocab
     # (the pleura and its parts; "the chest" is the study's convention: "normal" beside a
     # qualified negative, as the study-level answers)
     pleura = {"pleura", *(r for r in v.rname if "pleura" in v.rancestors.get(r, ()))}
-    n_said = 0
+    n_asked = 0
     for k in range(12):
         obs = [_obs("O1", "pleural_effusion", s, 0, "large pleural effusion", "uncertain", ("pleura",),
                     qualifier="large"),
                _obs("O2", "pneumothorax", s, 1, "pneumothorax"), _obs("O3", "cardiomegaly", s, 2, "Heart size is normal"),
                _obs("O4", "lung_opacity", s, 3, "Lungs are clear", regions=("lungs",))]
         for r in gen.generate(scene_graph(obs, s, study_id=f"openi:Q{k}")):
-            if r.polarity != "negative" or r.question_type not in REGION + SUBCAT:
-                continue
-            if pleura.intersection(r.regions):
-                assert "no large pleural effusion" in r.answer.lower(), (r.question, r.answer)
-                assert r.question_type not in ("C02_describe_abnormal_region", "B09_describe_abnormal_subcat")
-                n_said += 1
-    assert n_said  # (said with the qualifier)
+            if r.question_type in REGION + SUBCAT:
+                n_asked += 1
+                if r.polarity == "negative":
+                    assert not pleura.intersection(r.regions), (r.question, r.answer)
+    assert n_asked  # (other regions are still asked)
     plain = [_obs("O1", "pleural_effusion", ["No pleural effusion."], 0, "pleural effusion", regions=("pleura",))]
     said = [r.question_type for k in range(12) for r in gen.generate(
         scene_graph(plain, ["No pleural effusion."], study_id=f"openi:R{k}"))

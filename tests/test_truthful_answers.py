@@ -164,8 +164,10 @@ def test_qualified_negative_reads_as_qualified(gen):
     sg = _sg([Observation(id="O01", finding="pleural_effusion", certainty="uncertain", qualifier="large",
                           evidence=_ev("S01", "No large pleural effusion"))], s)
     rows = [r for r in gen.generate(sg) if r.findings == ["pleural_effusion"]]
-    assert any(r.question_type == "D02_has_finding" and r.answer == "No. There is no large pleural effusion."
-               or r.question_type == "D02_has_finding" and r.answer.endswith("No large pleural effusion is seen.")
+    # (either drawn lead, "No." or "No, this is not seen.": round 16 asks a blocking qualified
+    # negative's finding first, which moves the draws)
+    assert any(r.question_type == "D02_has_finding" and r.answer.startswith("No")
+               and r.answer.endswith(("There is no large pleural effusion.", "No large pleural effusion is seen."))
                for r in rows)
     for r in rows:
         assert "may be present" not in r.answer and "cannot be excluded" not in r.answer

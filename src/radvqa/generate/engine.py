@@ -22,7 +22,8 @@ from typing import Any, Callable, Protocol, Sequence
 import msgspec
 
 from radvqa.generate.constraints import Candidate
-from radvqa.generate.facts import Fact, Lexicon, _severity_words, build_fact, implied_negative, union_boxes
+from radvqa.generate.facts import (Fact, Lexicon, _severity_words, build_fact, cleared_sides, implied_negative,
+                                   union_boxes)
 from radvqa.generate.priors import Priors, load_priors
 from radvqa.generate.templates import Family, Op, Template, check_unique, load_family
 from radvqa.generate.vocab import Vocab
@@ -95,6 +96,11 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # round 13: region -> subcategory of an abnormal finding the report places only in that region
     # (or inside it): "calcified granulomas in the spleen" are no finding of the lung fields
     region_subcategories: dict[str, str] = msgspec.field(default_factory=dict)
+    # round 16: a lung the report calls clear narrows an unsided finding's two-sided place to the
+    # other side (facts.build_fact; templates/common.yaml)
+    clear_side_findings: tuple[str, ...] = ()
+    clear_side_qualifiers: tuple[str, ...] = ()
+    clear_side_subcategories: tuple[str, ...] = ()
 
 
 # Filling a wording (``str.format_map``) is a row's costliest step (about 5k instructions with
@@ -235,7 +241,7 @@ class StudyCtx:
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
                  "n_boxable_images", "implied", "no_strs", "no_boxes", "shared", "protos", "proto0",
                  "label_support", "label_conflicts", "shared_sentences", "hidden", "hidden_why", "blocked", "unvouched",
-                 "normal_blocks")
+                 "normal_blocks", "cleared")
 
     def __init__(self, gen: "Generator", sg: SceneGraph, split: str) -> None:
         self.gen = gen
@@ -307,6 +313,7 @@ class StudyCtx:
         self.normal_blocks = normal_blocks(gen.unvouched, sg) \
             if sg.report is not None and gen.options.unvouched == "omit" else ()
         said_less = gen.unstated_words if sg.report is not None else {}
+        self.cleared = cleared_sides(gen, sg) if gen.clear_findings and sg.report is not None else ()
         for obs in sg.observations:
             # why it is left unstated, if it is (also the build's count: manifest ``findings_not_stated``)
             why = ("label_only" if omit and obs.source == "label" and label_only(obs, True) and obs.finding not in stated
@@ -661,6 +668,9 @@ class Generator:
         # region (and every region inside it) -> the subcategory of findings placed only there
         self.region_subcats = {r: sub.upper() for top, sub in cfg.region_subcategories.items()
                                for r in self.vocab.rname if r == top or top in self.vocab.rancestors.get(r, ())}
+        self.clear_findings = frozenset(cfg.clear_side_findings)
+        self.clear_qualifiers = frozenset(cfg.clear_side_qualifiers)
+        self.clear_subcats = frozenset(s.upper() for s in cfg.clear_side_subcategories)
         self.strategies: list[Strategy] = []
         families: list[Family] = []
         for name in STRATEGY_REGISTRY.names():  # fixed order, whatever order the user listed them in

@@ -155,6 +155,47 @@ def _sided_parts(v: Any, regions: list[str], side: str, dflt: Any = ()) -> list[
     return list(dict.fromkeys(r if rside.get(r) or r in dflt else part.get((r, side), r) for r in regions))
 
 
+def cleared_sides(gen: Any, sg: Any) -> tuple[tuple[str, str], ...]:
+    """Round 16: the (side, region) pairs a report calls clear ("The left lung appears grossly
+    clear", CXR1678): a report negative of a ``clear_side_findings`` finding (absent, or uncertain
+    with a ``clear_side_qualifiers`` qualifier) placed in a sided region, where the report states
+    no positive of a ``clear_side_subcategories`` finding on that side (an "otherwise clear" lung
+    may hold the other finding). Empty for most reports."""
+    v = gen.vocab
+    rside = v.rside
+    found: list[tuple[str, str]] = []
+    for o in sg.observations:
+        if o.finding in gen.clear_findings and o.source == "report" and (
+                o.certainty == "absent" or (o.certainty == "uncertain" and o.qualifier in gen.clear_qualifiers)):
+            for r in o.regions:
+                side = rside.get(r)
+                if side in ("left", "right") and (side, r) not in found:
+                    found.append((side, r))
+    if not found:
+        return ()
+    fsub, subs = v.fsub, gen.clear_subcats
+    # (a bilateral one is what the clear lung contradicts: "bibasilar" beside "right lung clear")
+    busy = {o.laterality for o in sg.observations
+            if o.certainty != "absent" and fsub.get(o.finding) in subs
+            and not (o.certainty == "uncertain" and o.qualifier)}
+    return tuple((side, r) for side, r in found if side not in busy)
+
+
+def _clear_side(v: Any, cleared: Any, regions: list[str]) -> str | None:
+    """The one side (left / right) whose part of every two-sided region of ``regions`` lies in a
+    region the report calls clear; None when no such region, or both sides, or only some."""
+    part, anc = v.rsided_part, v.rancestors
+    sides: set[str] = set()
+    for r in regions:
+        if (r, "left") not in part or (r, "right") not in part:
+            continue
+        hit = {side for side, c in cleared if part[(r, side)] == c or c in anc.get(part[(r, side)], ())}
+        if len(hit) != 1:
+            return None
+        sides |= hit
+    return sides.pop() if len(sides) == 1 else None
+
+
 def _negated_only(gen: Any, words: tuple[str, ...], sents: tuple[str, ...]) -> bool:
     """``negated_only``, cached per generator by (words, sentence texts): report sentences recur."""
     key = (words, sents)
@@ -223,6 +264,19 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
                     re.search(rf"\b(?:{'|'.join(_SIDE_WORDS[side])})\b", t[:k] if k >= 0 else t, re.I)
                     for t, k in zip(texts, cuts)):
                 side = None
+    cleared_place = False
+    cleared = ctx.cleared
+    if cleared and c != "absent" and side in (None, "bilateral") and obs.regions and obs.source == "report" \
+            and gen.vocab.fsub.get(fid) in gen.clear_subcats:
+        # round 16: "basilar airspace disease" beside "The left lung appears grossly clear"
+        # (CXR1678) lies on the right ("the right lower lung zone"); read as bilateral, the report
+        # says both ways: neither side nor place
+        gone = _clear_side(gen.vocab, cleared, list(obs.regions))
+        if gone is not None:
+            if side is None:
+                side = "right" if gone == "left" else "left"
+            else:
+                side, cleared_place = None, True
     wkey = (fid, c, side, sev)
     words = gen.fact_words.get(wkey)
     if words is None:
@@ -244,7 +298,7 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         # finding is not; its default regions stand in (hand audit: "The tracheostomy tube is in
         # the carina")
         explicit = []
-    if hedged:
+    if hedged or cleared_place:
         explicit = []
     if lat in ("left", "right") and explicit:
         explicit = _sided_parts(v, explicit, lat, dflt_regions)
@@ -530,6 +584,7 @@ class _NoStudy:
     rboxes: dict[str, list[Box]] = {}
     n_boxable_images = 0
     extract_grade = None
+    cleared: tuple[tuple[str, str], ...] = ()
 
     def __init__(self, gen: Any) -> None:
         self.gen = gen
@@ -665,6 +720,7 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = fr
                 evidence.append(ev)
         for b in o.boxes:
             boxes.setdefault(id(b), b)
+    united = regions
     if len(regions) > 1:
         # a place and its ancestor from two copies ("left ribs" and "ribs") say one place: the
         # more specific one (hand audit: "in the left ribs and the ribs", CXR3168)
@@ -672,6 +728,15 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = fr
     lat = next((f.lat for f in fs if f.lat), None)
     if lat is not None and not fs[0].absent and any(f.lat == "bilateral" for f in fs):
         lat = "bilateral"  # one-sided copies joined a bilateral one (merge_facts)
+        # round 16: the one side's place does not hold a bilateral finding ("mild basilar
+        # atelectasis, left greater than right" beside "atelectasis in the left lung base" was
+        # "mild bilateral atelectasis ... in the left lower lung zone", CXR1348): the copies'
+        # two-sided places stand ("the lung bases")
+        rside = ctx.gen.vocab.rside
+        if regions and len({rside.get(r) for r in regions}) == 1 and rside.get(regions[0]) in ("left", "right"):
+            both = [r for r in united if rside.get(r) is None]
+            if both:
+                regions = _most_specific(ctx.gen.vocab.rancestors, both) if len(both) > 1 else both
     if len({f.lat for f in fs}) > 1 and fs[0].absent and sum(1 for f in fs if f.lat) > 1:
         lat = None
     severity, size = first("severity"), first("size_mm")

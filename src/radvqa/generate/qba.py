@@ -222,6 +222,8 @@ class Strategy:
         self.overlap_cache: dict[Any, frozenset[str]] = {}  # _overlapping
         self.nb_general = {str(k): tuple(f for f in fs if f in v.fname)
                            for k, fs in (nb.get("general_negatives") or {}).items()}
+        # round 16: the qualifiers whose negatives block "normal" (``qualified_negatives``)
+        self.nb_qualified = frozenset(str(q) for q in nb.get("qualified_negatives") or ())
         self._unaskable: frozenset[str] | None = None
 
     @property
@@ -444,6 +446,9 @@ class Study:
         self.general_blocked: frozenset[str] = frozenset()
         if ctx.normal_blocks:
             self._block_unread(s, ctx.normal_blocks)
+        self.qualified_first: list[str] = []
+        if s.nb_qualified and self.ab_neg:
+            self._block_qualified(s)
         # findings the ontology does not name ("irregularity of the right ribs"): their regions and
         # subcategories are never called normal (nor is the study)
         if regs_u:
@@ -507,6 +512,41 @@ class Study:
             if regs is not None:
                 regs.update(_overlapping(s, bregs))
         self.general_blocked = frozenset(general)
+
+    def _block_qualified(self, s: Any) -> None:
+        """Round 16: a qualified negative ("No large pleural effusions", CXR1456) leaves the smaller
+        or indefinite finding open, so no "normal" answer speaks for its regions (the finding's
+        default regions where it names none) and whatever overlaps them, its subcategory, that
+        subcategory's general negatives, or the study (quality/data/unvouched.yaml
+        ``normal_blocks.qualified_negatives``). The negative itself is still said where asked:
+        its finding is asked first among the report's negatives (``qualified_first``), as no
+        region, subcategory or study answer lists it any more."""
+        qualifiers = s.nb_qualified
+        anc, desc = s.gen.vocab.rancestors, s.rdescendants
+        general: set[str] = set()
+        hit = None
+        for f in self.ab_neg:
+            if not f.qualified:
+                continue
+            o = f.obs
+            if (o.qualifier if o.certainty == "uncertain" else o.severity) not in qualifiers:
+                continue
+            if hit is None:
+                hit = self.hidden.setdefault("abnormal", (set(), set()))
+            subs, regs = hit
+            self.qualified_first.append(f.fid)
+            if f.subcategory:
+                subs.add(f.subcategory)
+                general.update(s.nb_general.get(f.subcategory, ()))
+            if regs is not None:
+                # the regions themselves, their parts and what contains them; not ``_overlapping``,
+                # which puts a place without an extent of its own (the pleura) anywhere in the chest
+                for r in f.regions or obs_words(s.gen, o)[-1]:
+                    regs.add(r)
+                    regs.update(anc.get(r, ()))
+                    regs.update(desc.get(r, ()))
+        if general:
+            self.general_blocked = self.general_blocked | general
 
     def text(self) -> tuple[str, set[str]]:
         """The report's text for ``talks_about`` and its word starts, worked out once per study."""
@@ -1226,7 +1266,8 @@ class _Findings:
         unknowable.update(st.general_blocked)  # round 11a: general negatives beside unread sentences
         stated = {f.fid for f in stated_f}
         if subject == "abnormal":
-            mentioned = [*pos_by, *via_child, *(f.fid for f in stated_f)]
+            # (round 16: a blocking qualified negative first: only its own finding's questions say it)
+            mentioned = list(dict.fromkeys([*pos_by, *via_child, *st.qualified_first, *(f.fid for f in stated_f)]))
         else:
             mentioned = [f.fid for f in pos] + [f.fid for f in stated_f]
         if s.both_ways:
