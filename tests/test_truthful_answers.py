@@ -164,11 +164,13 @@ def test_qualified_negative_reads_as_qualified(gen):
     sg = _sg([Observation(id="O01", finding="pleural_effusion", certainty="uncertain", qualifier="large",
                           evidence=_ev("S01", "No large pleural effusion"))], s)
     rows = [r for r in gen.generate(sg) if r.findings == ["pleural_effusion"]]
-    # (either drawn lead, "No." or "No, this is not seen.": round 16 asks a blocking qualified
-    # negative's finding first, which moves the draws)
-    assert any(r.question_type == "D02_has_finding" and r.answer.startswith("No")
-               and r.answer.endswith(("There is no large pleural effusion.", "No large pleural effusion is seen."))
+    # the qualified negative is said where a question describes the finding; "Is there any pleural
+    # effusion? No." is not asked over it (the "No" and the short answer "no" would deny the small
+    # effusion the report leaves open; session 10)
+    assert any(r.question_type == "D01_describe_finding"
+               and r.answer in ("There is no large pleural effusion.", "No large pleural effusion is seen.")
                for r in rows)
+    assert not any(r.question_type == "D02_has_finding" for r in rows)
     for r in rows:
         assert "may be present" not in r.answer and "cannot be excluded" not in r.answer
         main = [p for p in r.answer_parts if p.findings == ["pleural_effusion"]]

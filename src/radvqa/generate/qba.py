@@ -913,9 +913,30 @@ def _one_finding(has: bool) -> Callable[[Study, Template, Item], None]:
 
     def render(st: Study, tpl: Template, it: Item) -> None:
         key, parts, lv, fs, regs = it.fact
+        rows = st.ctx.rows
+        n = len(rows)
         st.say(tpl, it.slots, it.key, key, lv, parts, fs, _SHORT[key] if has else None,
                "negative" if key == "absent" else "positive", None, regs)
+        # "Is there any pleural effusion? No. No large pleural effusion is seen." (685 rows of the
+        # full OpenI build, session 10): the "No" (and the short answer "no") denies the smaller
+        # effusion the report leaves open, as round 16's "normal" did. The describe question still
+        # says the qualified negative. Made, then dropped: the study's draws stay as they were.
+        if has and key == "absent" and len(rows) > n and _blocking_qualified(st.s, fs):
+            rows.pop()
     return render
+
+
+def _blocking_qualified(s: Any, fs: Any) -> bool:
+    """Whether one of ``fs`` is a negative limited by a qualifier that leaves the finding open
+    (quality/data/unvouched.yaml ``normal_blocks.qualified_negatives``: "no large", "no definite",
+    "no displaced", ...; "no gross" is not one)."""
+    qualifiers = s.nb_qualified
+    for f in fs:
+        if f.qualified:
+            o = f.obs
+            if (o.qualifier if o.certainty == "uncertain" else o.severity) in qualifiers:
+                return True
+    return False
 
 
 def op_where_finding(st: Study, tpl: Template, it: Item) -> None:
