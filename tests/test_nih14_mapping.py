@@ -12,32 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from radvqa.extract import get_extractor
-from radvqa.extract.labels import Labeler
-from radvqa.ontology import load_ontology
+from nih14_fixtures import commit, keep, labeler, onto  # noqa: F401 (pytest fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data" / "extract"
-
-
-@pytest.fixture(scope="module")
-def onto():
-    return load_ontology()
-
-
-@pytest.fixture(scope="module")
-def keep(onto):
-    return get_extractor("rules", ontology=onto)
-
-
-@pytest.fixture(scope="module")
-def commit(onto):
-    return get_extractor("rules", ontology=onto, hedges="commit")
-
-
-@pytest.fixture(scope="module")
-def labeler(onto):
-    return Labeler(onto, "nih14")
 
 
 def _obs(ex, text):

@@ -7,30 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from radvqa.extract import get_extractor
-from radvqa.extract.labels import Labeler
 from radvqa.extract.sentences import sentence_spans
-from radvqa.ontology import load_ontology
-
-
-@pytest.fixture(scope="module")
-def onto():
-    return load_ontology()
-
-
-@pytest.fixture(scope="module")
-def keep(onto):
-    return get_extractor("rules", ontology=onto)
-
-
-@pytest.fixture(scope="module")
-def commit(onto):
-    return get_extractor("rules", ontology=onto, hedges="commit")
-
-
-@pytest.fixture(scope="module")
-def labeler(onto):
-    return Labeler(onto, "nih14")
+from nih14_fixtures import commit, keep, labeler, onto  # noqa: F401 (pytest fixtures)
 
 
 def _obs(ex, text):
