@@ -521,15 +521,11 @@ class Study:
         ``normal_blocks.qualified_negatives``). The negative itself is still said where asked:
         its finding is asked first among the report's negatives (``qualified_first``), as no
         region, subcategory or study answer lists it any more."""
-        qualifiers = s.nb_qualified
         anc, desc = s.gen.vocab.rancestors, s.rdescendants
         general: set[str] = set()
         hit = None
         for f in self.ab_neg:
-            if not f.qualified:
-                continue
-            o = f.obs
-            if (o.qualifier if o.certainty == "uncertain" else o.severity) not in qualifiers:
+            if not _qualifier_leaves_open(s, f):
                 continue
             if hit is None:
                 hit = self.hidden.setdefault("abnormal", (set(), set()))
@@ -541,7 +537,7 @@ class Study:
             if regs is not None:
                 # the regions themselves, their parts and what contains them; not ``_overlapping``,
                 # which puts a place without an extent of its own (the pleura) anywhere in the chest
-                for r in f.regions or obs_words(s.gen, o)[-1]:
+                for r in f.regions or obs_words(s.gen, f.obs)[-1]:
                     regs.add(r)
                     regs.update(anc.get(r, ()))
                     regs.update(desc.get(r, ()))
@@ -921,22 +917,19 @@ def _one_finding(has: bool) -> Callable[[Study, Template, Item], None]:
         # full OpenI build, session 10): the "No" (and the short answer "no") denies the smaller
         # effusion the report leaves open, as round 16's "normal" did. The describe question still
         # says the qualified negative. Made, then dropped: the study's draws stay as they were.
-        if has and key == "absent" and len(rows) > n and _blocking_qualified(st.s, fs):
+        if has and key == "absent" and len(rows) > n and any(_qualifier_leaves_open(st.s, f) for f in fs):
             rows.pop()
     return render
 
 
-def _blocking_qualified(s: Any, fs: Any) -> bool:
-    """Whether one of ``fs`` is a negative limited by a qualifier that leaves the finding open
+def _qualifier_leaves_open(s: Any, f: Any) -> bool:
+    """Whether fact ``f`` is a negative limited by a qualifier that leaves its finding open
     (quality/data/unvouched.yaml ``normal_blocks.qualified_negatives``: "no large", "no definite",
-    "no displaced", ...; "no gross" is not one)."""
-    qualifiers = s.nb_qualified
-    for f in fs:
-        if f.qualified:
-            o = f.obs
-            if (o.qualifier if o.certainty == "uncertain" else o.severity) in qualifiers:
-                return True
-    return False
+    "no displaced", ...; "no gross" is not one): no "normal" and no "No" may stand on it."""
+    if not f.qualified:
+        return False
+    o = f.obs
+    return (o.qualifier if o.certainty == "uncertain" else o.severity) in s.nb_qualified
 
 
 def op_where_finding(st: Study, tpl: Template, it: Item) -> None:
