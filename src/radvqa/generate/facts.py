@@ -8,7 +8,6 @@ pipeline mutates them after generation (msgspec encodes each row independently).
 from __future__ import annotations
 
 import re
-
 from typing import TYPE_CHECKING, Any
 
 import msgspec
