@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import json
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -369,3 +370,61 @@ def test_openi_read_in_parts_identical(tmp_path: Path, monkeypatch: pytest.Monke
     assert (tmp_path / "o2" / "rejected.jsonl").read_text() == rej
     assert rej.count("duplicate report id") == 1 + 41 and "malformed XML" in rej
     assert two["counts"]["studies_in"] == one["counts"]["studies_in"] > 0
+
+
+def test_synthetic_plan_parts_equal_one_pass_and_keep_the_study_count() -> None:
+    """The vectorised plan (per-patient study counts from a hash of (seed, patient)) cuts the same
+    stream one pass yields, whatever the number of parts, with or without the counts in the spec."""
+    from radvqa.ontology import load_ontology
+    from radvqa.sources.synthetic import _COUNTS
+
+    onto = load_ontology()
+    for n in (1, 7, 301):
+        src = SyntheticSource(studies=n, seed=5)
+        whole = [s.id for s in src.iter_records([], ontology=onto)]
+        assert len(whole) == n
+        for k in (1, 3, 16):
+            specs = src.plan_parts([], k, ontology=onto)
+            assert len(specs) <= k and specs[0]["start"] == 0
+            assert [s.id for p in specs for s in src.iter_part([], p, ontology=onto)] == whole
+            _COUNTS.clear()  # a reader that computes the counts itself (no "counts" in its spec)
+            bare = [{x: v for x, v in p.items() if x != "counts"} for p in specs]
+            assert [s.id for p in bare for s in src.iter_part([], p, ontology=onto)] == whole
+    # a patient's studies do not depend on --studies: a small build is the start of a large one
+    # (its last patient cut short)
+    small = list(SyntheticSource(studies=50, seed=5).iter_records([], ontology=onto))
+    large = list(SyntheticSource(studies=5000, seed=5).iter_records([], ontology=onto))
+    assert small == large[:50]
+    per_patient = Counter(s.patient_id for s in large)
+    mean = 5000 / len(per_patient)
+    assert 3.0 < mean < 4.2 and max(per_patient.values()) <= 12  # synthetic.yaml: mean 3.64, cap 12
+
+
+def test_workers_drop_their_own_spill_unless_kept(tmp_path: Path) -> None:
+    """Each shard deletes its bucket files once its marker is written (the driver no longer
+    removes the whole spill after the last shard); --keep-spill keeps every file."""
+    from radvqa.run.shards import shard_spill_files
+    from radvqa.run.tasks import ShardTask
+    from radvqa.run.worker import run_shard
+
+    out = tmp_path / "kept"
+    build(opts(out, workers=1, keep_spill=True), records=records())
+    spill = out / ".radvqa" / "spill"
+    mine = [p for p in shard_spill_files(spill, 2, 8) if p.exists()]
+    others = sorted(p for p in spill.rglob("b*.bin") if p not in mine)
+    assert mine and others
+    marker = (out / ".radvqa" / "shards" / "part-00002.done.json").read_bytes()
+    base = opts(out, workers=1)
+    stats = run_shard(ShardTask(out=str(out), spill=str(spill), shard=2, n_shards=8, n_parts=1,
+                                options=base.worker_options(), drop_spill=True))
+    assert stats.studies_in > 0 and not any(p.exists() for p in mine)
+    assert sorted(p for p in spill.rglob("b*.bin")) == others  # the other shards' inputs are left
+    # the shard redone from its spill wrote the same marker statistics (timings aside)
+    drop = ("timings", "pid")
+    old = {k: v for k, v in json.loads(marker).items() if k not in drop}
+    assert {k: v for k, v in stats.to_dict().items() if k not in drop} == old
+    # a default build leaves no spill behind
+    out2 = tmp_path / "dropped"
+    build(opts(out2, workers=2), records=records())
+    assert not (out2 / ".radvqa" / "spill").exists()
+    assert files_bytes(out2) == files_bytes(out)

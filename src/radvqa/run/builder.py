@@ -408,7 +408,7 @@ def _build(out: Path, opts: BuildOptions, progress: Progress, executor: Executor
                 raise BuildError(f"cannot resume {out}: shard {k} is unfinished and the spill is gone; rerun without --resume")
             clear_shard(out, k)
             todo.append(ShardTask(out=str(out.resolve()), spill=str(spill.resolve()), shard=k, n_shards=n_shards,
-                                  n_parts=n_parts, options=opts.worker_options()))
+                                  n_parts=n_parts, options=opts.worker_options(), drop_spill=not opts.keep_spill))
     resumed = len(finished)
     if finished:
         progress.message(f"resume: {len(finished)} of {n_shards} shards already complete")

@@ -126,15 +126,20 @@ def read_bucket(path: Path) -> Iterator[Study]:
         pos += n
 
 
+def shard_spill_files(spill_dir: Path, shard: int, n_shards: int, n_parts: int = 1) -> Iterator[Path]:
+    """The bucket files of one shard, part after part (each bucket file belongs to one shard)."""
+    for b in buckets_of_shard(shard, n_shards):
+        for part in range(n_parts):
+            yield part_dir(spill_dir, part) / f"b{b:03d}.bin"
+
+
 def load_shard_studies(spill_dir: Path, shard: int, n_shards: int, n_parts: int = 1) -> list[Study]:
     """All studies of one shard, sorted by (patient, time, id). A bucket's records are read part
     after part: parts are consecutive pieces of the sources, so records with equal sort keys keep
     their source order (the first of duplicate ids wins), however many readers there were."""
     studies: list[Study] = []
-    for b in buckets_of_shard(shard, n_shards):
-        for part in range(n_parts):
-            p = part_dir(spill_dir, part) / f"b{b:03d}.bin"
-            if p.exists():
-                studies.extend(read_bucket(p))
+    for p in shard_spill_files(spill_dir, shard, n_shards, n_parts):
+        if p.exists():
+            studies.extend(read_bucket(p))
     studies.sort(key=study_sort_key)
     return studies

@@ -47,6 +47,10 @@ class ShardTask(msgspec.Struct, frozen=True, kw_only=True):
     n_shards: int
     n_parts: int
     options: dict[str, Any]
+    # delete this shard's spill files once its marker is written (``build`` without keep_spill):
+    # each worker removes its own inputs, in parallel, instead of the driver removing the whole
+    # spill after the last shard (~0.8 s for synthetic 200k on the 16-core device)
+    drop_spill: bool = False
 
 
 class ShardStats(msgspec.Struct, kw_only=True):

@@ -25,7 +25,7 @@ from radvqa.io.atomic import state_dir, write_atomic
 from radvqa.io.parquet import ShardWriter, shard_name, tmp_name
 from radvqa.model import Reject, SceneGraph
 from radvqa.run.pipeline import make_pipeline
-from radvqa.run.shards import load_shard_studies
+from radvqa.run.shards import load_shard_studies, shard_spill_files
 from radvqa.run.tasks import ShardStats, ShardTask
 
 _STRATEGY = attrgetter("strategy")
@@ -233,4 +233,11 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
         normal_claims_blocked=dict(sorted(normal_blocked.items())) if normal_blocked is not None else None,
     )
     write_text_atomic(marker_path(out, shard), json.dumps(stats.to_dict(), indent=1, sort_keys=True))
+    if task.drop_spill:
+        # only now: a shard without its marker is redone by --resume from these files
+        for p in shard_spill_files(Path(task.spill), shard, n_shards, task.n_parts):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
     return stats

@@ -10,14 +10,14 @@
 - a report (EXAMINATION / INDICATION / COMPARISON / FINDINGS / IMPRESSION) stating positives with
   their attributes, typical explicit negatives and normal statements.
 
-Everything is drawn from ``random.Random`` seeded by (seed, patient number), so a patient's studies
-are the same whatever ``limit`` or order: the output is deterministic for a seed. Images do not
+Everything is drawn from ``random.Random`` seeded by (seed, patient number), and a patient's number of
+studies from a hash of the same pair, so a patient's studies are the same whatever ``limit`` or order:
+the output is deterministic for a seed. Images do not
 exist on disk (paths are placeholders); sizes are set so boxes can be checked.
 """
 
 from __future__ import annotations
 
-import _random
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -130,6 +130,49 @@ def _cached_profile(path: str | None, onto: Any) -> _Profile:
     return prof
 
 
+_M64 = (1 << 64) - 1
+
+
+def _study_counts(prof: _Profile, seed: int, n: int) -> Any:
+    """Studies per patient for patients 1, 2, ... until they add up to at least ``n`` (the last one
+    is cut by the caller). Patient ``p``'s count is a function of (seed, p) alone, a geometric draw
+    (mean ``mean_studies_per_patient``, capped at ``max_studies_per_patient``) by inversion of a
+    splitmix64 hash, so any patient range is computed without the patients before it. numpy is
+    imported here, not at the top: the parts' counts travel in their specs, so a reader process
+    never imports it (0.1-0.15 s a process here, more with 16 readers starting at once).
+
+    Returns a numpy int64 array of the counts (uncut)."""
+    import numpy as np
+
+    raw = prof.raw
+    mean = float(raw.get("mean_studies_per_patient", 2.0))
+    cap = max(1, int(raw.get("max_studies_per_patient", 10)))
+    key = (id(prof), seed, mean, cap)
+    got = _COUNTS.get(key)
+    if got is not None and (int(got.sum()) >= n or len(got) >= n):
+        return got
+    size = max(1024, n)  # every patient has >= 1 study: n patients always reach n studies
+    pno = np.arange(1, size + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = np.uint64((seed << 32) & _M64) ^ (pno * np.uint64(0x9E3779B1))
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    u = ((z >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53  # in (0, 1)
+    if mean <= 1.0:
+        k = np.ones(size, dtype=np.int64)
+    else:
+        # P(k >= j) = (1 - 1/mean) ** (j - 1): the old loop's "another study with probability 1 - 1/mean"
+        k = np.minimum(1 + np.floor(np.log(u) / np.log(1.0 - 1.0 / mean)), cap).astype(np.int64)
+    cut = int(np.searchsorted(np.cumsum(k), n)) + 1
+    got = _COUNTS[key] = k[: min(cut, size)]
+    return got
+
+
+_COUNTS: dict[tuple[int, int, float, int], Any] = {}
+
+
 @dataclass
 class _Active:
     f: _Finding
@@ -154,13 +197,13 @@ class SyntheticSource(Source):
         paths = [Path(p) for p in inputs or []]
         prof = self._profile(paths, ontology)
         n = self.studies if limit is None else min(self.studies, limit)
+        counts = _study_counts(prof, self.seed, n)
         made = 0
-        pno = 0
-        while made < n:
-            pno += 1
-            for st in self._patient(prof, pno, n - made):
-                yield st
-                made += 1
+        for pno, k in enumerate(counts.tolist(), 1):
+            if made >= n:
+                break
+            yield from self._patient(prof, pno, min(k, n - made))
+            made += k
 
     def _profile(self, paths: list[Path], ontology: Any) -> _Profile:
         for p in paths:
@@ -176,68 +219,53 @@ class SyntheticSource(Source):
 
     # -- the parallel read phase (run/reader.py): consecutive patient ranges -------------------------
     def plan_parts(self, inputs: Iterable[Path | str], n_parts: int, *, ontology: Any = None,
-                   limit: int | None = None) -> list[dict[str, int]]:
-        """Up to ``n_parts`` consecutive patient ranges of about equal study counts. Only each
-        patient's study count is drawn here (the first draws of its own generator), so planning
-        costs ~1 us per patient; ``iter_part`` makes the studies."""
+                   limit: int | None = None) -> list[dict[str, Any]]:
+        """Up to ``n_parts`` consecutive patient ranges of about equal study counts, from the
+        patients' study counts alone (``_study_counts``: vectorised, ~5 ms for 200k studies where a
+        Python loop over the patients took 0.3 s here and ~0.7 s on the 16-core device, all of it
+        before any reader could start); ``iter_part`` makes the studies."""
         prof = self._profile([Path(p) for p in inputs or []], ontology)
         n = self.studies if limit is None else min(self.studies, limit)
-        per = max(1, -(-n // max(1, n_parts)))
-        parts: list[dict[str, int]] = []
-        made = 0
-        pno = 0
+        if n <= 0:
+            return []
+        import numpy as np
+
+        counts = _study_counts(prof, self.seed, n)
+        cum = np.cumsum(counts)
+        k = max(1, min(n_parts, len(cum)))
+        # the last patient of part i: the first whose running total reaches i/k of the studies
+        ends = sorted({int(np.searchsorted(cum, -(-n * i // k))) for i in range(1, k + 1)})
+        parts: list[dict[str, Any]] = []
         first, start = 1, 0
-        # one generator re-seeded per patient through the C-level seed, which for an int seed is
-        # all that random.Random(seed) does: the same draws, without building a Random object and
-        # its Python seed() wrapper per patient (0.76 -> 0.4 s for 200k studies on the dev machine;
-        # this runs in the parent before any reader starts)
-        rng = _random.Random()
-        reseed, draw = rng.seed, rng.random
-        mean = 1.0 / float(prof.raw.get("mean_studies_per_patient", 2.0))
-        cap = int(prof.raw.get("max_studies_per_patient", 10))
-        seed_hi = self.seed << 32
-        while made < n:
-            pno += 1
-            reseed(seed_hi ^ (pno * 0x9E3779B1))
-            k = 1
-            while k < cap and draw() > mean:
-                k += 1
-            made += min(k, n - made)
-            if made - start >= per or made >= n:
-                parts.append({"first": first, "last": pno, "start": start, "total": n})
-                first, start = pno + 1, made
+        for e in ends:
+            # the part's own study counts go with it (a reader then needs no numpy)
+            parts.append({"first": first, "last": e + 1, "start": start, "total": n,
+                          "counts": counts[first - 1 : e + 1].tolist()})
+            first, start = e + 2, int(cum[e])
         return parts
 
-    def iter_part(self, inputs: Iterable[Path | str], part: dict[str, int], *,
+    def iter_part(self, inputs: Iterable[Path | str], part: dict[str, Any], *,
                   ontology: Any = None) -> Iterator[Record]:
         """The studies of patients ``first..last``, exactly as ``iter_records`` yields them."""
         prof = self._profile([Path(p) for p in inputs or []], ontology)
         made = int(part["start"])
         n = int(part["total"])
-        for pno in range(int(part["first"]), int(part["last"]) + 1):
-            for st in self._patient(prof, pno, n - made):
-                yield st
-                made += 1
+        first, last = int(part["first"]), int(part["last"])
+        counts = part.get("counts")
+        if counts is None:
+            counts = _study_counts(prof, self.seed, n)[first - 1 : last].tolist()
+        for pno, k in zip(range(first, last + 1), counts):
+            yield from self._patient(prof, pno, min(k, n - made))
+            made += k
 
     # -- one patient ---------------------------------------------------------------------------------
     def _seed_of(self, pno: int) -> int:
         return (self.seed << 32) ^ (pno * 0x9E3779B1)
 
-    @staticmethod
-    def _n_studies(prof: _Profile, rng: random.Random) -> int:
-        # plan_parts draws the same count inline (keep the two in step)
-        raw = prof.raw
-        mean = float(raw.get("mean_studies_per_patient", 2.0))
-        cap = int(raw.get("max_studies_per_patient", 10))
-        k = 1
-        while k < cap and rng.random() > 1.0 / mean:
-            k += 1
-        return k
-
-    def _patient(self, prof: _Profile, pno: int, room: int) -> list[Study]:
+    def _patient(self, prof: _Profile, pno: int, k: int) -> list[Study]:
+        """Patient ``pno``'s first ``k`` studies (``k``: its study count, cut at the build's total)."""
         raw = prof.raw
         rng = random.Random(self._seed_of(pno))
-        k = min(self._n_studies(prof, rng), room)
         pid = f"synthetic:p{pno:07d}"
         day = date(2010, 1, 1) + timedelta(days=rng.randrange(0, 3000))
         active: list[_Active] = []
