@@ -9,9 +9,9 @@ pool or Ray):
    order; ``.radvqa/spill.done.json`` marks it done. Records given to ``build(records=...)`` are
    spilled by this process (one part).
 2. *shards*: each shard is processed by ``run/worker.run_shard``; each finished shard leaves a
-   completion marker with its statistics.
-3. *finish*: rejects concatenated in a fixed order, manifest from the markers, dataset card; the
-   spill is deleted.
+   completion marker with its statistics, then deletes its own spill files (unless kept).
+3. *finish*: rejects concatenated in a fixed order, manifest from the markers, dataset card; what is
+   left of the spill (folders, the parts' reject files) is deleted.
 
 ``--resume`` skips phase 1 when its marker exists and every shard whose marker is valid; it refuses
 to resume a run made with other options (the fingerprint in ``.radvqa/run.json``).
