@@ -154,6 +154,15 @@ def test_a_limited_negative_is_not_said_beside_a_hedge_it_may_be(gen) -> None:
                           _obs("O4", "pulmonary_edema", s2, 1, "lungs are clear", regions=("lungs",))]
         plain += _said(gen, s2, obs2, f"openi:L17{k}", "no consolidation")
     assert limited == 0 and plain
+    # an infiltrate left open the same way
+    s3 = ["Left basilar opacity, atelectasis versus infiltrate.", "Lungs are otherwise clear."]
+    said = 0
+    for k in range(12):
+        obs = [_obs("O1", "lung_opacity", s3, 0, "opacity", "present", ("left_lower_lung_zone",), "left"),
+               _obs("O2", "infiltration", s3, 0, "infiltrate", "uncertain", ("left_lower_lung_zone",), "left"),
+               _obs("O3", "consolidation", s3, 1, "Lungs are otherwise clear", regions=("lungs",))]
+        said += _said(gen, s3, obs, f"openi:I17{k}", "no consolidation")
+    assert said == 0
 
 
 # ---- 3. possibly old fractures -----------------------------------------------------------------
