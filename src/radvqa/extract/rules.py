@@ -84,9 +84,12 @@ _LIST_JOIN: Final = re.compile(r"\s*,?\s*(?:(?:and|or|nor|and/or)\s+)?")
 _ALT_NEXT: Final = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
 
 
-# a de-identification mask before a mention in its clause (the 40 characters before it, no
-# sentence or clause break in between): the mask may have eaten a hedge
-_MASK_BEFORE: Final = re.compile(r"XXXX[^;:]*$")
+def _mask_before(stext: str, i0: int) -> bool:
+    """Whether a de-identification mask stands in the 40 characters of the sentence before a
+    mention at ``i0``, no clause break (";", ":") after it: the mask may have eaten a hedge. (Two
+    str calls: it is asked of every present mention of every report.)"""
+    k = stext.rfind("XXXX", max(0, i0 - 40), i0)
+    return k >= 0 and stext.find(";", k, i0) < 0 and stext.find(":", k, i0) < 0
 
 # what an uncertain mention does to the same finding stated plainly elsewhere (_hedges)
 NO_HEDGE: Final = 0
@@ -485,7 +488,7 @@ class RulesExtractor:
                             agg.no_hedge.add((sid, span.start))
                         elif h == OFFERED:
                             agg.offered.add((sid, span.start))
-                    elif cert == "present" and not implicit and _MASK_BEFORE.search(stext, max(0, i0 - 40), i0):
+                    elif cert == "present" and not implicit and _mask_before(stext, i0):
                         # "XXXX subsegmental atelectasis and scarring" (CXR822): the mask may be a
                         # hedge ("likely"), so an alternative elsewhere still hedges the finding
                         agg.after_mask.add((sid, span.start))
