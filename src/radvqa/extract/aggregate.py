@@ -74,6 +74,11 @@ class Aggregator:
         self.concluding: set[str] = set()
         # (sentence id, start) of uncertain mentions that hedge no statement elsewhere
         self.no_hedge: set[tuple[str, int]] = set()
+        # (sentence id, start) of uncertain mentions only offered as one of alternatives, and of
+        # present mentions after a de-identification mask: an alternative hedges a finding stated
+        # plainly elsewhere only where every plain statement of it follows a mask
+        self.offered: set[tuple[str, int]] = set()
+        self.after_mask: set[tuple[str, int]] = set()
         # (sentence id, start) of present mentions of the conclusion right after an XXXX mask: no
         # plain conclusion (the mask may have eaten a hedge)
         self.masked: set[tuple[str, int]] = set()
@@ -166,7 +171,11 @@ class Aggregator:
         the other side stated ("bilateral small pleural effusions ... questionable small right
         pleural effusion", CXR1043). A qualified negative ("no large effusion") is no hedge. When
         the conclusion (IMPRESSION) states the finding only plainly, it decides: "This may be
-        artifact. ... IMPRESSION: Nodular density ... represents an artifact" (CXR163)."""
+        artifact. ... IMPRESSION: Nodular density ... represents an artifact" (CXR163). A finding
+        only offered as one of alternatives ("Mild left-sided scarring/subsegmental atelectasis")
+        hedges no plain statement of it ("Left perihilar scarring is noted", CXR534), unless a
+        mask stands before every plain statement ("XXXX subsegmental atelectasis and scarring",
+        CXR822: the mask may be "likely")."""
         if not self._uncertain:
             return items  # no uncertain mention, no hedge
         hedges: dict[str, list] = {}
@@ -186,7 +195,8 @@ class Aggregator:
                         plain = {(f2, lat2, m2[0].sentence_id) for (f2, lat2, _r), o2 in items if not o2[1]
                                  for m2 in o2[2] if m2[1] == "present"}
                     if (f, lat, m[0].sentence_id) not in plain:
-                        hedges.setdefault(f, []).append((lat, _places(regions)))
+                        hedges.setdefault(f, []).append(
+                            (lat, _places(regions), (m[0].sentence_id, m[0].start) in self.offered))
                 if concl and m[1] != "absent" and m[0].sentence_id in concl and (
                         not self.masked or (m[0].sentence_id, m[0].start) not in self.masked):
                     concluded.setdefault(f, set()).add(m[1] if m[4] is None else "qualified")
@@ -209,7 +219,14 @@ class Aggregator:
             # a hedge elsewhere ("scarring or atelectasis in the left base") is no hedge of the
             # finding stated at another place ("biapical ... scarring", CXR233)
             here = _places(regions)
-            sides = {h_lat for h_lat, h_places in hs if not here or not h_places or here & h_places}
+            if self.offered and any(h[2] for h in hs) and any(
+                    m[1] == "present" and (m[0].sentence_id, m[0].start) not in self.after_mask for m in o[2]):
+                # stated plainly: the alternatives do not hedge it, and their mention is evidence
+                # of it (its words are read: quality/unvouched.py) but gives it no attribute
+                hs = [h for h in hs if not h[2]]
+                o[2] = [(m[0], "present", None, m[3], None) if m[1] == "uncertain" and
+                        (m[0].sentence_id, m[0].start) in self.offered else m for m in o[2]]
+            sides = {h_lat for h_lat, h_places, _offered in hs if not here or not h_places or here & h_places}
             if not sides:
                 out.append((key, o))
                 continue

@@ -42,13 +42,14 @@ Key = tuple[str, "str | None", tuple[str, ...]]
 Loc = tuple["str | None", tuple[str, ...]]
 # One mention of an analysed sentence: (start, end, findings, certainty, implicit, attributes,
 # qualifier, own location, wants the previous sentence's location, observation keys, for an
-# uncertain unqualified mention where a "not a hedge" phrase before it starts (_hedge_at), and the
-# attributes as the aggregator needs them (_agg_attrs: None when it would read nothing of them))
+# uncertain unqualified mention where a "not a hedge" phrase before it starts (_hedge_at), the
+# attributes as the aggregator needs them (_agg_attrs: None when it would read nothing of them),
+# and offered (uncertain only because the sentence offers it as one of alternatives: _mentions))
 Item = tuple[int, int, tuple[str, ...], "str | None", bool, "FrozenAttrs | None", "str | None", "Loc | None", bool,
-             tuple[Key, ...], "tuple[int, int] | None", "FrozenAttrs | None"]
-# What _mentions finds: (start, end, findings, certainty, implicit, attributes, qualifier); the
-# certainty of an indication's mention may be None (asked about, no statement)
-Raw = tuple[int, int, tuple[str, ...], "str | None", bool, "AttrValues | None", "str | None"]
+             tuple[Key, ...], "tuple[int, int] | None", "FrozenAttrs | None", bool]
+# What _mentions finds: (start, end, findings, certainty, implicit, attributes, qualifier,
+# offered); the certainty of an indication's mention may be None (asked about, no statement)
+Raw = tuple[int, int, tuple[str, ...], "str | None", bool, "AttrValues | None", "str | None", bool]
 # A sentence's analysis: (body-part heading, items, anaphoric?, may the next sentence explain a sign away?)
 Entry = tuple["tuple[str, bool] | None", tuple[Item, ...], bool, bool]
 # A section's sentences: (start, end, analysis or None for a skipped section), offsets in the section
@@ -81,6 +82,19 @@ _LIST_JOIN: Final = re.compile(r"\s*,?\s*(?:(?:and|or|nor|and/or)\s+)?")
 
 # a mention followed by another alternative ("secondary to cardiomegaly or pericardial effusion")
 _ALT_NEXT: Final = re.compile(r"\s*,?\s*(?:or|versus|vs\.?)\s")
+
+
+def _mask_before(stext: str, i0: int) -> bool:
+    """Whether a de-identification mask stands in the 40 characters of the sentence before a
+    mention at ``i0``, no clause break (";", ":") after it: the mask may have eaten a hedge. (Two
+    str calls: it is asked of every present mention of every report.)"""
+    k = stext.rfind("XXXX", max(0, i0 - 40), i0)
+    return k >= 0 and stext.find(";", k, i0) < 0 and stext.find(":", k, i0) < 0
+
+# what an uncertain mention does to the same finding stated plainly elsewhere (_hedges)
+NO_HEDGE: Final = 0
+HEDGES: Final = 1
+OFFERED: Final = 2  # offered as one of alternatives: hedges only a statement after a mask
 
 
 def _agg_attrs(fv: FrozenAttrs, keys: tuple[Key, ...]) -> FrozenAttrs | None:
@@ -440,7 +454,7 @@ class RulesExtractor:
                 # the sign away; a plain statement of it is uncertain (CXR163)
                 hedge_next = hedges_next and j + 1 < len(hit) and \
                     self.explained_next.match(lower, start + hit[j + 1][0], start + hit[j + 1][1]) is not None  # type: ignore[union-attr]
-                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys, hedge_at, av in items:
+                for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys, hedge_at, av, offered in items:
                     if hedge_next and cert == "present" and not implicit and all(
                             f in self.explained_next_findings for f in findings):
                         cert = "uncertain"
@@ -468,9 +482,16 @@ class RulesExtractor:
                             # hedge ("Appearance XXXX atelectasis" after "Appearance suggest
                             # atelectasis", CXR2372, R2Gen train): no plain conclusion of it
                             agg.masked.add((sid, span.start))
-                    if cert == "uncertain" and qualifier is None and \
-                            not self._hedges(lower, a, a + i0, findings, span.text, hedge_at):
-                        agg.no_hedge.add((sid, span.start))
+                    if cert == "uncertain" and qualifier is None:
+                        h = self._hedges(lower, a, a + i0, findings, span.text, hedge_at, offered)
+                        if h == NO_HEDGE:
+                            agg.no_hedge.add((sid, span.start))
+                        elif h == OFFERED:
+                            agg.offered.add((sid, span.start))
+                    elif cert == "present" and not implicit and _mask_before(stext, i0):
+                        # "XXXX subsegmental atelectasis and scarring" (CXR822): the mask may be a
+                        # hedge ("likely"), so an alternative elsewhere still hedges the finding
+                        agg.after_mask.add((sid, span.start))
         ind = None
         if ind_texts:
             ind = _Indication(text=" ".join(ind_texts), evaluate=ind_findings, evidence=ind_spans)
@@ -492,7 +513,7 @@ class RulesExtractor:
             if found and not indication:
                 out: list[Item] = []
                 wants_any = False
-                for a, b, findings, cert, implicit, v, qualifier in found:
+                for a, b, findings, cert, implicit, v, qualifier, offered in found:
                     own_loc: Loc | None = None
                     wants_loc = False
                     keys = self._keys(findings, v)
@@ -506,13 +527,14 @@ class RulesExtractor:
                     # the regex work of _hedges, done once per distinct sentence
                     hedge_at = self._hedge_at(seg, a, b) if cert == "uncertain" and qualifier is None else None
                     av = _agg_attrs(fv, keys) if fv is not None else None
-                    out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys, hedge_at, av))
+                    out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys, hedge_at, av,
+                                offered))
                 items = tuple(out)
                 # read only by a mention that wants the previous sentence's location
                 anaphoric = wants_any and self.anaphora.match(seg) is not None
             elif found:
-                items = tuple((a, b, findings, cert, implicit, None, qualifier, None, False, (), None, None)
-                              for a, b, findings, cert, implicit, _v, qualifier in found)
+                items = tuple((a, b, findings, cert, implicit, None, qualifier, None, False, (), None, None, offered)
+                              for a, b, findings, cert, implicit, _v, qualifier, offered in found)
             # a plain statement of a sign that the next sentence may explain away (worked out
             # once per distinct sentence; the next sentence is read per report)
             hedges_next = False
@@ -547,13 +569,19 @@ class RulesExtractor:
         return sp, at
 
     def _hedges(self, lower: str, a: int, start: int, findings: tuple[str, ...], text: str,
-                hedge_at: tuple[int, int] | None = None) -> bool:
+                hedge_at: tuple[int, int] | None = None, offered: bool = False) -> int:
         """Whether an uncertain mention hedges the same finding stated plainly elsewhere in the
-        report (context.yaml ``stated_both_ways``): not "may be secondary to low lung volumes",
-        "additional fractures cannot be excluded"; a sign only when its own word is hedged ("may
-        reflect focal airspace disease" is no doubt about the opacity, CXR1840)."""
+        report (context.yaml ``stated_both_ways``): HEDGES, or NO_HEDGE for "may be secondary to
+        low lung volumes", "additional fractures cannot be excluded", and for a sign whose own
+        word is not hedged ("may reflect focal airspace disease" is no doubt about the opacity,
+        CXR1840). A member of alternatives with no hedge cue of its own (``offered``) is
+        OFFERED (it hedges only a statement a de-identification mask may have hedged: the
+        aggregator's ``offered``), unless it is a cause offered for what is seen ("Unclear whether
+        this is secondary to cardiomegaly or pericardial effusion", CXR1112: HEDGES)."""
         if self.devices.issuperset(findings):
-            return False  # a device seen is seen ("borderline cardiomegaly and cardiac pacemaker", CXR1862)
+            return NO_HEDGE  # a device seen is seen ("borderline cardiomegaly and cardiac pacemaker", CXR1862)
+        if offered and self.sign_words and self.alt_signs.issuperset(findings):
+            offered = False  # a sign offered as an alternative: its own words decide, as before
         if self.not_a_hedge is not None:
             sp = text.find(" ")  # the mention's own first word ("acute fracture")
             if hedge_at is not None and hedge_at[0] == sp:  # worked out with the sentence (_hedge_at)
@@ -567,11 +595,15 @@ class RulesExtractor:
             # lymph XXXX or enlarged pulmonary arteries", CXR1386, seed 65)
             if at >= 0 and not _ALT_NEXT.match(lower, start + len(text)) \
                     and not _ALT_BEFORE.search(lower, at, start):
-                return False
+                return NO_HEDGE
+            if offered and at < 0:
+                return OFFERED
+        elif offered:
+            return OFFERED
         if self.sign_words and self.alt_signs.issuperset(findings):
             t = text.lower()
-            return any(w in t for w in self.sign_words)
-        return True
+            return HEDGES if any(w in t for w in self.sign_words) else NO_HEDGE
+        return HEDGES
 
     def _not_a_hedge_at(self, lower: str, lo: int, hi: int) -> int:
         """Where ``self.not_a_hedge.search(lower, lo, hi)`` matches, -1 for nowhere. On ASCII text
@@ -702,7 +734,7 @@ class RulesExtractor:
                     continue
                 if cert is None and cue is not None and cue.roles & HIST and not cue.roles & HYPO:
                     continue
-                out.append((m.start, m.end, m.findings, cert, False, None, None))
+                out.append((m.start, m.end, m.findings, cert, False, None, None, False))
             return tuple(out)
         attrs = self.attributes.find(seg, 0, n)
         per_side: dict[int, tuple[int, int, tuple[tuple[str, str], ...]]] = {}
@@ -782,6 +814,12 @@ class RulesExtractor:
             certs.append(cert)
             quals.append(q)
             prev_end = m.end
+        # members stated only as one of alternatives ("left-sided scarring/subsegmental
+        # atelectasis"): uncertain here, but no doubt about the same finding stated plainly in
+        # another sentence ("Left perihilar scarring is noted", CXR534, R2Gen train; the
+        # aggregator's _hedge_both_ways leaves that statement plain). A member with a hedge cue of
+        # its own ("possible scarring or atelectasis") is no such member.
+        before_alt = certs[:] if "present" in certs else None
         if self.alt_gap is not None and len(mentions) > 1 and ("present" in certs or "uncertain" in certs) \
                 and self._has_alt(seg):
             self._alternatives(seg, mentions, certs, quals, vals)
@@ -790,6 +828,8 @@ class RulesExtractor:
             for i, m in enumerate(mentions):  # "pleural effusion versus thickening"
                 if certs[i] == "present" and m.certainty is None and self.open_alt.match(seg, m.end):
                     certs[i] = "uncertain"
+        offered: set[int] = set() if before_alt is None or before_alt == certs else {
+            i for i, c in enumerate(before_alt) if c == "present" and certs[i] == "uncertain"}
         if self.favoured_over is not None and len(mentions) > 1 and any(map(seg.__contains__, self.favoured_hint)):
             for i in range(1, len(mentions)):
                 # "subsegmental atelectasis over infiltrate" (CXR1166, seed 67): the reader favours
@@ -821,6 +861,7 @@ class RulesExtractor:
             # (each field read once: a generic attribute read per use in the compiled engine)
             findings = m.findings
             implicit = m.certainty is not None
+            offer = cert == "uncertain" and i in offered
             v = vals[i] if vals is not None else None
             if findings[0] in pd and cert != "absent" and not implicit and \
                     self._past(seg, m, past_end):
@@ -854,9 +895,9 @@ class RulesExtractor:
                 base = v if v is not None else AttrValues()
                 for side, sev in per_side[i][2]:
                     sv = replace(base, laterality=side, severity=sev, regions=list(base.regions), spans=list(base.spans))
-                    out.append((m.start, m.end, findings, cert, implicit, sv, quals[i]))
+                    out.append((m.start, m.end, findings, cert, implicit, sv, quals[i], offer))
                 continue
-            out.append((m.start, m.end, findings, cert, implicit, v, quals[i]))
+            out.append((m.start, m.end, findings, cert, implicit, v, quals[i], offer))
         return tuple(out)
 
     def _per_side(self, seg: str, mentions: list) -> dict[int, tuple[int, int, tuple[tuple[str, str], ...]]]:

@@ -44,6 +44,11 @@ _BULLETS: Final = "-*\u2022"
 # the same uncut: left out, each opener costs a search of every report; "In", "Left", "Lung" stand
 # inside sentences ("within normal limits of size In appearance", "the Left hip").
 _OPENERS: Final = (" The ", " There ", " Visualized ")
+# Round 17: the same openers right after a period with no space ("Surgical clips again seen
+# overlying the superior mediastinum.There is an retrocardiac density compatible hiatal hernia",
+# CXR3564, R2Gen train: the clips shared the sentence of a density explained away as a hernia).
+# Train+val has 6 such joins ("bilaterally.There", "limits.The"), every cut right.
+_JOINED: Final = (".The ", ".There ")
 # this module runs compiled (mypyc: an extension module), not as Python source
 _COMPILED: Final = not __file__.endswith(".py")
 
@@ -162,15 +167,22 @@ def dangling(text: str, seg: int, dot: int) -> bool:
 
 
 def missing_stops(text: str, start: int, end: int) -> list[int]:
-    """Offsets (of the space) in ``text[start:end]`` where a sentence starts without the previous
-    one's period: a lower-case letter, one space, one of ``_OPENERS``. A few str.find calls per
-    section (most find nothing)."""
+    """Offsets in ``text[start:end]`` where a sentence starts without the previous one's period
+    (a lower-case letter, one space, one of ``_OPENERS``: the space's offset) or without the space
+    after it (a lower-case letter, a period, one of ``_JOINED``: the offset after the period). A few
+    str.find calls per section (most find nothing)."""
     out: list[int] = []
     for w in _OPENERS:
         i = text.find(w, start, end)
         while i >= 0:
             if i > start and text[i - 1].islower():
                 out.append(i)
+            i = text.find(w, i + 1, end)
+    for w in _JOINED:  # (the cut is right after the period)
+        i = text.find(w, start, end)
+        while i >= 0:
+            if i > start and text[i - 1].islower():
+                out.append(i + 1)
             i = text.find(w, i + 1, end)
     if len(out) > 1:
         out.sort()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import random
+import re
 import _random
 import string
 from bisect import bisect_right
@@ -101,6 +102,10 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     clear_side_findings: tuple[str, ...] = ()
     clear_side_qualifiers: tuple[str, ...] = ()
     clear_side_subcategories: tuple[str, ...] = ()
+    # round 17: words that limit a sentence's negatives to the rest of the lungs, and the forms a
+    # hedged finding may take: such a negative is not said beside the hedge (facts.resolve_conflicts)
+    limited_negative_words: tuple[str, ...] = ()
+    open_finding_forms: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
 
 
 # Filling a wording (``str.format_map``) is a row's costliest step (about 5k instructions with
@@ -241,7 +246,7 @@ class StudyCtx:
                  "rng", "facts", "by_finding", "extract_grade", "rows", "strategy", "_rngs",
                  "n_boxable_images", "implied", "no_strs", "no_boxes", "shared", "protos", "proto0",
                  "label_support", "label_conflicts", "shared_sentences", "hidden", "hidden_why", "blocked", "unvouched",
-                 "normal_blocks", "cleared")
+                 "normal_blocks", "cleared", "left_open")
 
     def __init__(self, gen: "Generator", sg: SceneGraph, split: str) -> None:
         self.gen = gen
@@ -286,6 +291,9 @@ class StudyCtx:
         # findings, their ancestors and descendants); hand audit: wrong 38 of 90 times as findings
         self.hidden: list[Observation] = []
         self.hidden_why: list[str] = []  # one per hidden positive observation
+        # round 17: findings whose limited negative ("The remaining lungs are clear") was dropped
+        # beside a hedge it may be (facts._open_beside): never asked, never answered "no"
+        self.left_open: set[str] = set()
         omit = gen.options.label_only == "omit" and sg.report is not None
         blocked: set[str] = set()
         stated: set[str] = set()
@@ -671,6 +679,10 @@ class Generator:
         self.clear_findings = frozenset(cfg.clear_side_findings)
         self.clear_qualifiers = frozenset(cfg.clear_side_qualifiers)
         self.clear_subcats = frozenset(s.upper() for s in cfg.clear_side_subcategories)
+        self.limited_re = re.compile(r"\b(?:" + "|".join(
+            r"\s+".join(map(re.escape, w.split())) for w in cfg.limited_negative_words) + r")\b", re.I) \
+            if cfg.limited_negative_words else None
+        self.open_forms = {fid: frozenset(fs) for fid, fs in cfg.open_finding_forms.items()}
         self.strategies: list[Strategy] = []
         families: list[Family] = []
         for name in STRATEGY_REGISTRY.names():  # fixed order, whatever order the user listed them in

@@ -929,13 +929,16 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
       nodule cannot be excluded."), and so is a negative covering an uncertain one ("A pleural
       effusion cannot be excluded." wins over "No pleural effusion.": the hedge is the safer claim).
     - When the report itself states one finding present and absent or uncertain (the same finding,
-      not a family member), the kept positive is graded down (``REPORT_CONFLICT``)."""
+      not a family member), the kept positive is graded down (``REPORT_CONFLICT``).
+    - A negative the report limits to the rest of the lungs ("The remaining lungs are clear") is
+      dropped beside an uncertain finding it may be (``_open_beside``: "superimposed infection
+      cannot be entirely excluded" is no "There is no consolidation", CXR3190)."""
     if len(facts) < 2 and not (ctx.hidden and facts):
         return facts
     anc = ctx.gen.vocab.fancestors
     pos = [f for f in facts if f.present]
     unc = [f for f in facts if f.uncertain]
-    if not pos and not unc:
+    if not pos and not unc and not ctx.hidden:
         return facts
     # (fact, finding, its ancestors, side) of the stated ones, looked up once per study
     pos_k = [(p, p.fid, anc.get(p.fid, ()), p.lat) for p in pos]
@@ -973,6 +976,8 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
                 if p.fid == f.fid and not f.implied and f.obs.source == "report" and p.obs.source == "report" \
                         and not (f.uncertain and f.obs.qualifier):
                     conflicted.add(id(p))
+    if ctx.gen.limited_re is not None:
+        dropped.update(_open_beside(ctx, facts, unc))
     if not dropped:
         return facts
     for f in facts:
@@ -980,3 +985,32 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
             g, r = combine([f.grade, REPORT_CONFLICT])
             f.grade = (g, tuple(r))
     return [f for f in facts if id(f) not in dropped]
+
+
+def _open_beside(ctx: "StudyCtx", facts: list[Fact], unc: list[Fact]) -> list[int]:
+    """Ids of the report negatives whose every sentence limits them to the rest of the lungs
+    (common.yaml ``limited_negative_words``: "The remaining lungs are clear", "Otherwise, no focal
+    consolidation") and that an unqualified uncertain report finding may be: a descendant of it
+    ("possible opacity": no consolidation is said) or one of its ``open_finding_forms`` ("superimposed
+    infection cannot be entirely excluded ... The remaining lungs are clear": "There is no
+    consolidation" said of the lungs denies what the report leaves open, CXR3190, R2Gen val). The
+    same finding and its ancestors are dropped by resolve_conflicts already. A finding left
+    unstated (``StudyCtx.hidden``: read only in part) is left open by the report all the same."""
+    gen = ctx.gen
+    desc = gen.vocab.fdescendants
+    forms: set[str] = set()
+    for o in [u.obs for u in unc] + [h for h in ctx.hidden if h.certainty == "uncertain"]:
+        if o.source == "report" and not o.qualifier:
+            forms.update(desc.get(o.finding, ()))
+            forms.update(gen.open_forms.get(o.finding, ()))
+    if not forms:
+        return []
+    limited = gen.limited_re
+    sents = ctx.sentences
+    out = []
+    for f in facts:
+        if f.absent and not f.implied and f.fid in forms and f.obs.source == "report" and f.obs.evidence \
+                and all(limited.search(sents.get(e.sentence_id or "", "")) for e in f.obs.evidence):
+            out.append(id(f))
+            ctx.left_open.add(f.fid)
+    return out

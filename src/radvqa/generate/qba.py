@@ -1277,6 +1277,7 @@ class _Findings:
             unknowable.update(v.fdescendants.get(f.fid, ()))
         # label-only findings left unstated, their ancestors and descendants (StudyCtx.blocked)
         unknowable.update(st.ctx.blocked)
+        unknowable.update(st.ctx.left_open)  # round 17: a limited negative beside a hedge it may be
         unknowable.update(st.general_blocked)  # round 11a: general negatives beside unread sentences
         stated = {f.fid for f in stated_f}
         if subject == "abnormal":

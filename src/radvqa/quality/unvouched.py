@@ -429,6 +429,7 @@ class Unvouched:
         g = self.grades
         found: dict[str, tuple[int, str]] = {}
         detached: str | bool | None = None
+        slash: str | bool | None = None  # the first slash pair; False once a sentence holds none
         for ev in obs.evidence:
             s = sents.get(ev.sentence_id) if ev.sentence_id else None
             if s is None:
@@ -462,10 +463,14 @@ class Unvouched:
                 words = self.inferred(obs.finding, names.get(obs.finding, obs.finding), ev.text)
                 if words:
                     found["inferred"] = self._reason("inferred", words)
-            if "slash" in g and rec.slash and obs.certainty == "present" and "slash" not in found:
-                found["slash"] = self._reason("slash", rec.slash)
+            if "slash" in g and obs.certainty == "present" and slash is not False:
+                # round 17: one sentence stating it without a slash vouches for it ("Left perihilar
+                # scarring is noted ... Mild left-sided scarring/subsegmental atelectasis", CXR534)
+                slash = rec.slash or False
         if isinstance(detached, str):
             found["detached"] = self._reason("detached", detached)
+        if slash:
+            found["slash"] = self._reason("slash", slash)
         return tuple(found[k] for k in CRITERIA if k in found)
 
     def _explained_back(self, sentences: Any) -> dict[str, str]:
