@@ -245,3 +245,19 @@ def test_1933_and_1600_ectatic_aorta_is_aortic_enlargement_not_tortuosity(rows: 
 def test_ectatic_and_tortuous_aorta_in_hand_written_sentences(ex, text, finding) -> None:
     got = {o.finding for o in ex.extract("FINDINGS: " + text).observations if "aort" in o.finding}
     assert finding in got and (finding == "tortuous_aorta" or "tortuous_aorta" not in got), got
+
+
+def test_peribronchial_cuffing_is_bronchial_wall_thickening_not_edema(ex: RulesExtractor) -> None:
+    """"Peribronchial cuffing" is a sign of the bronchial walls whatever its cause (edema, small
+    airways disease, bronchiolitis): it was read as interstitial edema, which CXR1506 (R2Gen train:
+    "... peribronchial cuffing suggestive of volume overload versus viral bronchiolitis") does not
+    state. Found by the test-split readers (seeds 96, 97: "most suggestive of infectious or reactive
+    small airways disease" answered "There is interstitial edema"); the fix is the ontology's."""
+    for text in ("FINDINGS: Increased peribronchial cuffing. IMPRESSION: Small airways disease.",
+                 "FINDINGS: Streaky perihilar opacities with peribronchial cuffing."):
+        got = _certainties(ex, text)
+        assert got.get("bronchial_wall_thickening") == {"present"}, got
+        assert "interstitial_edema" not in got and "pulmonary_edema" not in got, got
+    # the edema's own words still read as edema
+    got = _certainties(ex, "FINDINGS: Kerley B lines and interstitial edema.")
+    assert got.get("interstitial_edema") == {"present"}, got
