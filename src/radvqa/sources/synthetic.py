@@ -141,7 +141,8 @@ def _study_counts(prof: _Profile, seed: int, n: int) -> Any:
     imported here, not at the top: the parts' counts travel in their specs, so a reader process
     never imports it (0.1-0.15 s a process here, more with 16 readers starting at once).
 
-    Returns a numpy int64 array of the counts (uncut)."""
+    Returns a numpy int64 array of the counts (the last one uncut), computed in chunks of about the
+    patients needed (~n / mean), cached per process and extended for a larger ``n``."""
     import numpy as np
 
     raw = prof.raw
@@ -149,10 +150,27 @@ def _study_counts(prof: _Profile, seed: int, n: int) -> Any:
     cap = max(1, int(raw.get("max_studies_per_patient", 10)))
     key = (id(prof), seed, mean, cap)
     got = _COUNTS.get(key)
-    if got is not None and (int(got.sum()) >= n or len(got) >= n):
+    if got is not None and int(got.sum()) >= n:
         return got
-    size = max(1024, n)  # every patient has >= 1 study: n patients always reach n studies
-    pno = np.arange(1, size + 1, dtype=np.uint64)
+    chunks = [got] if got is not None else []
+    have = 0 if got is None else len(got)
+    total = 0 if got is None else int(got.sum())
+    while total < n:
+        # about the patients still needed (mean studies each), and at least 1,024 a chunk
+        size = max(1024, int((n - total) / max(1.0, min(mean, cap)) * 1.1))
+        k = _counts_of(np, seed, have + 1, have + size, mean, cap)
+        chunks.append(k)
+        have += size
+        total += int(k.sum())
+    got = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+    cut = int(np.searchsorted(np.cumsum(got), n)) + 1
+    got = _COUNTS[key] = got[:cut]
+    return got
+
+
+def _counts_of(np: Any, seed: int, first: int, last: int, mean: float, cap: int) -> Any:
+    """The study counts of patients ``first..last`` (see ``_study_counts``)."""
+    pno = np.arange(first, last + 1, dtype=np.uint64)
     with np.errstate(over="ignore"):
         z = np.uint64((seed << 32) & _M64) ^ (pno * np.uint64(0x9E3779B1))
         z = z + np.uint64(0x9E3779B97F4A7C15)
@@ -161,13 +179,9 @@ def _study_counts(prof: _Profile, seed: int, n: int) -> Any:
         z = z ^ (z >> np.uint64(31))
     u = ((z >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53  # in (0, 1)
     if mean <= 1.0:
-        k = np.ones(size, dtype=np.int64)
-    else:
-        # P(k >= j) = (1 - 1/mean) ** (j - 1): the old loop's "another study with probability 1 - 1/mean"
-        k = np.minimum(1 + np.floor(np.log(u) / np.log(1.0 - 1.0 / mean)), cap).astype(np.int64)
-    cut = int(np.searchsorted(np.cumsum(k), n)) + 1
-    got = _COUNTS[key] = k[: min(cut, size)]
-    return got
+        return np.ones(len(pno), dtype=np.int64)
+    # P(k >= j) = (1 - 1/mean) ** (j - 1): the old loop's "another study with probability 1 - 1/mean"
+    return np.minimum(1 + np.floor(np.log(u) / np.log(1.0 - 1.0 / mean)), cap).astype(np.int64)
 
 
 _COUNTS: dict[tuple[int, int, float, int], Any] = {}
