@@ -261,3 +261,31 @@ def test_peribronchial_cuffing_is_bronchial_wall_thickening_not_edema(ex: RulesE
     # the edema's own words still read as edema
     got = _certainties(ex, "FINDINGS: Kerley B lines and interstitial edema.")
     assert got.get("interstitial_edema") == {"present"}, got
+
+
+def test_a_list_of_positives_beside_a_finding_no_row_states_is_graded_incomplete(gen) -> None:
+    """Session 11 (the test readers' "main finding left out" rows): an answer listing a scope's
+    positives while the report states something positive there that no row states (here a reading
+    the unvouched check hides: an opacity "due to" something the extractor did not read) is true
+    sentence by sentence but not all there is: graded B with ``completeness:finding_not_stated``.
+    The same list with nothing left unstated keeps its grade."""
+    plain = ["There is a small left pleural effusion."]
+    both = plain + ["Right basilar opacity likely due to overlying soft tissue."]
+    eff = _obs("O1", "pleural_effusion", plain, 0, "pleural effusion", "present", ("left_costophrenic_angle",), "left")
+    opa = _obs("O2", "lung_opacity", both, 1, "opacity", "present", ("right_lower_lung_zone",), "right")
+
+    def lists(sentences: list[str], obs: list, sid: str) -> dict[str, list]:
+        out: dict[str, list] = {}
+        for r in gen.generate(scene_graph(obs, sentences, study_id=sid)):
+            if r.question_type in ("B02_describe_abnormal", "B03_is_abnormal") and r.polarity == "positive":
+                out.setdefault(r.question_type, []).append(r)
+        return out
+
+    alone = lists(plain, [eff], "openi:L17a")
+    assert alone and all("completeness" not in x for rs in alone.values() for r in rs for x in r.grade_reasons)
+    hidden = lists(both, [eff, opa], "openi:L17b")
+    assert hidden, "the effusion is still listed"
+    for rs in hidden.values():
+        for r in rs:
+            assert "opacity" not in r.answer.lower()  # the hidden reading is not stated ...
+            assert "completeness:finding_not_stated->B" in r.grade_reasons and r.grade in ("B", "C"), r

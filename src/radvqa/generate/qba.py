@@ -31,7 +31,7 @@ from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts, 
 from radvqa.generate.templates import Family, Op, Template
 from radvqa.generate.unnamed import UnnamedFindings
 from radvqa.model import AnswerPart, SceneGraph
-from radvqa.quality.criteria import IMPLIED_NEGATIVE, LOCALIZATION_NONE, answer_merged, combine
+from radvqa.quality.criteria import IMPLIED_NEGATIVE, INCOMPLETE, LOCALIZATION_NONE, answer_merged, combine
 
 F = frozenset
 _NONE: tuple[int, tuple[str, ...]] = (0, ())
@@ -430,6 +430,10 @@ class Study:
         # label-only findings left unstated (StudyCtx.hidden, --label-only omit): per subject, the
         # subcategories and regions no "no"/"normal" answer may speak for (None: every region)
         self.hidden: dict[str, tuple[set[str], set[str] | None]] = {}
+        # what the report states positive that no row states, per subject, as above: a list of that
+        # subject's positives in such a scope is incomplete (graded INCOMPLETE); qualified negatives
+        # and normal blockers keep "normal" away but leave nothing positive unsaid, so not here
+        self.unstated: dict[str, tuple[set[str], set[str] | None]] = {}
         if ctx.hidden:
             self._hide(ctx)
         # (one pass over the report's sentences: unnamed findings and past operations)
@@ -452,13 +456,14 @@ class Study:
         # findings the ontology does not name ("irregularity of the right ribs"): their regions and
         # subcategories are never called normal (nor is the study)
         if regs_u:
-            subs, regs = self.hidden.setdefault("abnormal", (set(), set()))
-            subs.update(subs_u)
-            if regs is not None:
-                for r in regs_u:
-                    regs.add(r)
-                    regs.update(s.gen.vocab.rancestors.get(r, ()))
-                    regs.update(s.rdescendants.get(r, ()))
+            for d in (self.hidden, self.unstated):
+                subs, regs = d.setdefault("abnormal", (set(), set()))
+                subs.update(subs_u)
+                if regs is not None:
+                    for r in regs_u:
+                        regs.add(r)
+                        regs.update(s.gen.vocab.rancestors.get(r, ()))
+                        regs.update(s.rdescendants.get(r, ()))
 
     def _block_normal(self, s: Any) -> None:
         """Positives that keep another subcategory from being called normal (config
@@ -499,6 +504,7 @@ class Study:
         alone), nor any region overlapping those, nor their subcategories; the general
         findings of those subcategories get no implied negative ("No lung opacity is seen")."""
         subs, regs = self.hidden.setdefault("abnormal", (set(), set()))
+        u_subs, u_regs = self.unstated.setdefault("abnormal", (set(), set()))
         general: set[str] = set()
         for b in blocks:
             bsubs, bregs = s.unnamed.regions_named(b.text)
@@ -507,10 +513,14 @@ class Study:
                     continue
                 bsubs, bregs = s.nb_default
             subs.update(bsubs)
+            u_subs.update(bsubs)
             for x in bsubs:
                 general.update(s.nb_general.get(x, ()))
+            over = _overlapping(s, bregs)
             if regs is not None:
-                regs.update(_overlapping(s, bregs))
+                regs.update(over)
+            if u_regs is not None:
+                u_regs.update(over)
         self.general_blocked = frozenset(general)
 
     def _block_qualified(self, s: Any) -> None:
@@ -562,18 +572,20 @@ class Study:
             for subject, on in (("abnormal", abnormal), ("devices", dev), ("artifacts", art)):
                 if not on:
                     continue
-                subs, regs = self.hidden.setdefault(subject, (set(), set()))
-                if sub:
-                    subs.add(sub)
                 where = list(o.regions) or list(dflt)
-                if regs is None:
-                    continue
-                if not where:
-                    self.hidden[subject] = (subs, None)
-                    continue
                 # (round 11a: every region overlapping, not only those above and below: a hidden
                 # finding of the lung bases keeps either lung from being called normal)
-                regs.update(_overlapping(s, where))
+                over = _overlapping(s, where) if where else None
+                for d in (self.hidden, self.unstated):
+                    subs, regs = d.setdefault(subject, (set(), set()))
+                    if sub:
+                        subs.add(sub)
+                    if regs is None:
+                        continue
+                    if over is None:
+                        d[subject] = (subs, None)
+                        continue
+                    regs.update(over)
 
     def states(self, fid: str) -> bool:
         """The study states the finding or a more specific one (not absent)."""
@@ -993,6 +1005,8 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     g = change_text_grade(" " + text.lower().translate(_PUNCT) + " ", s.cw)
     if g is not None:
         extra.append(g)
+    if not ind.evaluate and pos and "abnormal" in st.unstated:
+        extra.append(INCOMPLETE)  # it lists the study's positives: not all of them
     prov = [f"indication: {text}"] + [f"{e.sentence_id}: {e.text}" for e in ind.evidence if e.sentence_id]
     # the answer key: "positive" claims relevance, fair only for findings the indication names
     return (Item({"indication": text}, "", pos, neg, extra=extra, prov=prov,
@@ -1006,7 +1020,7 @@ def scope_study(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     # a full description of the study lists its devices too
     # (a device that is also abnormal, a foreign body, is listed once)
     described = pos + [d for d in st.devs if not d.abnormal] if op.subject == "abnormal" else pos
-    return (Item({}, "", pos, neg, described),)
+    return (Item({}, "", pos, neg, described, extra=[INCOMPLETE] if op.subject in st.unstated else None),)
 
 
 def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
@@ -1046,10 +1060,12 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     if items is None:
         items = st.scopes[("subitems", op.subject)] = {}
     out = []
+    unstated = st.unstated.get(op.subject)
     for x in chosen:
         it = items.get(x)
         if it is None:
-            it = items[x] = Item({"subcategory": s.sub_name(x)}, x, by_pos.get(x, []), by_neg.get(x, []))
+            it = items[x] = Item({"subcategory": s.sub_name(x)}, x, by_pos.get(x, []), by_neg.get(x, []),
+                                 extra=[INCOMPLETE] if unstated is not None and x in unstated[0] else None)
         out.append(it)
     return out
 
@@ -1232,7 +1248,9 @@ class _Regions:
                     hit = self.per_r[r] = (rname, {"region": rname}, rl, st.ctx.region_boxes_for(rl),
                                            self.neg_for(r))
                 rname, slots, rl, rb, neg_r = hit
-                it = items[(subject, r)] = Item(slots, r, index.get(r, []), neg_r, None, rl, rb, rname)
+                unstated = st.unstated.get(subject)
+                extra = [INCOMPLETE] if unstated is not None and (unstated[1] is None or r in unstated[1]) else None
+                it = items[(subject, r)] = Item(slots, r, index.get(r, []), neg_r, None, rl, rb, rname, extra=extra)
             out.append(it)
         return out
 
