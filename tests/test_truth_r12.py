@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 
 from radvqa.extract.rules import RulesExtractor
-from radvqa.ontology import load_ontology
 from radvqa.quality import unvouched as uv
 from openi_truth import REGION, build_rows, rows_of, scene_graph
 
@@ -35,11 +34,6 @@ DATA = Path(__file__).parent / "data" / "openi_issue13r12"
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return build_rows(DATA, tmp_path_factory.mktemp("r12") / "out", unvouched="omit")
-
-
-@pytest.fixture(scope="module")
-def ex() -> RulesExtractor:
-    return RulesExtractor(load_ontology())
 
 
 def _region_rows(rows: list[dict], n: int, region: str) -> list[dict]:
@@ -124,13 +118,6 @@ def _obs(oid: str, finding: str, sentences: list[str], i: int, words: str, certa
     start = sum(len(s) + 1 for s in sentences[:i]) + sentences[i].index(words)
     return Observation(id=oid, finding=finding, certainty=certainty, regions=list(regions), laterality=laterality,
                        evidence=[Span(start=start, end=start + len(words), text=words, sentence_id=f"S{i + 1:02d}")])
-
-
-@pytest.fixture(scope="module")
-def gen():
-    from radvqa.generate import GenerateOptions
-    from radvqa.generate.engine import Generator
-    return Generator(load_ontology(), GenerateOptions(strategies=("qba",)))
 
 
 def test_no_normal_zone_beside_a_finding_of_a_lobe_over_it(gen) -> None:

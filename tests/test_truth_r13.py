@@ -40,11 +40,6 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return build_rows(DATA, tmp_path_factory.mktemp("r13") / "out", unvouched="omit")
 
 
-@pytest.fixture(scope="module")
-def ex() -> RulesExtractor:
-    return RulesExtractor(load_ontology())
-
-
 def _read(ex: RulesExtractor, text: str) -> list[tuple]:
     return [(o.finding, o.certainty, o.laterality, tuple(o.regions)) for o in findings_in(ex, text)]
 
@@ -177,13 +172,6 @@ def test_volume_overload_is_no_heart_failure(ex: RulesExtractor) -> None:
     for s in ("Overall, findings of mild volume overload.", "Fluid overload."):
         assert "heart_failure" not in {f for f, *_ in _read(ex, s)}, s
     assert ("heart_failure", "present") in {g[:2] for g in _read(ex, "Findings of congestive heart failure.")}
-
-
-@pytest.fixture(scope="module")
-def gen():
-    from radvqa.generate import GenerateOptions
-    from radvqa.generate.engine import Generator
-    return Generator(load_ontology(), GenerateOptions(strategies=("qba",)))
 
 
 def _obs(oid: str, finding: str, sentences: list[str], i: int, words: str, certainty: str = "absent",

@@ -38,12 +38,6 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return build_rows(DATA, tmp_path_factory.mktemp("r14") / "out", unvouched="omit")
 
 
-@pytest.fixture(scope="module")
-def ex() -> RulesExtractor:
-    return RulesExtractor(load_ontology())
-
-
-
 def _normal_said(r: dict) -> bool:
     """A region / subcategory row answering that nothing is abnormal there."""
     a = r["answer"].lower()

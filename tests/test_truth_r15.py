@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from radvqa.extract.rules import RulesExtractor
-from radvqa.ontology import load_ontology
 from openi_truth import REGION, SUBCAT, build_rows, findings_in, observations_of, rows_of
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r15"
@@ -24,12 +23,6 @@ DATA = Path(__file__).parent / "data" / "openi_issue13r15"
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return build_rows(DATA, tmp_path_factory.mktemp("r15") / "out", unvouched="omit")
-
-
-@pytest.fixture(scope="module")
-def ex() -> RulesExtractor:
-    return RulesExtractor(load_ontology())
-
 
 
 def test_3865_a_rib_deformity_possibly_a_fracture_is_no_stated_fracture(rows: list[dict],

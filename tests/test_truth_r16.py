@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from radvqa.extract.rules import RulesExtractor
-from radvqa.ontology import load_ontology
 from openi_truth import REGION, SUBCAT, build_rows, findings_in, observations_of, rows_of, scene_graph
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r16"
@@ -30,18 +29,6 @@ STUDY = ("B01_describe_all", "B02_describe_abnormal", "B03_is_abnormal", "B04_is
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return build_rows(DATA, tmp_path_factory.mktemp("r16") / "out", unvouched="omit")
-
-
-@pytest.fixture(scope="module")
-def ex() -> RulesExtractor:
-    return RulesExtractor(load_ontology())
-
-
-@pytest.fixture(scope="module")
-def gen():
-    from radvqa.generate import GenerateOptions
-    from radvqa.generate.engine import Generator
-    return Generator(load_ontology(), GenerateOptions(strategies=("qba",)))
 
 
 def _obs(oid: str, finding: str, sentences: list[str], i: int, words: str, certainty: str = "absent",

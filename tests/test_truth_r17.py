@@ -30,7 +30,6 @@ import pytest
 
 from radvqa.extract.rules import RulesExtractor
 from radvqa.extract.sentences import sentence_spans
-from radvqa.ontology import load_ontology
 from openi_truth import REGION, SUBCAT, build_rows, observations_of, rows_of, scene_graph
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r17"
@@ -41,18 +40,6 @@ HEDGED = ("may be present", "cannot be excluded", "possibl", "the finding is unc
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     # the default build (--unvouched omit), as the readers' samples
     return build_rows(DATA, tmp_path_factory.mktemp("r17") / "out", unvouched="omit")
-
-
-@pytest.fixture(scope="module")
-def ex() -> RulesExtractor:
-    return RulesExtractor(load_ontology())
-
-
-@pytest.fixture(scope="module")
-def gen():
-    from radvqa.generate import GenerateOptions
-    from radvqa.generate.engine import Generator
-    return Generator(load_ontology(), GenerateOptions(strategies=("qba",)))
 
 
 def _certainties(ex: RulesExtractor, text: str) -> dict[str, set[str]]:
