@@ -276,3 +276,18 @@ def test_a_list_of_positives_beside_a_finding_no_row_states_is_graded_incomplete
         for r in rs:
             assert "opacity" not in r.answer.lower()  # the hidden reading is not stated ...
             assert "completeness:finding_not_stated->B" in r.grade_reasons and r.grade in ("B", "C"), r
+
+
+@pytest.mark.parametrize("text, want", [
+    # R2Gen train CXR398 / CXR960 / CXR2588 (and the outside readers' CXR1216, seed 99): a disclaimer
+    # about what radiographs show, read as present fractures
+    ("No acute osseous injury demonstrated. Please note that fractures may not be demonstrated and "
+     "consider additional imaging as clinically indicated.", set()),
+    ("Please note that nondisplaced fractures may not be demonstrated.", set()),
+    # a fracture stated beside the disclaimer is still stated
+    ("Acute right rib fracture. Additional nondisplaced fractures may not be visualized.", {"rib_fracture"}),
+])
+def test_fractures_may_not_be_demonstrated_is_no_fracture(ex: RulesExtractor, text: str, want: set) -> None:
+    got = _certainties(ex, "FINDINGS: " + text)
+    stated = {k for k, v in got.items() if "fracture" in k and v & {"present", "uncertain"}}
+    assert stated == want, got
