@@ -587,6 +587,16 @@ class Study:
                         continue
                     regs.update(over)
 
+    def unstated_of(self, fid: str) -> bool:
+        """The report states ``fid`` (or a more specific finding) positive somewhere no row states:
+        a reading left unstated (StudyCtx.hidden)."""
+        hit = self.scopes.get(("unstated_of", fid))
+        if hit is None:
+            desc = self.s.gen.vocab.fdescendants.get(fid, ())
+            hit = self.scopes[("unstated_of", fid)] = any(
+                o.certainty != "absent" and (o.finding == fid or o.finding in desc) for o in self.ctx.hidden or ())
+        return hit
+
     def states(self, fid: str) -> bool:
         """The study states the finding or a more specific one (not absent)."""
         if fid in self.top_by:
@@ -923,8 +933,11 @@ def _one_finding(has: bool) -> Callable[[Study, Template, Item], None]:
         key, parts, lv, fs, regs = it.fact
         rows = st.ctx.rows
         n = len(rows)
+        # (session 11: "Describe the pleural effusion: a small right pleural effusion" beside a large
+        # left one left unstated: the answer is not all the report says of it)
+        extra = [INCOMPLETE] if key != "absent" and st.unstated_of(it.key) else None
         st.say(tpl, it.slots, it.key, key, lv, parts, fs, _SHORT[key] if has else None,
-               "negative" if key == "absent" else "positive", None, regs)
+               "negative" if key == "absent" else "positive", None, regs, None, None, extra)
         # "Is there any pleural effusion? No. No large pleural effusion is seen." (685 rows of the
         # full OpenI build, session 10): the "No" (and the short answer "no") denies the smaller
         # effusion the report leaves open, as round 16's "normal" did. The describe question still
