@@ -291,3 +291,20 @@ def test_fractures_may_not_be_demonstrated_is_no_fracture(ex: RulesExtractor, te
     got = _certainties(ex, "FINDINGS: " + text)
     stated = {k for k, v in got.items() if "fracture" in k and v & {"present", "uncertain"}}
     assert stated == want, got
+
+
+def test_a_findings_own_answer_beside_an_unstated_reading_of_it_is_graded_incomplete(gen) -> None:
+    """The outside readers' CXR124 (seed 99): "Describe the pleural effusion: A small right pleural
+    effusion is seen." beside a large left effusion left unstated (a hidden reading). The answer about
+    the finding is true but not all the report says of it: B, ``completeness:finding_not_stated``."""
+    s = ["There is a small right pleural effusion.", "Left pleural effusion likely due to overlying soft tissue."]
+    right = _obs("O1", "pleural_effusion", s, 0, "pleural effusion", "present", ("right_costophrenic_angle",), "right")
+    left = _obs("O2", "pleural_effusion", s, 1, "pleural effusion", "present", ("left_costophrenic_angle",), "left")
+    for obs, incomplete in (([right], False), ([right, left], True)):
+        rows = [r for r in gen.generate(scene_graph(obs, s if incomplete else s[:1], study_id=f"openi:F17{len(obs)}"))
+                if r.question_type in ("D01_describe_finding", "D02_has_finding") and "pleural effusion" in r.question
+                and r.polarity == "positive"]
+        assert rows
+        for r in rows:
+            assert "left" not in r.answer.lower()  # the hidden reading is not stated
+            assert ("completeness:finding_not_stated->B" in r.grade_reasons) == incomplete, r
