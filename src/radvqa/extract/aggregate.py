@@ -15,6 +15,10 @@ Rules (documented contract of the rules backend):
 - evidence and attributes come only from the mentions that support the final certainty: the
   first supporting mention that gives severity / change / temporal wins, sizes keep the largest
   ("no large effusion ... small effusion" is a small present effusion, not a large one);
+- round 18: supporting mentions that give two severities give none ("moderate levoscoliosis and
+  mild dextroscoliosis"), and a severity or size that only a merged region-less mention gives is
+  dropped where the observation's places say more than the finding's name ("mild patchy airspace
+  opacities ... interstitial opacities" is no mild opacity in the interstitium);
 - evidence is the mentions that support the final certainty: a present observation never cites
   the sentence that negated the same finding ("lungs are free of airspace disease" is not evidence
   of an opacity stated elsewhere); the IR has no place for dissenting mentions, so they are dropped;
@@ -60,11 +64,15 @@ class Aggregator:
     costs a fraction of an object with named fields; each mention is (span, certainty,
     attributes, own, qualifier), own False for a merged region-less mention."""
 
-    def __init__(self, region_side: dict[str, str | None], lateralised: frozenset[str] | set[str] | None = None):
-        """``lateralised``: finding ids that can have a side; None = every finding (no check)."""
+    def __init__(self, region_side: dict[str, str | None], lateralised: frozenset[str] | set[str] | None = None,
+                 plain_places: dict[str, frozenset[str]] | None = None):
+        """``lateralised``: finding ids that can have a side; None = every finding (no check).
+        ``plain_places``: finding id -> its default regions and their ancestors (places that say
+        nothing more than the finding's name); None = every place is informative."""
         self._by_key: dict[Key, list[Any]] = {}
         self._side = region_side
         self._lateralised = lateralised
+        self._plain = plain_places
         # findings with a key that has regions, and with one that has none: a region-less mention
         # can be merged only where a finding has both (half of the OpenI reports have none)
         self._placed: set[str] = set()
@@ -282,6 +290,9 @@ class Aggregator:
                 severity = size = change = temporal = None
                 dropped = None
                 quals: list[str | None] = []
+                # round 18: whether an own mention (one that names the observation's places) gives
+                # the severity / size, and whether the mentions give two severities
+                sev_own = size_own = sev_split = False
                 for sp, c, v, mine, q in mentions:
                     if c != cert:
                         continue  # a dissenting mention is neither evidence nor a source of attributes
@@ -292,11 +303,30 @@ class Aggregator:
                         # a merged region-less mention had only places its finding cannot lie in
                         if v.dropped or (v.regions and (len(v.regions) != len(regions) or not mine)):
                             dropped = _dropped(v, regions, dropped)
-                        severity = severity or v.severity
+                        if v.severity:
+                            sev_split = sev_split or (severity is not None and v.severity != severity)
+                            severity = severity or v.severity
+                            sev_own = sev_own or mine
                         change = change or v.change
                         temporal = temporal or v.temporal
-                        if v.size_mm is not None and (size is None or v.size_mm > size):
-                            size = v.size_mm
+                        if v.size_mm is not None:
+                            size_own = size_own or mine
+                            if size is None or v.size_mm > size:
+                                size = v.size_mm
+                if sev_split:
+                    # "mild bibasilar atelectasis ... minimal bibasilar atelectasis", "moderate
+                    # levoscoliosis and mild dextroscoliosis": the mentions disagree, and either
+                    # severity would be wrong for the other; none is stated (round 18)
+                    severity = None
+                if (severity is not None and not sev_own) or (size is not None and not size_own):
+                    if own and self._informative(finding, regions):
+                        # only a merged region-less mention gives it, and the places are another
+                        # mention's: "mild patchy airspace opacities ... diffusely increased
+                        # interstitial opacities" is no mild opacity in the interstitium (round 18)
+                        if not sev_own:
+                            severity = None
+                        if not size_own:
+                            size = None
                 # a qualified negative only when every supporting mention is one: "possible
                 # effusion ... no large effusion" is a plain hedge, not "no large effusion"
                 qualifier = quals[0] if cert == "uncertain" and quals and all(quals) else None
@@ -315,6 +345,21 @@ class Aggregator:
                 temporal=temporal, evidence=evidence, source="report", qualifier=qualifier, dropped=dropped or [],
             ))
         return out
+
+
+    def _informative(self, finding: str, regions: tuple[str, ...]) -> bool:
+        """Whether some place says more than the finding's name: not one of its plain places
+        (default regions, their ancestors, one side of them: "right_pleura" for an effusion)."""
+        plain = self._plain
+        if plain is None:
+            return bool(regions)
+        dflt = plain.get(finding)
+        if dflt is None:
+            return bool(regions)
+        for r in regions:
+            if r not in dflt:
+                return True
+        return False
 
 
 def _ev_start(m: Ev) -> int:
@@ -349,6 +394,12 @@ _places_memo: Final[dict[tuple[str, ...], frozenset[str]]] = {}
 _ZONE: Final = {"upper_lobe": "upper_lung_zone", "upper_lung_zones": "upper_lung_zone",
          "lower_lobe": "lower_lung_zone", "lower_lung_zones": "lower_lung_zone", "lung_bases": "lower_lung_zone",
          "middle_lobe": "mid_lung_zone", "mid_lung_zones": "mid_lung_zone"}
+
+
+def same_zone(a: str, b: str) -> bool:
+    """Whether two places are one lung zone without their side: a lobe and the zone it fills
+    ("right_middle_lobe", "right_mid_lung_zone"), or two sides of one place."""
+    return _places((a,)) == _places((b,))
 
 
 def _dropped(v: Any, regions: tuple[str, ...], into: list[str] | None) -> list[str]:

@@ -113,6 +113,15 @@ def _agg_attrs(fv: FrozenAttrs, keys: tuple[Key, ...]) -> FrozenAttrs | None:
     return None
 
 
+def _plain_of(ontology: Any, dflt: tuple[str, ...], sided_below: dict[str, list[str]]) -> frozenset[str]:
+    """A finding's plain places: its default regions, their ancestors, and the sided regions right
+    below a default region."""
+    out = {r for d in dflt for r in (d, *ontology.region_ancestors(d))}
+    for d in dflt:
+        out.update(sided_below.get(d, ()))
+    return frozenset(out)
+
+
 def _fits_fn(ex: Any, mentions: list) -> Callable[[int, str], bool]:
     """``attach``'s test whether mention ``k`` can lie in a region (a closure at module level:
     the compiled engine has none inside the extractor's methods)."""
@@ -338,6 +347,16 @@ class RulesExtractor:
             line = {a in outside or a == r and r in outside for a in (r, *ontology.region_ancestors(r)) if a != "chest"}
             self._outside[r] = (True in line) if line else None
         self._fdefault = {fid: tuple(getattr(f, "default_regions", ()) or ()) for fid, f in ontology.findings.items()}
+        # finding -> its default regions, their ancestors and one side of them ("right_pleura" for
+        # an effusion, "left_lung" for an opacity): places that add nothing to its name but a side
+        # (the aggregator keeps a merged mention's severity only beside such places)
+        sided_below: dict[str, list[str]] = {}  # region -> the sided regions right below it
+        for r, reg in ontology.regions.items():
+            if side.get(r) in ("left", "right"):
+                for p in getattr(reg, "parents", ()) or ():
+                    sided_below.setdefault(p, []).append(r)
+        self._plain_places = {fid: _plain_of(ontology, dflt, sided_below)
+                              for fid, dflt in self._fdefault.items() if dflt}
         self._fits_cache: dict[tuple[tuple[str, ...], str], bool] = {}
         # finding -> regions it can lie in (finding_places.yaml); a place word bound to a finding
         # that cannot lie there described another finding and is dropped for this one
@@ -372,7 +391,7 @@ class RulesExtractor:
         sections = split_sections(text)
         limit = self.max_sentence_chars
         sentences: list[Sentence] = []
-        agg = Aggregator(self.region_side, self.lateralised)
+        agg = Aggregator(self.region_side, self.lateralised, self._plain_places)
         ind_texts: list[str] = []
         ind_findings: list[str] = []
         ind_spans: list[Span] = []

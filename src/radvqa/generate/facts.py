@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from radvqa.extract.aggregate import same_zone
 from radvqa.model import CERTAINTIES, AnswerPart, Box, Observation
 from radvqa.quality.criteria import (IMPLIED_NEGATIVE, REPORT_CONFLICT, combine, label_only, negated_only,
                                      obs_grade, relative_place, hedged_place)
@@ -748,6 +749,14 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = fr
         size = next((o.size_mm for o in same if o.size_mm), None)
     if size is not None and _size_elsewhere(ctx, fs):
         size = None
+    # round 18: a severity or size stands only where the copies that give it agree and hold
+    # every place the merged statement names ("mild patchy airspace opacities" beside "diffusely
+    # increased interstitial opacities" is no "mild lung opacity in the lung interstitium")
+    givers = [f for f in fs if id(f.obs) not in ambiguous] if ambiguous else fs
+    if severity is not None and not _attr_stands(ctx, givers, fs, "severity"):
+        severity = None
+    if size is not None and not _attr_stands(ctx, givers, fs, "size_mm"):
+        size = None
     m = msgspec.structs.replace(
         best.obs, laterality=lat, regions=regions, severity=severity, size_mm=size,
         temporal=first("temporal"), texture=first("texture"), spread=first("spread"), children=children,
@@ -756,6 +765,43 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = fr
     for f in fs:  # label copies cite "label:<finding>", repeated sentences both sentence ids
         out.prov.extend(p for p in f.prov if p not in out.prov)
     return out
+
+
+def _attr_stands(ctx: "StudyCtx", givers: list[Fact], fs: list[Fact], attr: str) -> bool:
+    """Whether the severity (or size) of the copies that give one belongs to the merged statement:
+    they give one value, and every place that the other copies add meets a place of theirs (is
+    one, lies in one or holds one; a lobe meets its lung zone). A place that says nothing but the
+    finding's name (its default regions, their ancestors, one side of them) adds nothing."""
+    own = [f for f in givers if getattr(f.obs, attr)]
+    if len({getattr(f.obs, attr) for f in own}) > 1:
+        return False
+    v = ctx.gen.vocab
+    held = [r for f in own for r in f.obs.regions]
+    for f in fs:
+        if getattr(f.obs, attr) and f in own:
+            continue
+        for r in f.obs.regions:
+            if not _plain_place(v, f.fid, r) and not any(_places_one(v, r, h) for h in held):
+                return False
+    return True
+
+
+def _plain_place(v: Any, fid: str, r: str) -> bool:
+    """A place that adds nothing to the finding's name but maybe a side: one of its default
+    regions, an ancestor of one, or a sided region right below one ("right_pleura")."""
+    dflt = v.fdefault_regions.get(fid, ())
+    if r in dflt or any(r in v.rancestors.get(d, ()) for d in dflt):
+        return True
+    return v.rside.get(r) in ("left", "right") and any(p in dflt for p in v.rparents.get(r, ()))
+
+
+def _places_one(v: Any, a: str, b: str) -> bool:
+    """Two places that may be one: the same, one inside the other, or a lobe and its lung zone on
+    the same side (aggregate.same_zone)."""
+    anc = v.rancestors
+    if a == b or a in anc.get(b, ()) or b in anc.get(a, ()):
+        return True
+    return v.rside.get(a) == v.rside.get(b) and same_zone(a, b)
 
 
 def _size_elsewhere(ctx: "StudyCtx", fs: list[Fact]) -> bool:
