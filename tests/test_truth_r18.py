@@ -13,7 +13,9 @@ of one and the place of the other. The same happens at two merges, fixed at both
 - generation (generate/facts.py ``_merge_group``, ``_attr_stands``): copies of one finding merged
   into one statement keep a severity / size only where the copies that give it agree and hold
   every place the other copies add ("mild patchy opacities in the upper lung zones" + "biapical
-  opacities" is no "mild lung opacity in the upper lung zones and the lung apices").
+  opacities" is no "mild lung opacity in the upper lung zones and the lung apices"), and no other
+  copy adds a side they lack ("Mild XXXX XXXX atelectasis" + "Bibasilar atelectasis"); negatives
+  keep theirs (the qualifier of "no large pneumothorax").
 
 The second class of the round (a verbless "Pleural effusions or pneumothorax." read as two hedged
 findings) has no instance in train+val (round 18's search: every verbless "X or Y." sentence there
@@ -28,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from radvqa.extract.rules import RulesExtractor
+from radvqa.model import Observation, Span
 from radvqa.ontology import load_ontology
 from openi_truth import build_rows, observations_of, rows_of, scene_graph
 
@@ -131,6 +134,13 @@ def test_3259_mild_upper_zone_opacities_give_no_severity_to_the_apices(rows: lis
     assert any("upper lung zones" in r["answer"] for r in _stated(rows, 3259, "lung opacity"))
 
 
+def test_1403_mild_of_a_masked_place_is_not_the_bibasilar_atelectasis(rows: list[dict]) -> None:
+    # "Mild XXXX XXXX atelectasis. ... IMPRESSION: Bibasilar atelectasis.": main said "Mild
+    # bilateral atelectasis is seen" (the masked sentence's "mild", the impression's sides)
+    _no_severity(rows, 1403, "atelectasis")
+    assert any("bilateral atelectasis" in r["answer"].lower() for r in rows_of(rows, 1403))
+
+
 def _obs(oid: str, finding: str, sentences: list[str], i: int, words: str, regions: tuple[str, ...] = (),
          laterality: str | None = None, severity: str | None = None, size_mm: float | None = None):
     from radvqa.model import Observation, Span
@@ -159,6 +169,28 @@ def test_the_test_readers_mild_airspace_and_interstitial_opacities_are_not_merge
             _obs("O2", "lung_opacity", s2, 1, "Opacities", regions=("right_upper_lobe",), laterality="right")]
     got2 = _answers(gen, s2, obs2, "openi:R18b", "lung opacity")
     assert got2 and not any("10 mm" in a or "1.0 cm" in a for a in got2), got2
+
+
+def test_a_placeless_severity_is_not_given_to_another_copys_side(gen) -> None:
+    s = ["Mild atelectasis.", "Right atelectasis."]
+    obs = [_obs("O1", "atelectasis", s, 0, "atelectasis", severity="mild"),
+           _obs("O2", "atelectasis", s, 1, "atelectasis", laterality="right")]
+    got = _answers(gen, s, obs, "openi:R18e", "atelectasis")
+    assert got and not any("mild right atelectasis" in a for a in got), got
+
+
+def test_a_qualified_negative_keeps_its_qualifier_when_merged(gen) -> None:
+    # a negative's severity is its qualifier ("no large pneumothorax"): dropping it would deny more
+    s = ["No large pneumothorax.", "No left pneumothorax."]
+    obs = [Observation(id="O1", finding="pneumothorax", certainty="absent", severity="large", source="report",
+                       evidence=[Span(start=3, end=21, text="large pneumothorax", sentence_id="S01")]),
+           Observation(id="O2", finding="pneumothorax", certainty="absent", laterality="left", source="report",
+                       evidence=[Span(start=26, end=43, text="left pneumothorax", sentence_id="S02")])]
+    from radvqa.generate.engine import StudyCtx
+    from radvqa.generate.facts import merge_facts
+    ctx = StudyCtx(gen, scene_graph(obs, s, study_id="openi:R18f"), "train")
+    merged = merge_facts(ctx, list(ctx.facts.values()))
+    assert len(merged) == 1 and merged[0].obs.severity == "large", [(f.lat, f.obs.severity) for f in merged]
 
 
 def test_a_severity_stands_where_its_copy_holds_the_place(gen) -> None:

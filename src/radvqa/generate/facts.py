@@ -752,10 +752,12 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = fr
     # round 18: a severity or size stands only where the copies that give it agree and hold
     # every place the merged statement names ("mild patchy airspace opacities" beside "diffusely
     # increased interstitial opacities" is no "mild lung opacity in the lung interstitium")
+    # (not for negatives: an absent copy's severity is the qualifier of "no large effusion", and
+    # leaving it out would deny more than the report does)
     givers = [f for f in fs if id(f.obs) not in ambiguous] if ambiguous else fs
-    if severity is not None and not _attr_stands(ctx, givers, fs, "severity"):
+    if severity is not None and not fs[0].absent and not _attr_stands(ctx, givers, fs, "severity"):
         severity = None
-    if size is not None and not _attr_stands(ctx, givers, fs, "size_mm"):
+    if size is not None and not fs[0].absent and not _attr_stands(ctx, givers, fs, "size_mm"):
         size = None
     m = msgspec.structs.replace(
         best.obs, laterality=lat, regions=regions, severity=severity, size_mm=size,
@@ -769,17 +771,21 @@ def _merge_group(ctx: "StudyCtx", fs: list[Fact], ambiguous: frozenset[int] = fr
 
 def _attr_stands(ctx: "StudyCtx", givers: list[Fact], fs: list[Fact], attr: str) -> bool:
     """Whether the severity (or size) of the copies that give one belongs to the merged statement:
-    they give one value, and every place that the other copies add meets a place of theirs (is
-    one, lies in one or holds one; a lobe meets its lung zone). A place that says nothing but the
-    finding's name (its default regions, their ancestors, one side of them) adds nothing."""
+    they give one value, every place that the other copies add meets a place of theirs (is one,
+    lies in one or holds one; a lobe meets its lung zone), and a side the others add is one they
+    name too. A place that says nothing but the finding's name (its default regions, their
+    ancestors, one side of them) adds nothing."""
     own = [f for f in givers if getattr(f.obs, attr)]
     if len({getattr(f.obs, attr) for f in own}) > 1:
         return False
     v = ctx.gen.vocab
     held = [r for f in own for r in f.obs.regions]
+    sided = any(f.lat for f in own)
     for f in fs:
         if getattr(f.obs, attr) and f in own:
             continue
+        if f.lat and not sided:
+            return False  # a side only another copy names ("Mild XXXX atelectasis" + "Bibasilar atelectasis")
         for r in f.obs.regions:
             if not _plain_place(v, f.fid, r) and not any(_places_one(v, r, h) for h in held):
                 return False
