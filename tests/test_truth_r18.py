@@ -29,9 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from radvqa.extract.rules import RulesExtractor
 from radvqa.model import Observation, Span
-from radvqa.ontology import load_ontology
 from openi_truth import build_rows, observations_of, rows_of, scene_graph
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r18"
@@ -42,18 +40,6 @@ SEVERITIES = ("minimal", "mild", "moderate", "severe", "small", "large")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     # the default build (--unvouched omit), as the readers' samples
     return build_rows(DATA, tmp_path_factory.mktemp("r18") / "out", unvouched="omit")
-
-
-@pytest.fixture(scope="module")
-def ex() -> RulesExtractor:
-    return RulesExtractor(load_ontology())
-
-
-@pytest.fixture(scope="module")
-def gen():
-    from radvqa.generate import GenerateOptions
-    from radvqa.generate.engine import Generator
-    return Generator(load_ontology(), GenerateOptions(strategies=("qba",)))
 
 
 def _stated(rows: list[dict], n: int, name: str) -> list[dict]:
@@ -69,6 +55,8 @@ def _no_severity(rows: list[dict], n: int, name: str) -> None:
         assert not any(f"{s} {name}" in a for s in SEVERITIES), (r["question"], r["answer"])
         assert r["question_type"] != "D04_how_severe_is_finding" or name not in r["question"].lower(), r["question"]
 
+
+# (``ex``, the rules extractor, and ``gen``, the qba generator: tests/conftest.py)
 
 # ---- extraction: mentions with two severities ---------------------------------------------------
 
