@@ -308,3 +308,25 @@ def test_a_findings_own_answer_beside_an_unstated_reading_of_it_is_graded_incomp
         for r in rows:
             assert "left" not in r.answer.lower()  # the hidden reading is not stated
             assert ("completeness:finding_not_stated->B" in r.grade_reasons) == incomplete, r
+
+
+def test_a_hidden_reading_of_a_sentence_a_listed_positive_rests_on_leaves_the_list_complete(gen) -> None:
+    """A hidden reading whose every sentence a stated positive rests on ("Calcific density in the
+    right lung apex, compatible with calcified granuloma": the calcification beside the granuloma
+    said, full OpenI CXR1491) leaves nothing of the report unsaid: the list is not graded incomplete.
+    The same reading in a sentence of its own still makes it incomplete."""
+    one = ["Calcific density in the right lung apex, compatible with calcified granuloma."]
+    two = ["Calcified granuloma in the right lung apex.", "Calcific density in the left lung base, likely due to overlying soft tissue."]
+    for sentences, incomplete in ((one, False), (two, True)):
+        gran = _obs("O1", "calcified_granuloma", sentences, 0, "alcified granuloma", "present", ("right_apical_zone",), "right")
+        words = "Calcific density"
+        calc = _obs("O2", "calcification", sentences, len(sentences) - 1, words, "present",
+                    ("right_apical_zone",) if not incomplete else ("left_lower_lung_zone",), "right" if not incomplete else "left")
+        rows = [r for r in gen.generate(scene_graph([gran, calc], sentences, study_id=f"openi:G17{len(sentences)}"))
+                if r.question_type == "B02_describe_abnormal" and r.polarity == "positive"]
+        assert rows and all("granuloma" in r.answer for r in rows)
+        hidden_said = any("calcification" in r.answer.lower() for r in rows)
+        for r in rows:
+            flagged = "completeness:finding_not_stated->B" in r.grade_reasons
+            # (when the calcification is stated, nothing is left unsaid either)
+            assert flagged == (incomplete and not hidden_said), (r.answer, r.grade_reasons)

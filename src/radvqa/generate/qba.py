@@ -456,11 +456,17 @@ class Study:
         # findings the ontology does not name ("irregularity of the right ribs"): their regions and
         # subcategories are never called normal (nor is the study)
         if regs_u:
-            for d in (self.hidden, self.unstated):
+            # (unstated: only sentences no stated positive rests on, as for hidden readings in _hide;
+            # the scan is cached per sentence, so the second pass is a loop of lookups)
+            said = self._said()
+            subs_s, regs_s, _ = s.unnamed.scan(ctx.sg.report, said) if said else (subs_u, regs_u, False)
+            for d, su, rs in ((self.hidden, subs_u, regs_u), (self.unstated, subs_s, regs_s)):
+                if not rs:
+                    continue
                 subs, regs = d.setdefault("abnormal", (set(), set()))
-                subs.update(subs_u)
+                subs.update(su)
                 if regs is not None:
-                    for r in regs_u:
+                    for r in rs:
                         regs.add(r)
                         regs.update(s.gen.vocab.rancestors.get(r, ()))
                         regs.update(s.rdescendants.get(r, ()))
@@ -562,12 +568,26 @@ class Study:
             hit = self.scopes["text"] = (text, word_starts(text))
         return hit
 
+    def _said(self) -> set[str]:
+        """Ids of the sentences a stated positive rests on: a hidden reading or an unnamed finding
+        of one of them only ("Calcific density ..., compatible with calcified granuloma": the
+        calcification beside the granuloma said) leaves no sentence unsaid, so a list stating that
+        positive is not incomplete for it."""
+        hit = self.scopes.get("said")
+        if hit is None:
+            hit = self.scopes["said"] = {ev.sentence_id for f in self.top if not f.absent
+                                         for ev in f.obs.evidence if ev.sentence_id}
+        return hit
+
     def _hide(self, ctx: StudyCtx) -> None:
         s = self.s
+        said = self._said()
         for o in ctx.hidden:
             if o.certainty == "absent":
                 continue
             (_, _, sub, dev, _tech, art, abnormal, *_rest, dflt) = obs_words(s.gen, o)
+            sids = {ev.sentence_id for ev in o.evidence if ev.sentence_id}
+            unsaid = not sids or not sids <= said
             # (technical findings answer no yes/no question: acquisition rows count views)
             for subject, on in (("abnormal", abnormal), ("devices", dev), ("artifacts", art)):
                 if not on:
@@ -576,7 +596,7 @@ class Study:
                 # (round 11a: every region overlapping, not only those above and below: a hidden
                 # finding of the lung bases keeps either lung from being called normal)
                 over = _overlapping(s, where) if where else None
-                for d in (self.hidden, self.unstated):
+                for d in ((self.hidden, self.unstated) if unsaid else (self.hidden,)):
                     subs, regs = d.setdefault(subject, (set(), set()))
                     if sub:
                         subs.add(sub)

@@ -45,7 +45,7 @@ class UnnamedFindings:
         self._cache: dict[str, tuple[frozenset[str], frozenset[str], bool]] = {}
         self._named: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
-    def scan(self, report: Any) -> tuple[set[str], set[str], bool]:
+    def scan(self, report: Any, skip: set[str] | frozenset[str] = frozenset()) -> tuple[set[str], set[str], bool]:
         """One pass over the report's observed sentences: (subcategories, regions, names a past
         operation).
 
@@ -53,7 +53,8 @@ class UnnamedFindings:
         ontology does not name: a sentence counts when it has one of ``words`` with no negation
         before it ("no rib irregularity") and names a region; no "normal" answer may speak for
         them. A past operation ("Prior cholecystectomy") named without a device means clips or
-        sutures may be on the film: no answer may say the study has no device."""
+        sutures may be on the film: no answer may say the study has no device. ``skip``: ids of
+        sentences whose unnamed findings are not wanted (a stated positive rests on them)."""
         subs: set[str] = set()
         regions: set[str] = set()
         op = False
@@ -70,7 +71,7 @@ class UnnamedFindings:
                 hit = self._sentence(s.text)
             if hit[2]:
                 op = True
-            if find and hit[1]:
+            if find and hit[1] and s.id not in skip:
                 subs.update(hit[0])
                 regions.update(hit[1])
         return subs, regions, op and self.operation is not None
