@@ -123,10 +123,10 @@ class AttributeMatcher:
             factor = 10.0 if unit.startswith("c") else 1.0
             dims = [float(x) for x in re.findall(r"\d{1,3}(?:\.\d+)?", m.group(0)[: m.start(2) - m.start()])]
             size = max(dims) * factor
-            prev = out[-1] if out else None
-            if prev is not None and prev.kind == "size" and _DIMS_JOINT.fullmatch(lower, prev.end, m.start()):
+            if out and out[-1].kind == "size" and _DIMS_JOINT.fullmatch(lower, out[-1].end, m.start()):
                 # "4.6 cm x 3.7 cm": two dimensions of one lesion, one size (the largest)
-                out[-1] = _Attr("size", repr(max(size, float(prev.value))), prev.start, m.end())
+                dim = out[-1]
+                out[-1] = _Attr("size", repr(max(size, float(dim.value))), dim.start, m.end())
                 continue
             out.append(_Attr("size", repr(size), m.start(), m.end()))
         return out
