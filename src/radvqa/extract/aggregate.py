@@ -13,8 +13,9 @@ Rules (documented contract of the rules backend):
   ("small right pleural effusion ... small right effusion, new": one observation), when there is
   exactly one such observation;
 - evidence and attributes come only from the mentions that support the final certainty: the
-  first supporting mention that gives severity / change / temporal wins, sizes keep the largest
-  ("no large effusion ... small effusion" is a small present effusion, not a large one);
+  first supporting mention that gives severity / change / temporal wins ("no large effusion ...
+  small effusion" is a small present effusion, not a large one); round 19: mentions that give two
+  sizes give none (two lesions, or one measured two ways: "a nodule of 13 mm" was one of two);
 - round 18: supporting mentions that give two severities give none ("moderate levoscoliosis and
   mild dextroscoliosis"), and a severity or size that only a merged region-less mention gives is
   dropped where the observation's places say more than the finding's name ("mild patchy airspace
@@ -292,7 +293,7 @@ class Aggregator:
                 quals: list[str | None] = []
                 # round 18: whether an own mention (one that names the observation's places) gives
                 # the severity / size, and whether the mentions give two severities
-                sev_own = size_own = sev_split = False
+                sev_own = size_own = sev_split = size_split = False
                 for sp, c, v, mine, q in mentions:
                     if c != cert:
                         continue  # a dissenting mention is neither evidence nor a source of attributes
@@ -311,13 +312,18 @@ class Aggregator:
                         temporal = temporal or v.temporal
                         if v.size_mm is not None:
                             size_own = size_own or mine
-                            if size is None or v.size_mm > size:
-                                size = v.size_mm
+                            size_split = size_split or (size is not None and v.size_mm != size)
+                            size = size if size is not None else v.size_mm
                 if sev_split:
                     # "mild bibasilar atelectasis ... minimal bibasilar atelectasis", "moderate
                     # levoscoliosis and mild dextroscoliosis": the mentions disagree, and either
                     # severity would be wrong for the other; none is stated (round 18)
                     severity = None
+                if size_split:
+                    # round 19: two sizes are two lesions (or one measured two ways): neither is
+                    # "the" finding's size ("Two nodules ... measuring 13 mm and one measuring 16
+                    # mm", CXR1329)
+                    size = None
                 if (severity is not None and not sev_own) or (size is not None and not size_own):
                     if own and self._informative(finding, regions):
                         # only a merged region-less mention gives it, and the places are another

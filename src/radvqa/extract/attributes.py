@@ -30,6 +30,7 @@ SIZE_RE: Final = re.compile(
     r"(mm|cm|millimet(?:er|re)s?|centimet(?:er|re)s?)(?!\w)"
 )
 _UNIT_MM: Final = {"mm": 1.0, "cm": 10.0}
+_DIMS_JOINT: Final = re.compile(r"\s*(?:x|by|\u00d7)\s*")
 
 
 def freeze(v: AttrValues) -> FrozenAttrs:
@@ -59,7 +60,7 @@ class AttributeMatcher:
         for kind, groups in (extra or {}).items():
             if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
                         "outside_cavity", "range_joint", "finding_severity", "change_degree", "not_postoperative",
-                        "space_range_levels"):
+                        "space_range_levels", "not_lesion_size"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -87,6 +88,7 @@ class AttributeMatcher:
         # change values a severity word right before grades ("slightly improved"): the change's
         # degree, not the finding's severity
         self.change_degree = frozenset((extra or {}).get("change_degree") or ())
+        self.not_size_after, self.not_size_before = _not_size_res((extra or {}).get("not_lesion_size") or {})
 
     def find(self, lower: str, start: int, end: int) -> list[Attr]:
         out: list[Attr] = []
@@ -112,12 +114,37 @@ class AttributeMatcher:
                     out.append(_Attr(kind, value, a, b))
         if lower.find("mm", start, end) < 0 and lower.find("cm", start, end) < 0 and lower.find("met", start, end) < 0:
             return out  # no unit word, no size: skip the size regex
+        after, before = self.not_size_after, self.not_size_before
         for m in SIZE_RE.finditer(lower, start, end):
+            if (after is not None and after.match(lower, m.end())) or (
+                    before is not None and before.search(lower, max(start, m.start() - 40), m.start())):
+                continue  # "5 mm displacement of the distal fragment": no size of the lesion
             unit = m.group(2)
             factor = 10.0 if unit.startswith("c") else 1.0
             dims = [float(x) for x in re.findall(r"\d{1,3}(?:\.\d+)?", m.group(0)[: m.start(2) - m.start()])]
-            out.append(_Attr("size", repr(max(dims) * factor), m.start(), m.end()))
+            size = max(dims) * factor
+            if out and out[-1].kind == "size" and _DIMS_JOINT.fullmatch(lower, out[-1].end, m.start()):
+                # "4.6 cm x 3.7 cm": two dimensions of one lesion, one size (the largest)
+                dim = out[-1]
+                out[-1] = _Attr("size", repr(max(size, float(dim.value))), dim.start, m.end())
+                continue
+            out.append(_Attr("size", repr(size), m.start(), m.end()))
         return out
+
+
+def _not_size_res(data: dict[str, Any]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """The measurements that are no lesion's size (``not_lesion_size`` in attributes.yaml): one
+    followed by a word of ``after`` ("5 mm displacement", "6 cm of retraction") or following a
+    word of ``before`` ("displaced by 5 mm", "retraction of approximately 6 cm")."""
+    def alt(words: list[str]) -> str:
+        return "|".join(re.escape(" ".join(str(w).lower().split())).replace(r"\ ", r"\s+")
+                        for w in sorted(words, key=len, reverse=True))
+    after = data.get("after") or []
+    before = data.get("before") or []
+    fill = r"(?:approximately|about|roughly|nearly|almost|up\s+to|at\s+least|less\s+than|greater\s+than)\s+"
+    a = re.compile(rf"\s*(?:of\s+|in\s+)?(?:{alt(after)})\b") if after else None
+    b = re.compile(rf"\b(?:{alt(before)})\s+(?:by\s+|of\s+)?(?:{fill})?$") if before else None
+    return a, b
 
 
 def _adj_end(lower: str, pos: int) -> int:
@@ -201,6 +228,8 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
     if not n:
         return vals  # type: ignore[return-value]
     lat_at: list[tuple[int, int, int] | None] = [None] * n  # (distance, start, end) of the side kept
+    clash = False  # a mention was given two sizes
+    sizes = len({a.value for a in attrs if a.kind == "size"})  # distinct sizes the sentence states
     # each mention's location words; () until it gets one (most mentions get none)
     own_loc: list = [()] * n
     for a in attrs:
@@ -287,7 +316,13 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
                 own_loc[best] = [a]
         elif kind == "size":
             size = float(a.value)
-            v.size_mm = size if v.size_mm is None else max(v.size_mm, size)
+            if v.size_mm is None:
+                v.size_mm = size
+            elif v.size_mm != size:
+                # two sizes for one mention ("two nodules measuring 13 mm and 16 mm"): two lesions,
+                # and neither size is "the" nodule's (round 19, CXR1329); none is kept
+                v.size_mm = size = -1.0
+                clash = True
         elif kind == "laterality":
             prev = lat_at[best]
             if prev is None or v.laterality is None:
@@ -308,12 +343,31 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
         elif getattr(v, kind) is None:
             setattr(v, kind, a.value)
         v.spans.append((a_start, a_end))
+    if clash or sizes > 1:
+        _drop_split_sizes(vals, starts, lower, sizes > 1)
     if n > 1 and any(own_loc):  # no location at all: nothing to share
         for k in range(n):
             if vals[k] is None:
                 vals[k] = _AttrValues()
         _share_locations(vals, starts, ends, own_loc, lower, share, signs, fits, region_side)  # type: ignore[arg-type]
     return vals  # type: ignore[return-value]
+
+
+# a mention counted as more than one lesion ("Two nodules are noted ... measuring 13 mm and one
+# measuring 16 mm", CXR1329, R2Gen train: "a nodule of 13 mm")
+# ("a 3 cm mass": a digit before a unit is a size, no count)
+_COUNTED_MANY: Final = re.compile(r"\b(?:two|three|four|five|six|several|multiple|numerous|few|[2-9](?!\s*(?:mm|cm|milli|centi)))"
+                                  r"\s+(?:[a-z-]+\s+){0,3}$")
+
+
+def _drop_split_sizes(vals: list[AttrValues | None], starts: list[int], lower: str, many_sizes: bool) -> None:
+    """No size for a mention given two sizes, nor, where the sentence states two sizes, for a
+    mention counted as several lesions: each size is one lesion's, none is "the" finding's."""
+    for k, v in enumerate(vals):
+        if v is None or v.size_mm is None:
+            continue
+        if v.size_mm < 0 or (many_sizes and _COUNTED_MANY.search(lower, max(0, starts[k] - 40), starts[k])):
+            v.size_mm = None
 
 
 def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int], own_loc: list,

@@ -1157,6 +1157,19 @@ class _Regions:
             for r in f.explicit_regions:
                 neg_at.setdefault(r, []).append(f)
                 mentioned.append(r)
+        # round 19: a device the report places nowhere lies somewhere in its default regions
+        # ("Prior anterior cervical fusion" read unplaced was hardware of the bony thorax, and the
+        # spine was asked "Are there any devices in the spine? No", CXR2039): no region inside
+        # them may be answered "no device"
+        # (a sided device only on its side: "surgical clips overlying the right breast" leave the
+        # left axilla answerable)
+        rdesc_, rside = s.rdescendants, v.rside
+        for f in st.devs:
+            if not f.explicit_regions:
+                other = {"left": "right", "right": "left"}.get(f.lat or "")
+                for r in f.regions:
+                    self.dev_unknown.update(d for d in rdesc_.get(r, ())
+                                            if d not in dev_at and (other is None or rside.get(d) != other))
         self.index = {"abnormal": pos_at, "devices": dev_at, "artifacts": art_at}
         self.neg_at = neg_at
         self.anc = anc
