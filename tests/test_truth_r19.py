@@ -167,3 +167,17 @@ def test_an_unplaced_device_leaves_its_default_regions_parts_without_a_no(gen) -
                     wrong.append((r.question, r.answer))
     assert seen
     assert not wrong, wrong[:5]
+
+
+@pytest.mark.parametrize("text, finding, temporal", [
+    # still healing is not healed (the outside readers' CXR1661, seed 101: "Healing scapular fracture"
+    # -> "It is described as healed"; R2Gen train: "healing left sided rib fractures")
+    ("Interval development of healing left sided rib fractures.", "rib_fracture", "healing"),
+    ("Healing scapular fracture.", "scapular_fracture", "healing"),
+    ("Healed right rib fractures.", "rib_fracture", "healed"),
+    # two ages offered state neither
+    ("Deformities of the left 7th and 8th ribs, possibly healing or old fractures.", "fracture", None),
+])
+def test_healing_is_not_healed(ex, text: str, finding: str, temporal: str | None) -> None:
+    obs = [o for o in ex.extract("FINDINGS: " + text).observations if o.finding == finding]
+    assert obs and {o.temporal for o in obs} == {temporal}, [(o.finding, o.temporal) for o in obs]

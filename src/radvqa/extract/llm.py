@@ -109,7 +109,7 @@ def response_schema(finding_ids: list[str], region_ids: list[str]) -> dict[str, 
             "size_mm": nullable("number"),
             "change": {"type": ["string", "null"], "enum": ["new", "increased", "decreased", "unchanged",
                                                            "resolved", "improved", "worsened", None]},
-            "temporal": {"type": ["string", "null"], "enum": ["acute", "chronic", "old", "healed", None]},
+            "temporal": {"type": ["string", "null"], "enum": ["acute", "chronic", "old", "healed", "healing", None]},
             # the limiting word(s) of a qualified negative ("no large effusion" -> "large")
             "qualifier": nullable("string"),
             "evidence": {"type": "string"},
@@ -246,7 +246,7 @@ class LLMExtractor:
                 raise ValueError(f"bad certainty {o.certainty!r}")
             if o.laterality not in (None, "left", "right", "bilateral"):
                 raise ValueError(f"bad laterality {o.laterality!r}")
-            if o.temporal not in (None, "acute", "chronic", "old", "healed"):
+            if o.temporal not in (None, "acute", "chronic", "old", "healed", "healing"):
                 raise ValueError(f"bad temporal {o.temporal!r}")
             bad = [r for r in o.regions if r not in regions]
             if bad:
