@@ -239,7 +239,7 @@ class Aggregator:
             if not sides:
                 out.append((key, o))
                 continue
-            if lat in sides or (None in sides and present[f] == 1):
+            if lat in sides or (None in sides and present[f] == 1) or (lat is None and self._all_masked(o[2])):
                 o[0] = "uncertain"
                 o[2] = [(sp, "uncertain" if c == "present" else c, v, own, q) for sp, c, v, own, q in o[2]]
                 out.append((key, o))
@@ -262,6 +262,14 @@ class Aggregator:
                 continue
             out.append((key, o))
         return out
+
+    def _all_masked(self, mentions: list[Any]) -> bool:
+        """Whether every present mention follows a de-identification mask (the mask may have eaten
+        a hedge): a hedge on one side then hedges the unsided statement too (round 20: "opacity
+        XXXX atelectasis" beside "Probable left midlung and left basilar atelectasis" was
+        "Atelectasis is seen"; the report never states it plainly)."""
+        pres = [m for m in mentions if m[1] == "present"]
+        return bool(pres) and all((m[0].sentence_id, m[0].start) in self.after_mask for m in pres)
 
     def observations(self) -> list[Observation]:
         out: list[Observation] = []

@@ -245,6 +245,13 @@ class RulesExtractor:
         if unknown:
             raise ValueError(f"context.yaml alternatives.signs: unknown finding id(s) {unknown}")
         self.alt_signs = frozenset(alt.get("signs") or [])
+        partners = [str(f) for f in alt.get("sign_partners") or []]
+        unknown = [f for f in partners if f not in ontology.findings]
+        if unknown:
+            raise ValueError(f"context.yaml alternatives.sign_partners: unknown finding id(s) {unknown}")
+        # a partner and everything below it in the ontology (atelectasis, pneumonia: lung opacities)
+        self.sign_partners = frozenset(f for f in ontology.findings
+                                       if any(f == p or ontology.is_a(f, p) for p in partners))
         same = [frozenset(str(f) for f in pair) for pair in alt.get("same_finding") or []]
         unknown = sorted({f for pair in same for f in pair if f not in ontology.findings})
         if unknown:
@@ -1024,6 +1031,17 @@ class RulesExtractor:
                 elif h.end() <= m.start < end:
                     certs[i] = after
 
+    def _sign_alone(self, m1: Any, m2: Any) -> bool:
+        """Whether a sign and its alternative joined by "and/or" or "/" leave the sign unstated:
+        "airspace disease and/or atelectasis" states an opacity either way (atelectasis is one),
+        "airspace disease and/or pleural effusion" does not (round 20: "Minimal left lung opacity
+        is seen. A left pleural effusion may be present."): the partner is no lung opacity."""
+        for s, o in ((m1, m2), (m2, m1)):
+            if s.findings and all(f in self.alt_signs for f in s.findings) and o.findings and \
+                    not any(f in self.alt_signs or f in self.sign_partners for f in o.findings):
+                return True
+        return False
+
     def _alternatives(self, seg: str, mentions: list, certs: list, quals: list, vals: list | None = None) -> None:
         """Alternatives are hedges: a chain of mentions joined by "or", "versus", "/", "and/or"
         (and commas within such a list) makes each present member uncertain, except the signs
@@ -1042,7 +1060,8 @@ class RulesExtractor:
                     if not (self.alt_same and any(frozenset((f, g)) in self.alt_same
                                                   for f in mentions[i - 1].findings for g in mentions[i].findings)):
                         alt = True
-                        if self.sign_gap is not None and self.sign_gap.fullmatch(seg, a, b):
+                        if (self.sign_gap is not None and self.sign_gap.fullmatch(seg, a, b)) or \
+                                self._sign_alone(mentions[i - 1], mentions[i]):
                             direct.add(i - 1)
                             direct.add(i)
                     continue
