@@ -575,7 +575,8 @@ class Study:
         positive is not incomplete for it."""
         hit = self.scopes.get("said")
         if hit is None:
-            hit = self.scopes["said"] = {ev.sentence_id for f in self.top if not f.absent
+            # (a qualified negative, "no large effusion", states nothing positive: not one of them)
+            hit = self.scopes["said"] = {ev.sentence_id for f in self.top if not f.absent and not f.qualified
                                          for ev in f.obs.evidence if ev.sentence_id}
         return hit
 
@@ -609,7 +610,9 @@ class Study:
 
     def unstated_of(self, fid: str) -> bool:
         """The report states ``fid`` (or a more specific finding) positive somewhere no row states:
-        a reading left unstated (StudyCtx.hidden)."""
+        a reading left unstated (StudyCtx.hidden). (Asked for every positive finding row.)"""
+        if not self.ctx.hidden:
+            return False
         hit = self.scopes.get(("unstated_of", fid))
         if hit is None:
             desc = self.s.gen.vocab.fdescendants.get(fid, ())
