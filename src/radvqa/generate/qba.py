@@ -1024,7 +1024,19 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
                     or (not ind.evaluate and not st.ab_pos and "abnormal" in st.hidden)):
         return ()  # a label the report is silent about: "not relevant" / "no" could contradict it
     if ind.evaluate:
-        facts = [st.stated_for(fid) for fid in ind.evaluate if fid in s.gen.vocab.fname]
+        facts = []
+        for fid in ind.evaluate:
+            if fid not in s.gen.vocab.fname:
+                continue
+            # every fact of the finding, not its first: "The right lung is clear. ... moderate
+            # left pleural effusion" with the indication "Pleural effusion" was answered "does not
+            # show what the indication asks about" from the right side's "no" (test-pool reader, CXR3846)
+            mine = [f for f in st.top if f.fid == fid] or [st.stated_for(fid)]
+            if all(f.absent and f.lat in ("left", "right") for f in mine):
+                # only one side said "no": the other side is unsaid, so neither "the study does
+                # not show it" nor a list of positives without it would answer the indication
+                return ()
+            facts.extend(mine)
         facts = list({id(f): f for f in facts}.values())
         pos = [f for f in facts if not f.absent and not f.qualified]
         neg = [f for f in facts if f.absent or f.qualified]

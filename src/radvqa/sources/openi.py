@@ -67,10 +67,8 @@ class OpenISource(Source):
         """Consecutive ranges of the report sequence (the XML files in the order they are read,
         archive members counted by listing the archive: decompressed, not parsed). The last
         part is open-ended, so it also carries a damaged archive's closing reject."""
-        try:
-            xml_inputs = self._inputs([Path(p) for p in inputs])[0]
-            total = sum(_count_xml(p) for p in xml_inputs)
-        except (SourceError, OSError, tarfile.TarError, EOFError, ValueError):
+        total = self.count_records(inputs)
+        if total is None:
             return None  # read whole: the reader reports what is wrong, in order
         # each part reads the ids of the reports before it (duplicates) and a process start: below
         # ~1,000 reports a part, splitting costs more than the parse it spreads (3,955 reports in
@@ -79,6 +77,15 @@ class OpenISource(Source):
         if k <= 1:
             return None
         return [{"lo": total * i // k, "hi": total * (i + 1) // k if i < k - 1 else None} for i in range(k)]
+
+    def count_records(self, inputs: Any) -> int | None:
+        """Records (XML files, archive members) the inputs hold, counted without parsing any;
+        None when an input cannot be listed (the reader then says what is wrong)."""
+        try:
+            xml_inputs = self._inputs([Path(p) for p in inputs])[0]
+            return sum(_count_xml(p) for p in xml_inputs)
+        except (SourceError, OSError, tarfile.TarError, EOFError, ValueError):
+            return None
 
     def iter_part(self, inputs: Any, part: dict[str, Any], *, ontology: Any = None) -> Any:
         self._range = (int(part["lo"]), part["hi"])
