@@ -23,6 +23,9 @@ _FrozenAttrs: Final = FrozenAttrs
 _bisect_left: Final = bisect_left
 
 KINDS: Final = ("region", "laterality", "severity", "change", "temporal")
+# the temporal value of an age the report calls uncertain (attributes.yaml ``unknown_age``): it
+# wins over the finding's other temporal words and is cleared before any observation holds it
+UNKNOWN_AGE: Final = "unknown-age"
 
 # "3.5 cm", "2 x 3 mm", "1.2-cm", "15mm"; the largest dimension is kept.
 SIZE_RE: Final = re.compile(
@@ -60,7 +63,7 @@ class AttributeMatcher:
         for kind, groups in (extra or {}).items():
             if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
                         "outside_cavity", "range_joint", "finding_severity", "change_degree", "not_postoperative",
-                        "space_range_levels", "not_lesion_size"):
+                        "space_range_levels", "not_lesion_size", "unknown_age"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -73,6 +76,9 @@ class AttributeMatcher:
             for value, words in (groups or {}).items():
                 for w in words:
                     add(w, kind, value, replace=True)
+        # an age the report calls uncertain: a temporal value of its own that no finding keeps
+        for w in (extra or {}).get("unknown_age") or ():
+            add(w, "temporal", UNKNOWN_AGE, replace=True)
         # phrases that contain an attribute word but are none ("left lateral decubitus" names a
         # view, not the side of a finding): matched, longest first, and give nothing
         for p in (extra or {}).get("ignore", []) or []:
@@ -340,7 +346,9 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
                 ol.append(a)
             else:
                 own_loc[best] = [a]
-        elif getattr(v, kind) is None:
+        elif getattr(v, kind) is None or a.value == UNKNOWN_AGE:
+            # the first word of a kind wins, but an age called uncertain overrides any other age
+            # ("old appearing rib fracture, acuity uncertain": no age; rules.py then clears it)
             setattr(v, kind, a.value)
         v.spans.append((a_start, a_end))
     if clash or sizes > 1:

@@ -13,7 +13,7 @@ from msgspec.structs import replace  # AttrValues and FrozenAttrs are msgspec St
 from radvqa.extract._data import load_data
 from radvqa.extract._trie import _ASCII_WORD, ASCII_NOT_WORD, trie_regex, trie_regexes
 from radvqa.extract.aggregate import Aggregator, regions_side
-from radvqa.extract.attributes import AttributeMatcher, AttrValues, FrozenAttrs, attach, freeze
+from radvqa.extract.attributes import UNKNOWN_AGE, AttributeMatcher, AttrValues, FrozenAttrs, attach, freeze
 from radvqa.extract.places import FindingPlaces
 from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, UNC_PRE, ContextRules
 from radvqa.extract.mentions import MentionMatcher
@@ -904,6 +904,8 @@ class RulesExtractor:
                     v.severity = None  # "the heart is large": the word is the finding, not its degree
                 if v.temporal == "postoperative" and any(f in self._not_postoperative for f in findings):
                     v.temporal = None  # "status post humerus fracture": after a fracture, no surgery
+                if v.temporal == UNKNOWN_AGE:
+                    v.temporal = None  # "fracture of uncertain acuity, possibly old": no age is said
                 if v.change == "resolved" and cert == "present":
                     # "almost completely resolved pleural air": still there, so it improved
                     v = replace(v, change="improved")
