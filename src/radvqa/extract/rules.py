@@ -723,6 +723,17 @@ class RulesExtractor:
             out.append(m)
         return out
 
+    def _device_flags(self, mentions: list) -> list[bool]:
+        """Whether each mention names a device (memoised per combination of findings)."""
+        is_device = self._is_device
+        out: list[bool] = []
+        for m in mentions:
+            named = is_device.get(m.findings)
+            if named is None:
+                named = is_device[m.findings] = any(f in self.devices for f in m.findings)
+            out.append(named)
+        return out
+
     def _fits(self, findings: tuple[str, ...], region: str) -> bool:
         """Some finding of the mention can lie in ``region``: one of its default regions is on the
         same side of the thoracic cavity's wall (a finding without default regions may lie anywhere)."""
@@ -786,7 +797,7 @@ class RulesExtractor:
                 mstarts.append(m.start)
                 mends.append(m.end)
             vals = attach(attrs, mstarts, mends, seg, share, signs,
-                          _fits_fn(self, mentions), self.region_side)
+                          _fits_fn(self, mentions), self.region_side, self._device_flags(mentions))
         certs: list[str | None] = []
         quals: list[str | None] = []
         prev_end = 0
