@@ -91,6 +91,11 @@ def _mask_before(stext: str, i0: int) -> bool:
     k = stext.rfind("XXXX", max(0, i0 - 40), i0)
     return k >= 0 and stext.find(";", k, i0) < 0 and stext.find(":", k, i0) < 0
 
+# between an adjective and the noun it qualifies: a space or hyphen, at most one word ("calcified
+# hepatic cyst": "hepatic cyst" is the mention)
+_ADJ_GAP: Final = re.compile(r"[\s-]+(?:[a-z]+\s+)?")
+
+
 # what an uncertain mention does to the same finding stated plainly elsewhere (_hedges)
 NO_HEDGE: Final = 0
 HEDGES: Final = 1
@@ -343,6 +348,9 @@ class RulesExtractor:
             rf"{ASCII_NOT_WORD}(?:{'|'.join(re.escape(w) for w in sorted(words, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,5}}$"
         ) if words and all(w[:1] in _ASCII_WORD for w in words) else None
         self.sign_words = tuple(str(w).lower() for w in bw.get("sign_words") or [])
+        # a hedged adjective that names a finding inside the name of another ("may represent a
+        # calcified hepatic cyst"): the hedge is on what the other is, not on the finding
+        self.modifier_terms = frozenset(" ".join(str(w).lower().split()) for w in bw.get("modifier_terms") or [])
         # where each finding can lie (its default regions), for locations shared over a
         # coordinated group: a region governs only the members that can lie in it
         outside = set(attr_data.get("outside_cavity") or [])
@@ -539,7 +547,7 @@ class RulesExtractor:
             if found and not indication:
                 out: list[Item] = []
                 wants_any = False
-                for a, b, findings, cert, implicit, v, qualifier, offered in found:
+                for k, (a, b, findings, cert, implicit, v, qualifier, offered) in enumerate(found):
                     own_loc: Loc | None = None
                     wants_loc = False
                     keys = self._keys(findings, v)
@@ -552,6 +560,8 @@ class RulesExtractor:
                             wants_any = wants_any or wants_loc
                     # the regex work of _hedges, done once per distinct sentence
                     hedge_at = self._hedge_at(seg, a, b) if cert == "uncertain" and qualifier is None else None
+                    if hedge_at is not None and self._modifies_next(seg, found, k):
+                        hedge_at = (hedge_at[0], a)  # (read by _hedges as a word that opens no hedge)
                     av = _agg_attrs(fv, keys) if fv is not None else None
                     out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys, hedge_at, av,
                                 offered))
@@ -576,6 +586,17 @@ class RulesExtractor:
                     cache.clear()  # bounded memory; results do not depend on the cache
                 cache[seg] = entry
         return entry
+
+    def _modifies_next(self, seg: str, found: tuple[Raw, ...], k: int) -> bool:
+        """Mention ``k`` is an adjective of ``modifier_terms`` (context.yaml ``stated_both_ways``)
+        standing right before the next mention, another finding: "calcified hepatic cyst" (round
+        21: "There is a 6 cm calcification ... within the liver. This may represent a calcified
+        hepatic cyst." made the calcification uncertain, the readers' class 4)."""
+        if k + 1 >= len(found) or not self.modifier_terms:
+            return False
+        a, b, findings = found[k][0], found[k][1], found[k][2]
+        nxt = found[k + 1]
+        return seg[a:b] in self.modifier_terms and nxt[2] != findings and _ADJ_GAP.fullmatch(seg, b, nxt[0]) is not None
 
     def _hedge_at(self, seg: str, i0: int, i1: int) -> tuple[int, int] | None:
         """What ``_hedges`` reads off the sentence for the mention at ``seg[i0:i1]``: (the first
