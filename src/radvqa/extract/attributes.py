@@ -23,6 +23,9 @@ _FrozenAttrs: Final = FrozenAttrs
 _bisect_left: Final = bisect_left
 
 KINDS: Final = ("region", "laterality", "severity", "change", "temporal")
+# the temporal value of an age the report calls uncertain (attributes.yaml ``unknown_age``): it
+# wins over the finding's other temporal words and is cleared before any observation holds it
+UNKNOWN_AGE: Final = "unknown-age"
 
 # "3.5 cm", "2 x 3 mm", "1.2-cm", "15mm"; the largest dimension is kept.
 SIZE_RE: Final = re.compile(
@@ -60,7 +63,7 @@ class AttributeMatcher:
         for kind, groups in (extra or {}).items():
             if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
                         "outside_cavity", "range_joint", "finding_severity", "change_degree", "not_postoperative",
-                        "space_range_levels", "not_lesion_size"):
+                        "space_range_levels", "not_lesion_size", "unknown_age"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -73,6 +76,9 @@ class AttributeMatcher:
             for value, words in (groups or {}).items():
                 for w in words:
                     add(w, kind, value, replace=True)
+        # an age the report calls uncertain: a temporal value of its own that no finding keeps
+        for w in (extra or {}).get("unknown_age") or ():
+            add(w, "temporal", UNKNOWN_AGE, replace=True)
         # phrases that contain an attribute word but are none ("left lateral decubitus" names a
         # view, not the side of a finding): matched, longest first, and give nothing
         for p in (extra or {}).get("ignore", []) or []:
@@ -205,7 +211,8 @@ MAX_GROUP: Final = 8  # a longer chain of coordinated mentions is a list, not on
 def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
            share: list[bool] | None = None, signs: list[bool] | None = None,
            fits: Callable[[int, str], bool] | None = None,
-           region_side: dict[str, str | None] | None = None) -> list[AttrValues | None]:
+           region_side: dict[str, str | None] | None = None,
+           devices: list[bool] | None = None) -> list[AttrValues | None]:
     """Give each attribute to the nearest mention of the sentence; returns one AttrValues per
     mention (``starts``, ``ends``: the mentions' offsets, in text order, not overlapping), None
     for a mention that gets none.
@@ -219,7 +226,8 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
       member that has none of its own ("scarring or atelectasis in the left base": both left);
       ``share[i]`` False keeps mention i out (findings without a side); a diagnosis offered for a
       sign ("opacity in the left base compatible with / , scarring or atelectasis"; ``signs[i]``
-      marks the signs) is located where the sign is;
+      marks the signs) is located where the sign is; a device (``devices[i]``) takes no location
+      from across a comma;
     - a severity / change / temporal word right after a negation only describes what follows it."""
     n = len(starts)
     # None for a mention that gets no attribute (most of them: the same as an empty AttrValues
@@ -340,7 +348,9 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
                 ol.append(a)
             else:
                 own_loc[best] = [a]
-        elif getattr(v, kind) is None:
+        elif getattr(v, kind) is None or a.value == UNKNOWN_AGE:
+            # the first word of a kind wins, but an age called uncertain overrides any other age
+            # ("old appearing rib fracture, acuity uncertain": no age; rules.py then clears it)
             setattr(v, kind, a.value)
         v.spans.append((a_start, a_end))
     if clash or sizes > 1:
@@ -349,7 +359,7 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
         for k in range(n):
             if vals[k] is None:
                 vals[k] = _AttrValues()
-        _share_locations(vals, starts, ends, own_loc, lower, share, signs, fits, region_side)  # type: ignore[arg-type]
+        _share_locations(vals, starts, ends, own_loc, lower, share, signs, fits, region_side, devices)  # type: ignore[arg-type]
     return vals  # type: ignore[return-value]
 
 
@@ -373,7 +383,8 @@ def _drop_split_sizes(vals: list[AttrValues | None], starts: list[int], lower: s
 def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int], own_loc: list,
                      lower: str, share: list[bool] | None, signs: list[bool] | None = None,
                      fits: Callable[[int, str], bool] | None = None,
-                     region_side: dict[str, str | None] | None = None) -> None:
+                     region_side: dict[str, str | None] | None = None,
+                     devices: list[bool] | None = None) -> None:
     """A location outside a coordinated group of mentions governs all its members that can lie
     there (``fits(i, region)``): "bilateral calcified granulomas and degenerative change in the
     spine" puts the degenerative change in the spine, not the granulomas (CXR3825, final row read)."""
@@ -445,6 +456,11 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                 for _src, a in outside:
                     if k < w0 and a.start >= hi:
                         continue
+                    if devices is not None and devices[k] and _across_clause(lower, a, starts[k], ends[k]):
+                        # round 21: a device named in a clause of its own is not where the other
+                        # clause's place is ("Osseous demineralization and exaggerated kyphosis, VP
+                        # shunt tubing noted": no shunt "in the bony thorax")
+                        continue
                     if a.kind == "region":
                         if own_region or a.value in v.regions:
                             continue
@@ -463,6 +479,16 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                     else:
                         v.laterality = "bilateral"
         g0 = i
+
+
+def _across_clause(lower: str, a: Attr, m_start: int, m_end: int) -> bool:
+    """A clause break (comma, semicolon) stands between location ``a`` and the mention at
+    ``[m_start, m_end)``."""
+    lo, hi = (a.end, m_start) if a.end <= m_start else (m_end, a.start)
+    return _CLAUSE_BREAK.search(lower, lo, hi) is not None
+
+
+_CLAUSE_BREAK: Final = re.compile(r"[,;]")
 
 
 def _sides_conflict(outside: list[tuple[int, Attr]], lo: int, hi: int,

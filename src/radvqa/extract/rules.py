@@ -13,7 +13,7 @@ from msgspec.structs import replace  # AttrValues and FrozenAttrs are msgspec St
 from radvqa.extract._data import load_data
 from radvqa.extract._trie import _ASCII_WORD, ASCII_NOT_WORD, trie_regex, trie_regexes
 from radvqa.extract.aggregate import Aggregator, regions_side
-from radvqa.extract.attributes import AttributeMatcher, AttrValues, FrozenAttrs, attach, freeze
+from radvqa.extract.attributes import UNKNOWN_AGE, AttributeMatcher, AttrValues, FrozenAttrs, attach, freeze
 from radvqa.extract.places import FindingPlaces
 from radvqa.extract.context import DOM_POST, DOM_PRE, HIST, HYPO, NEG_POST, NEG_PRE, UNC_PRE, ContextRules
 from radvqa.extract.mentions import MentionMatcher
@@ -90,6 +90,11 @@ def _mask_before(stext: str, i0: int) -> bool:
     str calls: it is asked of every present mention of every report.)"""
     k = stext.rfind("XXXX", max(0, i0 - 40), i0)
     return k >= 0 and stext.find(";", k, i0) < 0 and stext.find(":", k, i0) < 0
+
+# between an adjective and the noun it qualifies: a space or hyphen, at most one word ("calcified
+# hepatic cyst": "hepatic cyst" is the mention)
+_ADJ_GAP: Final = re.compile(r"[\s-]+(?:[a-z]+\s+)?")
+
 
 # what an uncertain mention does to the same finding stated plainly elsewhere (_hedges)
 NO_HEDGE: Final = 0
@@ -343,6 +348,9 @@ class RulesExtractor:
             rf"{ASCII_NOT_WORD}(?:{'|'.join(re.escape(w) for w in sorted(words, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,5}}$"
         ) if words and all(w[:1] in _ASCII_WORD for w in words) else None
         self.sign_words = tuple(str(w).lower() for w in bw.get("sign_words") or [])
+        # a hedged adjective that names a finding inside the name of another ("may represent a
+        # calcified hepatic cyst"): the hedge is on what the other is, not on the finding
+        self.modifier_terms = frozenset(" ".join(str(w).lower().split()) for w in bw.get("modifier_terms") or [])
         # where each finding can lie (its default regions), for locations shared over a
         # coordinated group: a region governs only the members that can lie in it
         outside = set(attr_data.get("outside_cavity") or [])
@@ -539,7 +547,7 @@ class RulesExtractor:
             if found and not indication:
                 out: list[Item] = []
                 wants_any = False
-                for a, b, findings, cert, implicit, v, qualifier, offered in found:
+                for k, (a, b, findings, cert, implicit, v, qualifier, offered) in enumerate(found):
                     own_loc: Loc | None = None
                     wants_loc = False
                     keys = self._keys(findings, v)
@@ -552,6 +560,8 @@ class RulesExtractor:
                             wants_any = wants_any or wants_loc
                     # the regex work of _hedges, done once per distinct sentence
                     hedge_at = self._hedge_at(seg, a, b) if cert == "uncertain" and qualifier is None else None
+                    if hedge_at is not None and self._modifies_next(seg, found, k):
+                        hedge_at = (hedge_at[0], a)  # (read by _hedges as a word that opens no hedge)
                     av = _agg_attrs(fv, keys) if fv is not None else None
                     out.append((a, b, findings, cert, implicit, fv, qualifier, own_loc, wants_loc, keys, hedge_at, av,
                                 offered))
@@ -576,6 +586,17 @@ class RulesExtractor:
                     cache.clear()  # bounded memory; results do not depend on the cache
                 cache[seg] = entry
         return entry
+
+    def _modifies_next(self, seg: str, found: tuple[Raw, ...], k: int) -> bool:
+        """Mention ``k`` is an adjective of ``modifier_terms`` (context.yaml ``stated_both_ways``)
+        standing right before the next mention, another finding: "calcified hepatic cyst" (round
+        21: "There is a 6 cm calcification ... within the liver. This may represent a calcified
+        hepatic cyst." made the calcification uncertain, the readers' class 4)."""
+        if k + 1 >= len(found) or not self.modifier_terms:
+            return False
+        a, b, findings = found[k][0], found[k][1], found[k][2]
+        nxt = found[k + 1]
+        return seg[a:b] in self.modifier_terms and nxt[2] != findings and _ADJ_GAP.fullmatch(seg, b, nxt[0]) is not None
 
     def _hedge_at(self, seg: str, i0: int, i1: int) -> tuple[int, int] | None:
         """What ``_hedges`` reads off the sentence for the mention at ``seg[i0:i1]``: (the first
@@ -723,6 +744,17 @@ class RulesExtractor:
             out.append(m)
         return out
 
+    def _device_flags(self, mentions: list) -> list[bool]:
+        """Whether each mention names a device (memoised per combination of findings)."""
+        is_device = self._is_device
+        out: list[bool] = []
+        for m in mentions:
+            named = is_device.get(m.findings)
+            if named is None:
+                named = is_device[m.findings] = any(f in self.devices for f in m.findings)
+            out.append(named)
+        return out
+
     def _fits(self, findings: tuple[str, ...], region: str) -> bool:
         """Some finding of the mention can lie in ``region``: one of its default regions is on the
         same side of the thoracic cavity's wall (a finding without default regions may lie anywhere)."""
@@ -786,7 +818,7 @@ class RulesExtractor:
                 mstarts.append(m.start)
                 mends.append(m.end)
             vals = attach(attrs, mstarts, mends, seg, share, signs,
-                          _fits_fn(self, mentions), self.region_side)
+                          _fits_fn(self, mentions), self.region_side, self._device_flags(mentions))
         certs: list[str | None] = []
         quals: list[str | None] = []
         prev_end = 0
@@ -904,6 +936,8 @@ class RulesExtractor:
                     v.severity = None  # "the heart is large": the word is the finding, not its degree
                 if v.temporal == "postoperative" and any(f in self._not_postoperative for f in findings):
                     v.temporal = None  # "status post humerus fracture": after a fracture, no surgery
+                if v.temporal == UNKNOWN_AGE:
+                    v.temporal = None  # "fracture of uncertain acuity, possibly old": no age is said
                 if v.change == "resolved" and cert == "present":
                     # "almost completely resolved pleural air": still there, so it improved
                     v = replace(v, change="improved")
