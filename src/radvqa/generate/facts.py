@@ -1029,7 +1029,7 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
                         and not (f.uncertain and f.obs.qualifier):
                     conflicted.add(id(p))
     if ctx.gen.limited_re is not None:
-        dropped.update(_open_beside(ctx, facts, unc))
+        dropped.update(_open_beside(ctx, facts, unc, pos))
     if not dropped:
         return facts
     for f in facts:
@@ -1039,21 +1039,27 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
     return [f for f in facts if id(f) not in dropped]
 
 
-def _open_beside(ctx: "StudyCtx", facts: list[Fact], unc: list[Fact]) -> list[int]:
+def _open_beside(ctx: "StudyCtx", facts: list[Fact], unc: list[Fact], pos: list[Fact]) -> list[int]:
     """Ids of the report negatives whose every sentence limits them to the rest of the lungs
     (common.yaml ``limited_negative_words``: "The remaining lungs are clear", "Otherwise, no focal
     consolidation") and that an unqualified uncertain report finding may be: a descendant of it
     ("possible opacity": no consolidation is said) or one of its ``open_finding_forms`` ("superimposed
     infection cannot be entirely excluded ... The remaining lungs are clear": "There is no
-    consolidation" said of the lungs denies what the report leaves open, CXR3190, R2Gen val). The
-    same finding and its ancestors are dropped by resolve_conflicts already. A finding left
-    unstated (``StudyCtx.hidden``: read only in part) is left open by the report all the same."""
+    consolidation" said of the lungs as a whole denies what the report leaves open, CXR3190, R2Gen
+    val). The same finding and its ancestors are dropped by resolve_conflicts already. A finding left
+    unstated (``StudyCtx.hidden``: read only in part) is left open by the report all the same.
+    Round 23: a present report finding's ``open_finding_forms`` too (only those: what it is on the
+    film, not what a stated opacity might be): "Right upper lobe pneumonia. The lungs are otherwise
+    clear." is no "There is no consolidation" (CXR3069, CXR3108, R2Gen train)."""
     gen = ctx.gen
     desc = gen.vocab.fdescendants
     forms: set[str] = set()
     for o in [u.obs for u in unc] + [h for h in ctx.hidden if h.certainty == "uncertain"]:
         if o.source == "report" and not o.qualifier:
             forms.update(desc.get(o.finding, ()))
+            forms.update(gen.open_forms.get(o.finding, ()))
+    for o in [p.obs for p in pos] + [h for h in ctx.hidden if h.certainty == "present"]:
+        if o.source == "report":
             forms.update(gen.open_forms.get(o.finding, ()))
     if not forms:
         return []

@@ -620,6 +620,19 @@ class Study:
                 o.certainty != "absent" and (o.finding == fid or o.finding in desc) for o in self.ctx.hidden or ())
         return hit
 
+    def hides_present(self, fid: str) -> bool:
+        """The report states ``fid`` (or a more specific finding) present in a reading no row states
+        (StudyCtx.hidden, round 10's unvouched readings): its question has no hedged answer."""
+        if not self.ctx.hidden:
+            return False
+        hit = self.scopes.get(("hides_present", fid))
+        if hit is None:
+            desc = self.s.gen.vocab.fdescendants.get(fid, ())
+            hit = self.scopes[("hides_present", fid)] = any(
+                o.certainty == "present" and o.source == "report" and (o.finding == fid or o.finding in desc)
+                for o in self.ctx.hidden)
+        return hit
+
     def states(self, fid: str) -> bool:
         """The study states the finding or a more specific one (not absent)."""
         if fid in self.top_by:
@@ -1407,6 +1420,14 @@ class _Findings:
         abnormal = self.subject == "abnormal"
         if fs and not abnormal and all(f.uncertain for f in fs):
             # "Is there a stent? Yes." for "suggestive of coronary artery stents": no row
+            hit = self.per_fid[fid] = (slots, None)
+            return hit
+        if fs and abnormal and not any(f.present for f in fs) and st.hides_present(fid):
+            # round 23: the report states it (or a more specific one) present in a reading left
+            # unsaid: "Possibly" from a hedged cause or kind is no answer ("XXXX densities in left
+            # base may be compatible with scarring or subsegmental atelectasis" asked "Is there any
+            # lung opacity? Possibly.", CXR233; "Patchy airspace disease in the lingula ... Pneumonia
+            # is in the differential", CXR2909, R2Gen train): no row
             hit = self.per_fid[fid] = (slots, None)
             return hit
         if fs:
