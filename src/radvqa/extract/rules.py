@@ -331,6 +331,10 @@ class RulesExtractor:
         self._roles: dict[str, str] = {}  # section name -> role (sections.yaml)
         # the sections whose statement decides a finding the report states both plainly and hedged
         self.concluding = frozenset(str(n) for n in load_data("sections").get("concluding") or [])
+        # round 22: the words that make a comparison sentence state a current finding (sections.yaml)
+        cs = [str(w) for w in load_data("sections").get("compare_states") or []]
+        self.compare_states = re.compile(rf"\b(?:{'|'.join(re.escape(w) for w in sorted(cs, key=len, reverse=True))})\b") \
+            if cs else None
         bw = ctx_data.get("stated_both_ways") or {}
         words = [" ".join(str(w).lower().split()) for w in bw.get("not_a_hedge_after") or []]
         # a hedged mention these words open names a cause, another instance or an acuity, not a
@@ -431,8 +435,10 @@ class RulesExtractor:
                         return _Extraction(report=_Report(text=text), extractor=self.version,
                                           error=f"sentence too long ({b - a:,} characters > {limit:,} at "
                                                 f"offset {a:,}): not report prose (no sentence punctuation?)")
-                if role == "skip":
+                if role == "skip" or (role == "compare" and self.compare_states is None):
                     hit = tuple((a - start, b - start, None) for a, b in spans)
+                elif role == "compare":
+                    hit = self._compare_entries(lower, start, spans)
                 else:
                     # the sentence cache read here (most sentences are in it), _sentence on a miss
                     cache = self._cache_ind if indication else self._cache
@@ -576,6 +582,22 @@ class RulesExtractor:
                     cache.clear()  # bounded memory; results do not depend on the cache
                 cache[seg] = entry
         return entry
+
+    def _compare_entries(self, lower: str, start: int, spans: list[tuple[int, int]]) -> SecHit:
+        """Round 22: a comparison section's sentences, read only where one states a finding as
+        unchanged (sections.yaml ``compare_states``: "Unchanged dextroscoliosis ..."); the
+        rest (the prior studies' names and dates) stay unread."""
+        states = self.compare_states
+        out: list[tuple[int, int, Entry | None]] = []
+        for a, b in spans:
+            seg = lower[a:b]
+            entry: Entry | None = None
+            if states is not None and states.search(seg) is not None:
+                entry = self._cache.get(seg)
+                if entry is None:
+                    entry = self._sentence(seg, False)
+            out.append((a - start, b - start, entry))
+        return tuple(out)
 
     def _hedge_at(self, seg: str, i0: int, i1: int) -> tuple[int, int] | None:
         """What ``_hedges`` reads off the sentence for the mention at ``seg[i0:i1]``: (the first
