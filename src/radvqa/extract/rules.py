@@ -220,6 +220,18 @@ class RulesExtractor:
         self.list_head = re.compile(
             rf"\b(?:{'|'.join(re.escape(c) for c in sorted(lh, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,3}}$") \
             if lh else None
+        # round 22: a sentence of bare finding names joined by "or" states nothing (context.yaml
+        # ``alternatives.bare_lists``): what is left of it without its mentions
+        bl = alt.get("bare_lists") or {}
+        bl_conn = [str(c) for c in bl.get("connectors") or []]
+        bl_words = [str(w) for w in bl.get("words") or []]
+        self.bare_conn = re.compile(rf"\b(?:{'|'.join(re.escape(c) for c in bl_conn)})\b") if bl_conn else None
+        self.bare_signs = frozenset(str(f) for f in bl.get("signs") or [])
+        if self.bare_signs - set(ontology.findings):
+            raise ValueError(f"context.yaml alternatives.bare_lists.signs: unknown finding id(s) "
+                             f"{sorted(self.bare_signs - set(ontology.findings))}")
+        self.bare_rest = re.compile(
+            rf"(?:\s|,|\b(?:{'|'.join(re.escape(c) for c in bl_conn + bl_words)})\b)*[.]?\s*") if bl_conn else None
         # round 13: ", <sign> concerning for <diagnosis>" after a negation opens a statement of its
         # own (context.yaml ``negation_breaks``)
         nbk = ctx_data.get("negation_breaks") or {}
@@ -540,6 +552,8 @@ class RulesExtractor:
         entry = cache.get(seg)
         if entry is None:
             part, found = self._analyse(seg, indication)
+            if found and self.bare_conn is not None and self._bare_list(seg, found):
+                found = ()  # "Effusion or pneumothorax.": a list that lost its "No"
             anaphoric = False
             items: tuple[Item, ...] = ()
             if found and not indication:
@@ -598,6 +612,45 @@ class RulesExtractor:
                     entry = self._sentence(seg, False)
             out.append((a - start, b - start, entry))
         return tuple(out)
+
+    def _bare_list(self, seg: str, found: tuple[Raw, ...]) -> bool:
+        """Round 22: the sentence is nothing but its mentions joined by a ``bare_lists`` connector
+        (with only ``bare_lists`` words beside them): "Effusion or pneumothorax." may have
+        lost its "No" as well as be a differential, so it states nothing. A mask (blanked to
+        spaces in ``seg``) is a word: the sentence stays as before."""
+        conn, words = self.bare_conn, self.bare_rest
+        if conn is None or words is None or len(found) < 2 or conn.search(seg) is None or "    " in seg:
+            return False
+        rest: list[str] = []
+        at = 0
+        for it in found:
+            if it[3] != "uncertain" or not self.bare_signs.isdisjoint(it[2]) or self._placed(it[2], it[5]):
+                # a plain statement or a sign among them ("Blunting, pleural fluid or thickening"),
+                # or a name with its own place, side, size or severity ("Bibasilar atelectasis or
+                # scarring"): a differential
+                return False
+        for a, b in sorted([(it[0], it[1]) for it in found]):
+            if a < at:
+                return False  # overlapping mentions: not a plain list
+            rest.append(seg[at:a])
+            at = b
+        rest.append(seg[at:])
+        # (a connector between two mentions, not inside one: "Heart size is upper limits normal or
+        # mildly enlarged" is one mention, CXR1204)
+        return all(words.fullmatch(r) is not None for r in rest) and any(conn.search(r) is not None for r in rest[1:-1])
+
+    def _placed(self, findings: tuple[str, ...], v: AttrValues | None) -> bool:
+        """A mention's words say more than its findings' names: a side, a severity, a size, a
+        change, an age or a place other than the findings' plain places ("pleural" of an effusion)."""
+        if v is None:
+            return False
+        if v.laterality or v.severity or v.size_mm is not None or v.change or v.temporal:
+            return True
+        for r in v.regions:
+            for f in findings:
+                if r not in self._plain_places.get(f, ()):
+                    return True
+        return False
 
     def _hedge_at(self, seg: str, i0: int, i1: int) -> tuple[int, int] | None:
         """What ``_hedges`` reads off the sentence for the mention at ``seg[i0:i1]``: (the first
