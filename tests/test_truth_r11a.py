@@ -104,10 +104,12 @@ def _normal_claims(rows: list[dict]) -> list[dict]:
 
 def test_real_reports_counted_and_no_lung_normal(rows) -> None:
     got, counts, card = rows
-    # every one of the five reports holds a blocking sentence (README)
-    assert counts["normal_claims_blocked"] == {"unread_sentence": 5}
+    # every one of the five reports holds a blocking sentence (README), but CXR2817's "coarse
+    # interstitial lung markings" is read since round 22 (an interstitial opacity, which keeps the
+    # lungs and the study from normal itself)
+    assert counts["normal_claims_blocked"] == {"unread_sentence": 4}
     assert "| studies with normal claims withheld | studies | share |" in card
-    assert "| unread_sentence | 5 | 100.0% |" in card
+    assert "| unread_sentence | 4 | 100.0% |" in card
     lungs = {"lungs", "right_lung", "left_lung", "lung_apices", "lung_bases", "right_upper_lung_zone"}
     for n in (3398, 2817, 1519, 218):
         for r in _normal_claims(rows_of(got, n)):

@@ -65,7 +65,9 @@ def test_2817_scar_or_a_small_amount_of_loculated_fluid_is_a_hedge(ex, rows):
     answers = [r["answer"] for r in rows_of(rows, 2817)]
     assert not any("There is a small loculated pleural effusion" in a
                    or "A small loculated pleural effusion is seen" in a for a in answers)
-    assert any("A small loculated pleural effusion may be present" in a for a in answers)
+    # (either hedge wording: round 22's build draws "cannot be excluded" here)
+    assert any("A small loculated pleural effusion may be present" in a
+               or "A small loculated pleural effusion cannot be excluded" in a for a in answers)
 
 
 def test_1900_bilateral_granulomas_take_are_and_no_article(rows):

@@ -178,6 +178,11 @@ _EXPLAINS: Final = re.compile(r"(?:compatible with|consistent with|represents?|r
                        # unlocated, the small focus merged into the bibasilar atelectasis)
                        r"\s+(?:[a-z-]+\s+){0,4}$")
 _VERB: Final = re.compile(r"\b(?:is|are|was|were|appears?|remains?)\b")
+# round 22: only a de-identification mask (blanked to spaces: " XXXX " is six, " ___ " five)
+# between a sign and a mention: the masked link word ("or", "likely", "representing") offers the
+# mention for the sign, at the sign's place ("left midlung airspace opacity XXXX atelectasis":
+# left atelectasis, not atelectasis nowhere)
+_MASK_GAP: Final = re.compile(r",?\s{5,}")
 _APPOSITION: Final = re.compile(r",\s*(?:[a-z-]+\s+){0,2}$")
 _WITH: Final = re.compile(r"\bwith\b")
 _SIDE_PAIR: Final = re.compile(r"\s*(?:and|or|,|/|and/or)\s*")
@@ -397,7 +402,8 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                 and (share is None or share[g0 - 1]) and (
                 _EXPLAINS.search(lower, max(ends[g0 - 1], starts[g0] - 64), starts[g0])
                 # apposition after a sign: "opacity in the left base, scarring or atelectasis"
-                or (signs is not None and signs[g0 - 1] and _APPOSITION.search(lower, ends[g0 - 1], starts[g0]))):
+                or (signs is not None and signs[g0 - 1] and (_APPOSITION.search(lower, ends[g0 - 1], starts[g0])
+                                                             or _MASK_GAP.fullmatch(lower, ends[g0 - 1], starts[g0])))):
             sign = vals[g0 - 1]
             for k in range(g0, i):
                 v = vals[k]

@@ -225,6 +225,18 @@ class RulesExtractor:
         self.list_head = re.compile(
             rf"\b(?:{'|'.join(re.escape(c) for c in sorted(lh, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,3}}$") \
             if lh else None
+        # round 22: a sentence of bare finding names joined by "or" states nothing (context.yaml
+        # ``alternatives.bare_lists``): what is left of it without its mentions
+        bl = alt.get("bare_lists") or {}
+        bl_conn = [str(c) for c in bl.get("connectors") or []]
+        bl_words = [str(w) for w in bl.get("words") or []]
+        self.bare_conn = re.compile(rf"\b(?:{'|'.join(re.escape(c) for c in bl_conn)})\b") if bl_conn else None
+        self.bare_signs = frozenset(str(f) for f in bl.get("signs") or [])
+        if self.bare_signs - set(ontology.findings):
+            raise ValueError(f"context.yaml alternatives.bare_lists.signs: unknown finding id(s) "
+                             f"{sorted(self.bare_signs - set(ontology.findings))}")
+        self.bare_rest = re.compile(
+            rf"(?:\s|,|\b(?:{'|'.join(re.escape(c) for c in bl_conn + bl_words)})\b)*[.]?\s*") if bl_conn else None
         # round 13: ", <sign> concerning for <diagnosis>" after a negation opens a statement of its
         # own (context.yaml ``negation_breaks``)
         nbk = ctx_data.get("negation_breaks") or {}
@@ -336,6 +348,10 @@ class RulesExtractor:
         self._roles: dict[str, str] = {}  # section name -> role (sections.yaml)
         # the sections whose statement decides a finding the report states both plainly and hedged
         self.concluding = frozenset(str(n) for n in load_data("sections").get("concluding") or [])
+        # round 22: the words that make a comparison sentence state a current finding (sections.yaml)
+        cs = [str(w) for w in load_data("sections").get("compare_states") or []]
+        self.compare_states = re.compile(rf"\b(?:{'|'.join(re.escape(w) for w in sorted(cs, key=len, reverse=True))})\b") \
+            if cs else None
         bw = ctx_data.get("stated_both_ways") or {}
         words = [" ".join(str(w).lower().split()) for w in bw.get("not_a_hedge_after") or []]
         # a hedged mention these words open names a cause, another instance or an acuity, not a
@@ -439,8 +455,10 @@ class RulesExtractor:
                         return _Extraction(report=_Report(text=text), extractor=self.version,
                                           error=f"sentence too long ({b - a:,} characters > {limit:,} at "
                                                 f"offset {a:,}): not report prose (no sentence punctuation?)")
-                if role == "skip":
+                if role == "skip" or (role == "compare" and self.compare_states is None):
                     hit = tuple((a - start, b - start, None) for a, b in spans)
+                elif role == "compare":
+                    hit = self._compare_entries(lower, start, spans)
                 else:
                     # the sentence cache read here (most sentences are in it), _sentence on a miss
                     cache = self._cache_ind if indication else self._cache
@@ -542,6 +560,8 @@ class RulesExtractor:
         entry = cache.get(seg)
         if entry is None:
             part, found = self._analyse(seg, indication)
+            if found and self.bare_conn is not None and self._bare_list(seg, found):
+                found = ()  # "Effusion or pneumothorax.": a list that lost its "No"
             anaphoric = False
             items: tuple[Item, ...] = ()
             if found and not indication:
@@ -597,6 +617,61 @@ class RulesExtractor:
         a, b, findings = found[k][0], found[k][1], found[k][2]
         nxt = found[k + 1]
         return seg[a:b] in self.modifier_terms and nxt[2] != findings and _ADJ_GAP.fullmatch(seg, b, nxt[0]) is not None
+
+    def _compare_entries(self, lower: str, start: int, spans: list[tuple[int, int]]) -> SecHit:
+        """Round 22: a comparison section's sentences, read only where one states a finding as
+        unchanged (sections.yaml ``compare_states``: "Unchanged dextroscoliosis ..."); the
+        rest (the prior studies' names and dates) stay unread."""
+        states = self.compare_states
+        out: list[tuple[int, int, Entry | None]] = []
+        for a, b in spans:
+            seg = lower[a:b]
+            entry: Entry | None = None
+            if states is not None and states.search(seg) is not None:
+                entry = self._cache.get(seg)
+                if entry is None:
+                    entry = self._sentence(seg, False)
+            out.append((a - start, b - start, entry))
+        return tuple(out)
+
+    def _bare_list(self, seg: str, found: tuple[Raw, ...]) -> bool:
+        """Round 22: the sentence is nothing but its mentions joined by a ``bare_lists`` connector
+        (with only ``bare_lists`` words beside them): "Effusion or pneumothorax." may have
+        lost its "No" as well as be a differential, so it states nothing. A mask (blanked to
+        spaces in ``seg``) is a word: the sentence stays as before."""
+        conn, words = self.bare_conn, self.bare_rest
+        if conn is None or words is None or len(found) < 2 or conn.search(seg) is None or "    " in seg:
+            return False
+        rest: list[str] = []
+        at = 0
+        for it in found:
+            if it[3] != "uncertain" or not self.bare_signs.isdisjoint(it[2]) or self._placed(it[2], it[5]):
+                # a plain statement or a sign among them ("Blunting, pleural fluid or thickening"),
+                # or a name with its own place, side, size or severity ("Bibasilar atelectasis or
+                # scarring"): a differential
+                return False
+        for a, b in sorted([(it[0], it[1]) for it in found]):
+            if a < at:
+                return False  # overlapping mentions: not a plain list
+            rest.append(seg[at:a])
+            at = b
+        rest.append(seg[at:])
+        # (a connector between two mentions, not inside one: "Heart size is upper limits normal or
+        # mildly enlarged" is one mention, CXR1204)
+        return all(words.fullmatch(r) is not None for r in rest) and any(conn.search(r) is not None for r in rest[1:-1])
+
+    def _placed(self, findings: tuple[str, ...], v: AttrValues | None) -> bool:
+        """A mention's words say more than its findings' names: a side, a severity, a size, a
+        change, an age or a place other than the findings' plain places ("pleural" of an effusion)."""
+        if v is None:
+            return False
+        if v.laterality or v.severity or v.size_mm is not None or v.change or v.temporal:
+            return True
+        for r in v.regions:
+            for f in findings:
+                if r not in self._plain_places.get(f, ()):
+                    return True
+        return False
 
     def _hedge_at(self, seg: str, i0: int, i1: int) -> tuple[int, int] | None:
         """What ``_hedges`` reads off the sentence for the mention at ``seg[i0:i1]``: (the first

@@ -1014,6 +1014,7 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
                         and _places_meet(ranc, regs, f.obs.regions):
                     dropped.add(id(f))
                     break
+    unsaid = _unsaid_positives(ctx, anc) if ctx.hidden else ()
     for f in facts:
         if f.present:
             continue
@@ -1022,6 +1023,11 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
         hits = [p for p, pf, pa, plat in (pos_k if f.uncertain else both_k)
                 if (g == pf or g in pa)
                 and (glat is None or plat is None or glat == plat or "bilateral" in (glat, plat))]
+        if unsaid and f.absent and any((g == pf or g in pa) and _sides_overlap(glat, plat) for pf, pa, plat in unsaid):
+            # round 22: a positive left unsaid covers it all the same ("increased interstitial
+            # markings" unvouched beside "The lungs are clear of focal infiltrates" is no "There is
+            # no lung opacity", CXR3616, R2Gen train)
+            dropped.add(id(f))
         if hits:
             dropped.add(id(f))
             for p in hits:
@@ -1037,6 +1043,16 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
             g, r = combine([f.grade, REPORT_CONFLICT])
             f.grade = (g, tuple(r))
     return [f for f in facts if id(f) not in dropped]
+
+
+def _unsaid_positives(ctx: "StudyCtx", anc: Any) -> list[tuple[str, tuple[str, ...], str | None]]:
+    """Round 22: (finding, its ancestors, side) of the report's positive readings left unstated
+    because read only in part (``StudyCtx.hidden``, round 10's unvouched readings): the report
+    states them, so no negative may deny them or a finding above them. A qualified negative ("No
+    definitive pneumothorax": uncertain with a qualifier) states nothing positive: not one of them."""
+    unv = ctx.unvouched
+    return [(o.finding, anc.get(o.finding, ()), o.laterality) for o in ctx.hidden
+            if o.certainty != "absent" and not o.qualifier and o.source == "report" and o.id in unv]
 
 
 def _open_beside(ctx: "StudyCtx", facts: list[Fact], unc: list[Fact], pos: list[Fact]) -> list[int]:
