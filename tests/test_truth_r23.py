@@ -229,3 +229,16 @@ def test_hand_written_patchy_opacities_concerning_for_pneumonia(hand_rows: list[
                if r["question_type"] == "D02_has_finding") or \
         any("right lung opacity is seen" in r["answer"].lower() and "right upper lobe" in r["answer"] for r in opac)
     assert not [r["answer"] for r in rs if re.search(r"right pneumonia is seen|there is right pneumonia", r["answer"], re.I)]
+
+
+# ---- session 12: a diagnosis offered "in the appropriate clinical setting" is hedged -------------
+
+@pytest.mark.parametrize("text", [
+    "There is an infiltrate in the right lower lobe. In the appropriate clinical setting this appearance is compatible with pneumonia.",
+    "Left basilar opacity. In the correct clinical setting, this is consistent with pneumonia.",
+])
+def test_a_diagnosis_on_a_clinical_condition_is_not_stated(ex, text: str) -> None:
+    got = findings_in(ex, text)
+    assert [o.certainty for o in got if o.finding == "pneumonia"] == ["uncertain"], [(o.finding, o.certainty) for o in got]
+    # the opacity before it stays stated
+    assert any(o.certainty == "present" and o.finding in ("infiltration", "lung_opacity") for o in got)
