@@ -106,6 +106,9 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # hedged finding may take: such a negative is not said beside the hedge (facts.resolve_conflicts)
     limited_negative_words: tuple[str, ...] = ()
     open_finding_forms: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    # session 12: what a finding looks like on the film where the ontology does not file it under
+    # that ("scarring" is a lung opacity on a radiograph): qba's alternatives rule
+    film_forms: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
 
 
 # Filling a wording (``str.format_map``) is a row's costliest step (about 5k instructions with
@@ -683,6 +686,7 @@ class Generator:
             r"\s+".join(map(re.escape, w.split())) for w in cfg.limited_negative_words) + r")\b", re.I) \
             if cfg.limited_negative_words else None
         self.open_forms = {fid: frozenset(fs) for fid, fs in cfg.open_finding_forms.items()}
+        self.film_forms = {fid: frozenset(fs) for fid, fs in cfg.film_forms.items()}
         self.strategies: list[Strategy] = []
         families: list[Family] = []
         for name in STRATEGY_REGISTRY.names():  # fixed order, whatever order the user listed them in

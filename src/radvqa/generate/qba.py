@@ -1329,6 +1329,37 @@ class _Regions:
         return out
 
 
+def _sides_all_under(st: Study, fs: list[Fact], fid: str) -> bool:
+    """Hedged findings of two or more kinds offered in one sentence ("atelectasis versus scar"),
+    each of them a ``fid`` (more specific in the ontology, or ``film_forms``: scarring is a lung
+    opacity on the film), with nothing else said of ``fid``: whichever it is, it is a ``fid``."""
+    gen = st.s.gen
+    anc, forms = gen.vocab.fancestors, gen.film_forms
+
+    def is_one(k: str) -> bool:
+        return k != fid and (fid in anc.get(k, ()) or fid in forms.get(k, ()))
+
+    sids = {ev.sentence_id for f in fs for ev in f.obs.evidence if ev.sentence_id}
+    kinds: dict[str, set[str]] = {}  # finding -> the sentences (of fs's) that offer it
+    for f in st.top:
+        mine = {ev.sentence_id for ev in f.obs.evidence if ev.sentence_id} & sids
+        if not mine or f.absent:
+            continue
+        if not f.uncertain or not is_one(f.fid):
+            if any(f is g for g in fs):
+                return False
+            continue
+        kinds.setdefault(f.fid, set()).update(mine)
+    if len(kinds) < 2:
+        return False
+    seen: dict[str, str] = {}
+    for k, where in kinds.items():
+        for sid in where:
+            if seen.setdefault(sid, k) != k:
+                return True
+    return False
+
+
 def scope_region(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     regions = st.scopes.get("region")
     if regions is None:
@@ -1428,6 +1459,13 @@ class _Findings:
             # base may be compatible with scarring or subsegmental atelectasis" asked "Is there any
             # lung opacity? Possibly.", CXR233; "Patchy airspace disease in the lingula ... Pneumonia
             # is in the differential", CXR2909, R2Gen train): no row
+            hit = self.per_fid[fid] = (slots, None)
+            return hit
+        if fs and abnormal and all(f.uncertain for f in fs) and _sides_all_under(st, fs, fid):
+            # session 12: "Left basilar subsegmental atelectasis versus scar" asked "any lung
+            # opacity?" was "This cannot be excluded": either side is an opacity, so the opacity is
+            # not in doubt, only its kind (test reader CXR3360; R2Gen train CXR813, CXR1214,
+            # CXR2403): no row
             hit = self.per_fid[fid] = (slots, None)
             return hit
         if fs:
