@@ -67,3 +67,29 @@ def test_cxr2454_train_report(tmp_path: Path) -> None:
            if r["question_type"] == "A_indication"]
     assert got and all("does not show" not in r["answer"] and "left pleural effusion" in r["answer"] for r in got), \
         [r["answer"] for r in got]
+
+
+# ---- a known disease or a procedure the indication names: silence is no "no" --------------------
+
+_SILENT = {
+    11: ("COPD", "The heart is normal. The lungs are clear. No pleural effusion or pneumothorax.", "No acute disease."),
+    12: ("Status post valve replacement, dyspnea", "The heart is normal. The lungs are clear.", "No acute disease."),
+}
+
+
+@pytest.fixture(scope="module")
+def silent_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[int, list[dict]]:
+    d = tmp_path_factory.mktemp("silent") / "xml"
+    d.mkdir()
+    for n, (ind, fnd, imp) in _SILENT.items():
+        (d / f"{n}.xml").write_text(_XML.format(n=n, ind=ind, findings=fnd, impression=imp), encoding="utf-8")
+    got = build_rows(d, d.parent / "out")
+    return {n: [r for r in got if r["study_id"] == f"openi:CXR{n}" and r["question_type"] == "A_indication"]
+            for n in _SILENT}
+
+
+@pytest.mark.parametrize("n", sorted(_SILENT))
+def test_a_report_silent_about_a_named_condition_does_not_deny_it(silent_rows: dict[int, list[dict]], n: int) -> None:
+    bad = [r["answer"] for r in silent_rows[n]
+           if "chronic obstructive" in r["answer"].lower() or "valve" in r["answer"].lower()]
+    assert not bad, bad

@@ -76,6 +76,11 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # them (or a more general finding: "opacity"), no implied "no <finding>" answers an indication
     # that asks about it ("question pneumonia" beside "opacity ... atelectasis versus infiltrate")
     indication_suspects: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    # session 12: findings a report's silence does not deny when the indication names them (a known
+    # chronic disease, a procedure's device): "Status post valve replacement" answered "There is no
+    # prosthetic heart valve" from a report that never mentions it (outside-pool reader, CXR885;
+    # train + val: "COPD" answered "No chronic obstructive pulmonary disease is seen", CXR609)
+    indication_silent_not_absent: tuple[str, ...] = ()
     # round 12: region -> regions it projects over on a frontal film though neither contains the
     # other (a lobe and the zones it lies in: the right middle lobe over the right mid and lower
     # zones). Read both ways: a finding of one keeps the other from being asked or called normal.
@@ -186,6 +191,7 @@ class Strategy:
         self.deid_mask = cfg.deid_mask.lower()
         self.ind_filler = F(w.lower() for w in cfg.indication_filler_words)
         self.ind_suspects = {k: F(x) for k, x in cfg.indication_suspects.items()}
+        self.ind_silent = F(cfg.indication_silent_not_absent)
         self.cw = tuple(f" {w} " for w in gen.change_words)
         self.mention_terms = _mention_terms(v)
         # per finding: the first four characters of its longer terms, and its shorter terms (the
@@ -1060,6 +1066,12 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
             if not pos:
                 return ()
             neg = [f for f in neg if f not in suspected]
+        silent = [f for f in neg if f.implied and f.fid in s.ind_silent]
+        if silent:
+            # the indication names it (history, a procedure): the report's silence is no "no"
+            neg = [f for f in neg if f not in silent]
+            if not pos and not neg:
+                return ()
     else:
         pos, neg = st.ab_pos, []
     extra = []
