@@ -81,6 +81,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # prosthetic heart valve" from a report that never mentions it (outside-pool reader, CXR885;
     # train + val: "COPD" answered "No chronic obstructive pulmonary disease is seen", CXR609)
     indication_silent_not_absent: tuple[str, ...] = ()
+    # round 24: findings never drawn as a sampled negative (a film cannot rule them out)
+    unsampled_findings: tuple[str, ...] = ()
     # round 12: region -> regions it projects over on a frontal film though neither contains the
     # other (a lobe and the zones it lies in: the right middle lobe over the right mid and lower
     # zones). Read both ways: a finding of one keeps the other from being asked or called normal.
@@ -135,7 +137,8 @@ class Strategy:
 
         dev_c, tech_c = gen.device_categories, gen.technical_categories
         all_ids = sorted(v.fname)
-        self.cand_findings = [f for f in all_ids if chest(f) and v.fabnormal[f]
+        unsampled = F(cfg.unsampled_findings)
+        self.cand_findings = [f for f in all_ids if chest(f) and v.fabnormal[f] and f not in unsampled
                               and v.fcat[f] not in dev_c and v.fcat[f] not in tech_c]
         self.both_ways = cfg.ask_both_ways
         pool_ids = list(self.cand_findings)
