@@ -292,6 +292,7 @@ class RulesExtractor:
             rf",\s{{5,8}}(?:{expl})\b") if ea.get("masked_cue") and self.explained_away is not None else None
         ns = ea.get("next_sentence") or {}
         self.explained_next = None
+        self.explained_next_hedge: re.Pattern[str] | None = None
         self.explained_next_findings: frozenset[str] = frozenset()
         if ns.get("anaphors") and ea.get("explanations"):
             unknown = [f for f in ns.get("findings") or [] if f not in ontology.findings]
@@ -301,8 +302,16 @@ class RulesExtractor:
             words = [*ea["explanations"], *(ns.get("next_words") or [])]
             expl = "|".join(re.escape(" ".join(str(c).split())) for c in sorted(words, key=len, reverse=True))
             # a sentence that explains the previous one's sign away (see context.yaml)
+            # (round 24: or opens the clause after a leading one, "XXXX correlated with prior CT,
+            # XXXX this represents vascular shadows": ``lead_chars``)
+            lead = "|".join(re.escape(" ".join(str(c).split())) for c in sorted(ns.get("lead_anaphors") or ["this"], key=len, reverse=True))
             self.explained_next = re.compile(
-                rf"\s*(?:{ana})\b[^.;]{{0,{int(ns.get('next_chars', 60))}}}?\b(?:{expl})\b(?!\s+on\b)")
+                rf"\s*(?:(?P<ana>{ana})|[^.;,]{{1,{int(ns.get('lead_chars', 0))}}},\s*(?P<lead>{lead}))\b"
+                rf"[^.;]{{0,{int(ns.get('next_chars', 60))}}}?\b(?:{expl})\b(?!\s+on\b)")
+            next_hedges = "|".join(re.escape(" ".join(str(c).split())) for c in ns.get("hedges") or [])
+            # an explanation stated without a hedge removes the sign, as within its sentence
+            # (not named ``hedges``: that is the constructor's "keep" / "commit")
+            self.explained_next_hedge = re.compile(rf"\b(?:{next_hedges})\b|\?|\s{{4}}") if next_hedges else None
             self.explained_next_findings = frozenset(ns.get("findings") or [])
         also = [f for f in ea.get("also") or []]
         if set(also) - set(ontology.findings):
@@ -504,11 +513,17 @@ class RulesExtractor:
                 prev_loc = None
                 # "opacity in the right midlung. This may be artifact.": the next sentence explains
                 # the sign away; a plain statement of it is uncertain (CXR163)
-                hedge_next = hedges_next and j + 1 < len(hit) and \
-                    self.explained_next.match(lower, start + hit[j + 1][0], start + hit[j + 1][1]) is not None  # type: ignore[union-attr]
+                nxt = None
+                if hedges_next and j + 1 < len(hit):
+                    nxt = self.explained_next.match(lower, start + hit[j + 1][0], start + hit[j + 1][1])  # type: ignore[union-attr]
+                hedge_next = nxt is not None
+                # round 24: "... this represents vascular shadows" (no hedge): no sign at all
+                gone_next = hedge_next and self._firm_next(lower, nxt)
                 for i0, i1, findings, cert, implicit, v, qualifier, own_loc, wants_loc, keys, hedge_at, av, offered in items:
                     if hedge_next and cert == "present" and not implicit and all(
                             f in self.explained_next_findings for f in findings):
+                        if gone_next:
+                            continue
                         cert = "uncertain"
                     span = _Span(start=a + i0, end=a + i1, text=text[a + i0:a + i1], sentence_id=sid)
                     if indication:
@@ -1085,6 +1100,16 @@ class RulesExtractor:
                 return None
             g = m.group()
         return self.qualifiers.get(g) or self.qualifiers.get(" ".join(g.split()))
+
+    def _firm_next(self, lower: str, hit: re.Match[str] | None) -> bool:
+        """Round 24: whether the next sentence's explanation of a sign (``hit``, the match of
+        ``explained_next``) is stated with no hedge of its own (context.yaml
+        ``explained_away.next_sentence.hedges``; a blanked word after the anaphor may be one, so it
+        counts as one)"""
+        if hit is None or self.explained_next_hedge is None:
+            return False
+        at = hit.start("ana") if hit.group("ana") is not None else hit.start("lead")
+        return self.explained_next_hedge.search(lower, at, hit.end()) is None
 
     def _explained_away(self, seg: str, mentions: list, certs: list) -> None:
         """A sign ("density", "opacity") that its clause explains as something that is no lung
