@@ -409,6 +409,10 @@ class RulesExtractor:
         if npo - set(ontology.findings):
             raise ValueError(f"attributes.yaml not_postoperative: unknown finding id(s) {sorted(npo - set(ontology.findings))}")
         self._not_postoperative = frozenset(npo)
+        mid = set(attr_data.get("midline_regions") or [])
+        if mid - set(ontology.regions):
+            raise ValueError(f"attributes.yaml midline_regions: unknown region id(s) {sorted(mid - set(ontology.regions))}")
+        self._midline = frozenset(mid)
 
     # ------------------------------------------------------------------------------------------
     def extract(self, text: object, study_id: str = "") -> Extraction:
@@ -1028,6 +1032,8 @@ class RulesExtractor:
                     v.temporal = None  # "status post humerus fracture": after a fracture, no surgery
                 if v.temporal == UNKNOWN_AGE:
                     v.temporal = None  # "fracture of uncertain acuity, possibly old": no age is said
+                if v.laterality == "bilateral" and v.regions and self._midline_only(findings, v.regions):
+                    v.laterality = None  # "the spine and both XXXX": the side is the other noun's
                 if v.change == "resolved" and cert == "present":
                     # "almost completely resolved pleural air": still there, so it improved
                     v = replace(v, change="improved")
@@ -1100,6 +1106,12 @@ class RulesExtractor:
                 return None
             g = m.group()
         return self.qualifiers.get(g) or self.qualifiers.get(" ".join(g.split()))
+
+    def _midline_only(self, findings: tuple[str, ...], regions: list[str]) -> bool:
+        """Round 24: the places of a mention where its finding can lie (``_fits``) are all on the
+        midline (attributes.yaml ``midline_regions``; a place it cannot lie in is dropped later)."""
+        fit = [r for r in regions if self._fits(findings, r)]
+        return bool(fit) and all(r in self._midline for r in fit)
 
     def _firm_next(self, lower: str, hit: re.Match[str] | None) -> bool:
         """Round 24: whether the next sentence's explanation of a sign (``hit``, the match of
