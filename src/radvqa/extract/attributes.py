@@ -63,7 +63,7 @@ class AttributeMatcher:
         for kind, groups in (extra or {}).items():
             if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
                         "outside_cavity", "range_joint", "finding_severity", "change_degree", "not_postoperative",
-                        "space_range_levels", "not_lesion_size", "unknown_age", "midline_regions"):
+                        "space_range_levels", "not_lesion_size", "unknown_age", "shared_age", "midline_regions"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:

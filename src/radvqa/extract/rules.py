@@ -413,6 +413,12 @@ class RulesExtractor:
         if mid - set(ontology.regions):
             raise ValueError(f"attributes.yaml midline_regions: unknown region id(s) {sorted(mid - set(ontology.regions))}")
         self._midline = frozenset(mid)
+        sa = attr_data.get("shared_age") or {}
+        self.shared_age = None if not sa.get("cues") else re.compile(
+            r"(?:\s+(?:{}))?\s*,?\s*(?:{})\s+(?:[^\s,;.]+\s+){{0,{}}}".format(
+                "|".join(re.escape(" ".join(str(c).lower().split())) for c in sa.get("verbs") or ["is noted"]),
+                "|".join(re.escape(" ".join(str(c).lower().split())) for c in sorted(sa["cues"], key=len, reverse=True)),
+                int(sa.get("max_words", 3))))
 
     # ------------------------------------------------------------------------------------------
     def extract(self, text: object, study_id: str = "") -> Extraction:
@@ -913,6 +919,9 @@ class RulesExtractor:
                 mends.append(m.end)
             vals = attach(attrs, mstarts, mends, seg, share, signs,
                           _fits_fn(self, mentions), self.region_side, self._device_flags(mentions))
+        aged: set[int] = set()
+        if vals is not None and self.shared_age is not None and len(mentions) > 1:
+            aged = self._shared_age(seg, mentions, vals)
         certs: list[str | None] = []
         quals: list[str | None] = []
         prev_end = 0
@@ -1037,7 +1046,7 @@ class RulesExtractor:
                 if v.change == "resolved" and cert == "present":
                     # "almost completely resolved pleural air": still there, so it improved
                     v = replace(v, change="improved")
-                if implicit and (v.temporal or v.severity):
+                if implicit and (v.temporal or v.severity) and i not in aged:
                     # "no acute cardiopulmonary disease": the pattern's own words describe the
                     # disease it negates, not each finding it implies
                     v.temporal = v.severity = None
@@ -1122,6 +1131,32 @@ class RulesExtractor:
             return False
         at = hit.start("ana") if hit.group("ana") is not None else hit.start("lead")
         return self.explained_next_hedge.search(lower, at, hit.end()) is None
+
+    def _shared_age(self, seg: str, mentions: list, vals: list) -> set[int]:
+        """Round 24: a mention explained by the next one as the same finding of a stated age
+        ("rib deformities consistent with old fractures") takes that age (attributes.yaml
+        ``shared_age``); ``vals`` (the mentions' attributes) is changed in place. Returns the
+        indices of the mentions given an age (a hedging pattern's mention keeps it: "rib
+        deformities, possibly old fractures")."""
+        is_a = self.ontology.is_a
+        out: set[int] = set()
+        for j in range(1, len(mentions)):
+            vj = vals[j]
+            age = vj.temporal if vj is not None else None
+            if age is None or age == UNKNOWN_AGE or age == "postoperative":
+                continue
+            m, n = mentions[j - 1], mentions[j]
+            vi = vals[j - 1]
+            if (vi is not None and vi.temporal is not None) or m.certainty not in (None, "uncertain") \
+                    or n.certainty is not None:
+                continue
+            if not any(a == b or is_a(a, b) or is_a(b, a) for a in m.findings for b in n.findings):
+                continue
+            if self.shared_age.fullmatch(seg, m.end, n.start) is None:  # type: ignore[union-attr]
+                continue
+            vals[j - 1] = replace(vi, temporal=age) if vi is not None else AttrValues(temporal=age)
+            out.add(j - 1)
+        return out
 
     def _explained_away(self, seg: str, mentions: list, certs: list) -> None:
         """A sign ("density", "opacity") that its clause explains as something that is no lung

@@ -449,6 +449,12 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
             dv["size"] = f"{obs.size_mm:g}"
             details.append(_detail(ctx, ph["detail_size"], dv, f))
         desc = [d for d in (obs.temporal, obs.texture, obs.spread) if d] if f.present else []
+        if f.uncertain and obs.temporal and not obs.size_mm and obs.temporal not in f.name.lower().split():
+            # round 24: the age is part of what is hedged: "Probable old lateral right rib
+            # fractures" (CXR788, R2Gen train) was "A right rib fracture may be present", read as
+            # an acute one in a patient with chest pain (the description is the mention's own; a
+            # name that says it, "chronic obstructive pulmonary disease", needs no "chronic")
+            desc = [obs.temporal]
         if desc and obs.source == "report" and obs.evidence:
             # a descriptor the evidence uses only inside a negated phrase belongs to what is
             # negated: "cardiomegaly without superimposed acute disease" is not acute (hand audit)

@@ -719,7 +719,7 @@ class Study:
         for f in self.ab_pos:
             if f.obs.id in ids:
                 continue
-            if ctx_regions.intersection(f.explicit_regions):
+            if ctx_regions.intersection(f.explicit_regions) and not _aged(f):
                 out.append(f.related())
                 if len(out) >= self.s.max_related:
                     break
@@ -734,7 +734,7 @@ class Study:
         where = set(nf.regions)
         out: list[AnswerPart] = []
         for f in self.ab_pos:
-            if f.fid == nf.fid:
+            if f.fid == nf.fid or _aged(f):
                 continue
             for r in f.regions:
                 if r in where or where.intersection(anc.get(r, ())):
@@ -929,6 +929,14 @@ def _hedged_lv(facts: list[Fact]) -> dict[str, str]:
                 a = "a" + a[2:]
         items.append(a)
     return {"list": join_list(items), "n": str(len(facts))}
+
+
+def _aged(f: Fact) -> bool:
+    """Round 24: a positive fact with an age (temporal: old, healed, chronic, ...). A related
+    statement is the fact's main sentence alone, so it would drop the age: "Healed distal left
+    clavicular fracture" was "There is no calcification. A left clavicle fracture is seen." (CXR295,
+    R2Gen train), read as an acute fracture. Such a fact is no related statement."""
+    return not f.absent and f.obs.temporal is not None
 
 
 def op_indication(st: Study, tpl: Template, it: Item) -> None:
