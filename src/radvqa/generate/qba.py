@@ -83,6 +83,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     indication_silent_not_absent: tuple[str, ...] = ()
     # round 24: findings never drawn as a sampled negative (a film cannot rule them out)
     unsampled_findings: tuple[str, ...] = ()
+    # round 24: ages a related statement (a finding's main sentence alone) may not drop
+    related_ages: tuple[str, ...] = ()
     # round 12: region -> regions it projects over on a frontal film though neither contains the
     # other (a lobe and the zones it lies in: the right middle lobe over the right mid and lower
     # zones). Read both ways: a finding of one keeps the other from being asked or called normal.
@@ -138,6 +140,7 @@ class Strategy:
         dev_c, tech_c = gen.device_categories, gen.technical_categories
         all_ids = sorted(v.fname)
         unsampled = F(cfg.unsampled_findings)
+        self.related_ages = F(cfg.related_ages)
         self.cand_findings = [f for f in all_ids if chest(f) and v.fabnormal[f] and f not in unsampled
                               and v.fcat[f] not in dev_c and v.fcat[f] not in tech_c]
         self.both_ways = cfg.ask_both_ways
@@ -719,7 +722,7 @@ class Study:
         for f in self.ab_pos:
             if f.obs.id in ids:
                 continue
-            if ctx_regions.intersection(f.explicit_regions) and not _aged(f):
+            if ctx_regions.intersection(f.explicit_regions) and not _aged(f, self.s.related_ages):
                 out.append(f.related())
                 if len(out) >= self.s.max_related:
                     break
@@ -734,7 +737,7 @@ class Study:
         where = set(nf.regions)
         out: list[AnswerPart] = []
         for f in self.ab_pos:
-            if f.fid == nf.fid or _aged(f):
+            if f.fid == nf.fid or _aged(f, self.s.related_ages):
                 continue
             for r in f.regions:
                 if r in where or where.intersection(anc.get(r, ())):
@@ -931,12 +934,12 @@ def _hedged_lv(facts: list[Fact]) -> dict[str, str]:
     return {"list": join_list(items), "n": str(len(facts))}
 
 
-def _aged(f: Fact) -> bool:
-    """Round 24: a positive fact with an age (temporal: old, healed, chronic, ...). A related
+def _aged(f: Fact, ages: frozenset[str]) -> bool:
+    """Round 24: a positive fact with one of ``ages`` (qba.yaml ``related_ages``). A related
     statement is the fact's main sentence alone, so it would drop the age: "Healed distal left
     clavicular fracture" was "There is no calcification. A left clavicle fracture is seen." (CXR295,
     R2Gen train), read as an acute fracture. Such a fact is no related statement."""
-    return not f.absent and f.obs.temporal is not None
+    return not f.absent and f.obs.temporal in ages
 
 
 def op_indication(st: Study, tpl: Template, it: Item) -> None:
