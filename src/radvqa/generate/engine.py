@@ -94,6 +94,8 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # past diseases: an observation of one described as old ("cavity ... related to prior
     # tuberculosis infection") is left unsaid like ``unstated_findings``, never "Tuberculosis is seen"
     unstated_when_old: tuple[str, ...] = ()
+    # round 24: ages a hedged finding says ("It is described as old" after "may be present")
+    hedged_ages: tuple[str, ...] = ()
     # round 13: region -> subcategory of an abnormal finding the report places only in that region
     # (or inside it): "calcified granulomas in the spleen" are no finding of the lung fields
     region_subcategories: dict[str, str] = msgspec.field(default_factory=dict)
@@ -676,6 +678,7 @@ class Generator:
         self.unstated_words = {fid: frozenset(" ".join(w.lower().split()) for w in ws)
                                for fid, ws in cfg.unstated_words.items()}
         self.unstated_old = frozenset(cfg.unstated_when_old)
+        self.hedged_ages = frozenset(cfg.hedged_ages)
         # region (and every region inside it) -> the subcategory of findings placed only there
         self.region_subcats = {r: sub.upper() for top, sub in cfg.region_subcategories.items()
                                for r in self.vocab.rname if r == top or top in self.vocab.rancestors.get(r, ())}

@@ -208,6 +208,18 @@ def _negated_only(gen: Any, words: tuple[str, ...], sents: tuple[str, ...]) -> b
     return hit
 
 
+def _aged_everywhere(ctx: "StudyCtx", gen: Any, obs: Observation) -> bool:
+    """Round 24: every evidence sentence of an observation says its age (the ontology's temporal
+    words of ``obs.temporal``). Observations of one finding merge across sentences: "fracture of
+    the left anterior 7th rib ... of uncertain acuity" took the "remote" of another rib's fracture
+    (CXR1348), so a hedged finding says an age only where each of its sentences does."""
+    table = getattr(getattr(gen.vocab.onto, "modifiers", None), "temporal", None) or {}
+    words = {obs.temporal, *table.get(obs.temporal, ())}
+    pat = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + r")\b")
+    sents = [ctx.sentences.get(ev.sentence_id) for ev in obs.evidence]
+    return bool(sents) and all(t is not None and pat.search(t.lower()) for t in sents)
+
+
 def informative_regions(v: Any, fid: str, regions: list[str]) -> bool:
     """Some region is not one of the finding's default regions or their ancestors."""
     dflt = set(v.fdefault_regions.get(fid, ()))
@@ -449,11 +461,12 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
             dv["size"] = f"{obs.size_mm:g}"
             details.append(_detail(ctx, ph["detail_size"], dv, f))
         desc = [d for d in (obs.temporal, obs.texture, obs.spread) if d] if f.present else []
-        if f.uncertain and obs.temporal and not obs.size_mm and obs.temporal not in f.name.lower().split():
+        if f.uncertain and obs.temporal in gen.hedged_ages and not obs.size_mm \
+                and obs.temporal not in f.name.lower().split() and _aged_everywhere(ctx, gen, obs):
             # round 24: the age is part of what is hedged: "Probable old lateral right rib
             # fractures" (CXR788, R2Gen train) was "A right rib fracture may be present", read as
-            # an acute one in a patient with chest pain (the description is the mention's own; a
-            # name that says it, "chronic obstructive pulmonary disease", needs no "chronic")
+            # an acute one in a patient with chest pain (a name that says it, "chronic obstructive
+            # pulmonary disease", needs no "chronic")
             desc = [obs.temporal]
         if desc and obs.source == "report" and obs.evidence:
             # a descriptor the evidence uses only inside a negated phrase belongs to what is
