@@ -52,6 +52,25 @@ def build_rows(data: Path, out: Path, unvouched: str = "keep") -> list[dict]:
     return [r for f in sorted((out / "qa").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
 
 
+def write_reports(folder: Path, reports: dict[int, tuple[str, ...]],
+                  labels: tuple[str, ...] = ("FINDINGS", "IMPRESSION")) -> Path:
+    """Hand-written OpenI XMLs ``CXR<n>.xml`` in ``folder``: each report's texts under ``labels``
+    (the truth tests' own sentences, not copies of real reports)."""
+    from xml.sax.saxutils import escape
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, texts in reports.items():
+        assert len(texts) == len(labels), (n, labels)
+        body = "".join(f'<AbstractText Label="{lab}">{escape(txt)}</AbstractText>\n' for lab, txt in zip(labels, texts))
+        (folder / f"{n}.xml").write_text(
+            f'<?xml version="1.0" encoding="utf-8"?>\n<eCitation><uId id="CXR{n}"/><MedlineCitation><Article>'
+            f"<Abstract>\n{body}</Abstract></Article></MedlineCitation></eCitation>\n", encoding="utf-8")
+    return folder
+
+
+WITH_INDICATION = ("INDICATION", "FINDINGS", "IMPRESSION")
+
+
 def rows_of(rows: list[dict], n: int) -> list[dict]:
     """The rows of report CXR<n> (there must be some)."""
     got = [r for r in rows if r["study_id"] == f"openi:CXR{n}"]

@@ -14,16 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from openi_truth import build_rows
+from openi_truth import build_rows, write_reports
 
 DATA = Path(__file__).parent / "data" / "openi_alternatives_opacity"
-
-_XML = """<?xml version="1.0" encoding="utf-8"?>
-<eCitation><uId id="CXR{n}"/><MedlineCitation><Article><Abstract>
-<AbstractText Label="FINDINGS">{findings}</AbstractText>
-<AbstractText Label="IMPRESSION">{impression}</AbstractText>
-</Abstract></Article></MedlineCitation></eCitation>
-"""
 
 REPORTS = {
     # both sides are opacities: no "possibly" about the opacity
@@ -35,10 +28,7 @@ REPORTS = {
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    d = tmp_path_factory.mktemp("alt") / "xml"
-    d.mkdir()
-    for n, (fnd, imp) in REPORTS.items():
-        (d / f"{n}.xml").write_text(_XML.format(n=n, findings=fnd, impression=imp), encoding="utf-8")
+    d = write_reports(tmp_path_factory.mktemp("alt") / "xml", REPORTS)
     (d / "813.xml").write_bytes((DATA / "813.xml").read_bytes())
     return build_rows(d, d.parent / "out", unvouched="omit")  # the default build
 

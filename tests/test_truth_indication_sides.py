@@ -14,15 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from openi_truth import build_rows
-
-_XML = """<?xml version="1.0" encoding="utf-8"?>
-<eCitation><uId id="CXR{n}"/><MedlineCitation><Article><Abstract>
-<AbstractText Label="INDICATION">{ind}</AbstractText>
-<AbstractText Label="FINDINGS">{findings}</AbstractText>
-<AbstractText Label="IMPRESSION">{impression}</AbstractText>
-</Abstract></Article></MedlineCitation></eCitation>
-"""
+from openi_truth import WITH_INDICATION, build_rows, write_reports
 
 REPORTS = {
     # a sided "no" first, the other side's effusion after it
@@ -32,15 +24,15 @@ REPORTS = {
     2: ("Effusion", "The heart is normal. No right pleural effusion. No pneumothorax.", "No acute disease."),
     # both said "no" (an unsided negative): "does not show" holds
     3: ("Effusion", "The heart is normal. No pleural effusion. No pneumothorax.", "No acute disease."),
+    # a known disease or a procedure the indication names, a report silent about it
+    11: ("COPD", "The heart is normal. The lungs are clear. No pleural effusion or pneumothorax.", "No acute disease."),
+    12: ("Status post valve replacement, dyspnea", "The heart is normal. The lungs are clear.", "No acute disease."),
 }
 
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[int, list[dict]]:
-    d = tmp_path_factory.mktemp("ind") / "xml"
-    d.mkdir()
-    for n, (ind, fnd, imp) in REPORTS.items():
-        (d / f"{n}.xml").write_text(_XML.format(n=n, ind=ind, findings=fnd, impression=imp), encoding="utf-8")
+    d = write_reports(tmp_path_factory.mktemp("ind") / "xml", REPORTS, WITH_INDICATION)
     got = build_rows(d, d.parent / "out")
     return {n: [r for r in got if r["study_id"] == f"openi:CXR{n}" and r["question_type"] == "A_indication"]
             for n in REPORTS}
@@ -71,25 +63,8 @@ def test_cxr2454_train_report(tmp_path: Path) -> None:
 
 # ---- a known disease or a procedure the indication names: silence is no "no" --------------------
 
-_SILENT = {
-    11: ("COPD", "The heart is normal. The lungs are clear. No pleural effusion or pneumothorax.", "No acute disease."),
-    12: ("Status post valve replacement, dyspnea", "The heart is normal. The lungs are clear.", "No acute disease."),
-}
-
-
-@pytest.fixture(scope="module")
-def silent_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[int, list[dict]]:
-    d = tmp_path_factory.mktemp("silent") / "xml"
-    d.mkdir()
-    for n, (ind, fnd, imp) in _SILENT.items():
-        (d / f"{n}.xml").write_text(_XML.format(n=n, ind=ind, findings=fnd, impression=imp), encoding="utf-8")
-    got = build_rows(d, d.parent / "out")
-    return {n: [r for r in got if r["study_id"] == f"openi:CXR{n}" and r["question_type"] == "A_indication"]
-            for n in _SILENT}
-
-
-@pytest.mark.parametrize("n", sorted(_SILENT))
-def test_a_report_silent_about_a_named_condition_does_not_deny_it(silent_rows: dict[int, list[dict]], n: int) -> None:
-    bad = [r["answer"] for r in silent_rows[n]
+@pytest.mark.parametrize("n", [11, 12])
+def test_a_report_silent_about_a_named_condition_does_not_deny_it(rows: dict[int, list[dict]], n: int) -> None:
+    bad = [r["answer"] for r in rows[n]
            if "chronic obstructive" in r["answer"].lower() or "valve" in r["answer"].lower()]
     assert not bad, bad

@@ -28,21 +28,13 @@ from pathlib import Path
 
 import pytest
 
-from openi_truth import build_rows, findings_in, rows_of, scene_graph
+from openi_truth import build_rows, findings_in, rows_of, scene_graph, write_reports
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r23"
 
 # an uncertain lead: what "Is there any X?" answers for a hedged X
 HEDGED_LEAD = re.compile(r"^(Possibly|This cannot be excluded|It cannot be excluded|Maybe|The finding is uncertain)")
 DENIES_CONSOLIDATION = re.compile(r"\bno (focal )?consolidation\b|consolidation is not seen", re.I)
-
-_XML = """<?xml version="1.0" encoding="utf-8"?>
-<eCitation><uId id="CXR{n}"/><MedlineCitation><Article><Abstract>
-<AbstractText Label="INDICATION">Cough.</AbstractText>
-<AbstractText Label="FINDINGS">{findings}</AbstractText>
-<AbstractText Label="IMPRESSION">{impression}</AbstractText>
-</Abstract></Article></MedlineCitation></eCitation>
-"""
 
 # hand-written reports (numbers far from any OpenI report's)
 HAND = {
@@ -72,10 +64,7 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def hand_rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    d = tmp_path_factory.mktemp("r23h") / "xml"
-    d.mkdir()
-    for n, (fnd, imp) in HAND.items():
-        (d / f"{n}.xml").write_text(_XML.format(n=n, findings=fnd, impression=imp), encoding="utf-8")
+    d = write_reports(tmp_path_factory.mktemp("r23h") / "xml", HAND)
     return build_rows(d, d.parent / "out", unvouched="omit")
 
 

@@ -34,19 +34,11 @@ from pathlib import Path
 
 import pytest
 
-from openi_truth import build_rows, findings_in, observations_of, rows_of
+from openi_truth import WITH_INDICATION, build_rows, findings_in, observations_of, rows_of, write_reports
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r24"
 FRACTURES = ("fracture", "rib_fracture", "clavicle_fracture", "vertebral_fracture")
 AGES = re.compile(r"\b(old|healed|healing|remote)\b")
-
-_XML = """<?xml version="1.0" encoding="utf-8"?>
-<eCitation><uId id="CXR{n}"/><MedlineCitation><Article><Abstract>
-<AbstractText Label="INDICATION">{indication}</AbstractText>
-<AbstractText Label="FINDINGS">{findings}</AbstractText>
-<AbstractText Label="IMPRESSION">{impression}</AbstractText>
-</Abstract></Article></MedlineCitation></eCitation>
-"""
 
 # hand-written reports (numbers far from any OpenI report's)
 HAND = {
@@ -77,10 +69,7 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 @pytest.fixture(scope="module")
 def hand_rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     # --unvouched keep: every row a construction makes (the default leaves some unsaid)
-    d = tmp_path_factory.mktemp("r24h") / "xml"
-    d.mkdir()
-    for n, (ind, fnd, imp) in HAND.items():
-        (d / f"{n}.xml").write_text(_XML.format(n=n, indication=ind, findings=fnd, impression=imp), encoding="utf-8")
+    d = write_reports(tmp_path_factory.mktemp("r24h") / "xml", HAND, WITH_INDICATION)
     return build_rows(d, d.parent / "out", unvouched="keep")
 
 
