@@ -1424,6 +1424,14 @@ class _Findings:
                 if a not in pos_by:
                     via_child.setdefault(a, []).append(f)
             unknowable.update(v.fdescendants.get(f.fid, ()))
+        # session 12: a stated finding that may be it leaves it unknowable too (the indication's
+        # round-12 rule, qba.yaml ``indication_suspects``): "No pneumonia is seen. There is bilateral
+        # infiltration." (CXR1100), "There is no interstitial lung disease. An interstitial opacity
+        # is seen." (CXR2183, R2Gen train; an outside reader's CXR1016)
+        stated_kinds = {f.fid for f in pos}
+        for fid, sus in s.ind_suspects.items():
+            if not sus.isdisjoint(stated_kinds):
+                unknowable.add(fid)
         # label-only findings left unstated, their ancestors and descendants (StudyCtx.blocked)
         unknowable.update(st.ctx.blocked)
         unknowable.update(st.ctx.left_open)  # round 17: a limited negative beside a hedge it may be
