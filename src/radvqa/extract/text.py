@@ -58,6 +58,12 @@ def lower_same_length(text: str) -> str:
     if len(low) != len(text):
         low = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
     if "xxxx" in low:
+        if "most xxxx" in low:
+            # the mask ate "likely" (OpenI: "airspace disease most XXXX pneumonia", "most XXXX
+            # representing atelectasis"; every one of the nine R2Gen train + val sentences): read as
+            # the hedge it was, in the same length ("probably" is a hedge cue, context.yaml); a reader
+            # of the outside pool marked "most XXXX represent small areas of scarring" stated (session 12)
+            low = low.replace("most xxxx", "probably ")
         low = low.replace("xxxx", "    ")  # str.replace: C speed, same length
     if "___" in low:
         low = low.replace("___", "   ")
