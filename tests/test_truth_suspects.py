@@ -67,3 +67,22 @@ def test_train_reports(train_rows: list[dict], n: int) -> None:
     assert got
     bad = [r["answer"] for r in got if r["polarity"] == "negative" and re.search(TRAIN[n], r["answer"], re.I)]
     assert not bad, bad
+
+
+# ---- a stated "no X" beside a stated film form of X ---------------------------------------------
+
+def test_no_infiltrate_denied_beside_a_stated_consolidation(tmp_path) -> None:
+    """"Consolidation ... persists in both lower lobes. ... No XXXX infiltrates." (a test-pool reader,
+    session 12, seed 114: "There is bilateral consolidation ... There is no infiltration"): an
+    infiltrate may be a consolidation (common.yaml ``open_finding_forms``), so the negative, whose
+    masked word was probably "new", is not said (facts.resolve_conflicts). No train + val report
+    holds the construction (the train + val build does not change); hand-written."""
+    d = write_reports(tmp_path / "xml", {
+        5: ("Consolidation persists in both lower lobes. Heart size is normal. No XXXX infiltrates.",
+            "Persistent bibasilar airspace disease."),
+        6: ("Heart size is normal. No infiltrates. No pleural effusion.", "No acute disease."),  # control
+    })
+    rows = build_rows(d, tmp_path / "out", unvouched="keep")
+    said = [r["answer"] for r in rows if r["study_id"] == "openi:CXR5" and "infiltrat" in r["answer"].lower()]
+    assert not said, said
+    assert any(r["study_id"] == "openi:CXR6" and "no infiltrat" in r["answer"].lower() for r in rows)

@@ -1047,6 +1047,14 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
             # markings" unvouched beside "The lungs are clear of focal infiltrates" is no "There is
             # no lung opacity", CXR3616, R2Gen train)
             dropped.add(id(f))
+        if not hits and f.absent and not f.obs.qualifier:
+            # session 12: a negative of a finding one of whose film forms is stated present ("No
+            # XXXX infiltrates" beside "consolidation in both lower lobes": an infiltrate may be a
+            # consolidation; common.yaml ``open_finding_forms``) would deny what is there (test
+            # reader, CXR2608)
+            forms = ctx.gen.open_forms.get(g)
+            if forms and any(p.fid in forms and _sides_overlap(glat, p.lat) for p in pos):
+                dropped.add(id(f))
         if hits:
             dropped.add(id(f))
             for p in hits:
