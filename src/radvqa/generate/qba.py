@@ -623,26 +623,25 @@ class Study:
     def unstated_of(self, fid: str) -> bool:
         """The report states ``fid`` (or a more specific finding) positive somewhere no row states:
         a reading left unstated (StudyCtx.hidden). (Asked for every positive finding row.)"""
-        if not self.ctx.hidden:
-            return False
-        hit = self.scopes.get(("unstated_of", fid))
-        if hit is None:
-            desc = self.s.gen.vocab.fdescendants.get(fid, ())
-            hit = self.scopes[("unstated_of", fid)] = any(
-                o.certainty != "absent" and (o.finding == fid or o.finding in desc) for o in self.ctx.hidden or ())
-        return hit
+        return self._hidden_of(fid, False)
 
     def hides_present(self, fid: str) -> bool:
         """The report states ``fid`` (or a more specific finding) present in a reading no row states
         (StudyCtx.hidden, round 10's unvouched readings): its question has no hedged answer."""
+        return self._hidden_of(fid, True)
+
+    def _hidden_of(self, fid: str, present: bool) -> bool:
+        """A hidden reading of ``fid`` or a more specific finding: not absent, or (``present``) a
+        present one from the report (memoised per study)."""
         if not self.ctx.hidden:
             return False
-        hit = self.scopes.get(("hides_present", fid))
+        key = ("hidden_of", fid, present)
+        hit = self.scopes.get(key)
         if hit is None:
             desc = self.s.gen.vocab.fdescendants.get(fid, ())
-            hit = self.scopes[("hides_present", fid)] = any(
-                o.certainty == "present" and o.source == "report" and (o.finding == fid or o.finding in desc)
-                for o in self.ctx.hidden)
+            hit = self.scopes[key] = any(
+                (o.certainty == "present" and o.source == "report" if present else o.certainty != "absent")
+                and (o.finding == fid or o.finding in desc) for o in self.ctx.hidden)
         return hit
 
     def states(self, fid: str) -> bool:

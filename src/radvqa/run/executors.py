@@ -40,10 +40,8 @@ class TaskFailed(BuildError):
 def execute(task: Task, on_studies: Callable[[int, int], None] | None = None) -> Result:
     """Run one task in this process (what every executor calls in its workers)."""
     if isinstance(task, ShardTask):
-        from radvqa.run.reader import release_source_caches
         from radvqa.run.worker import run_shard
 
-        release_source_caches()
         return run_shard(task, on_studies)
     if isinstance(task, ReadTask):
         from radvqa.run.reader import run_read

@@ -109,20 +109,6 @@ def _records(task: ReadTask, src: Any) -> Iterator[Study | Reject]:
     return src.iter_part([Path(p) for p in task.inputs], task.spec, ontology=onto)
 
 
-# caches a source keeps for the parts a worker reads (a replicated base dataset): freed before the
-# worker builds shards, so no worker carries a copy of a source table through the shard phase
-_SOURCE_CACHES = ("radvqa.sources.replicate",)
-
-
-def release_source_caches() -> None:
-    import sys
-
-    for name in _SOURCE_CACHES:
-        mod = sys.modules.get(name)
-        if mod is not None:
-            mod.release()
-
-
 def rejects_file(spill: Path, part: int) -> Path:
     return spill / f"p{part:04d}.rejected.jsonl"
 

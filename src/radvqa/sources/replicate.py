@@ -29,10 +29,6 @@ from radvqa.model import Reject, Study
 from radvqa.sources.base import SourceError
 
 
-def release() -> None:
-    """Nothing is kept between parts (the reader calls this after its read phase)."""
-
-
 def span(r: int, m: int, n: int) -> tuple[int, int]:
     """Positions [start, end) of base record ``r`` of ``m`` among ``n`` positions."""
     q, extra = divmod(n, m)
