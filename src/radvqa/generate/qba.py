@@ -967,7 +967,9 @@ def op_acquisition(st: Study, tpl: Template, it: Item) -> None:
           "modality": s.modality_names.get(mod, mod)}
 
     def compose(lead: str) -> tuple[str, list[AnswerPart]]:
-        parts = [AnswerPart(part_type="main", text=lead, tag="acquisition")]
+        # no image records (an OpenI report whose XML lists none): the study has images all the
+        # same, so no lead counting them ("has 0 images", read as false); the technique alone
+        parts = [AnswerPart(part_type="main", text=lead, tag="acquisition")] if ims else []
         parts.extend(f.main for f in tech)
         return " ".join(p.text for p in parts), parts
 
