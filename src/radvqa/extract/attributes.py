@@ -40,6 +40,17 @@ def freeze(v: AttrValues) -> FrozenAttrs:
     return _FrozenAttrs(v.laterality, tuple(v.regions), v.severity, v.size_mm, v.change, v.temporal, tuple(v.dropped))
 
 
+_PLACE_KINDS: Final = frozenset(("region", "laterality"))
+
+
+def _open_upper_re(joint: str | None, words: Any) -> re.Pattern[str] | None:
+    """A range joint followed by one of ``words`` (degree words of no severity level)."""
+    alts = sorted((re.escape(" ".join(str(w).lower().split())) for w in words), key=len, reverse=True)
+    if not joint or not alts:
+        return None
+    return re.compile(f"(?:{joint})(?:{'|'.join(alts)})\\b")
+
+
 class AttributeMatcher:
     def __init__(self, region_terms: dict[str, tuple[str, ...]], region_side: dict[str, str | None],
                  modifiers: Any, extra: dict[str, Any]):
@@ -63,7 +74,7 @@ class AttributeMatcher:
         for kind, groups in (extra or {}).items():
             if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
                         "outside_cavity", "range_joint", "finding_severity", "change_degree", "not_postoperative",
-                        "space_range_levels", "not_lesion_size", "unknown_age", "shared_age", "midline_regions"):
+                        "space_range_levels", "range_open_upper", "side_alternative_joint", "term_excludes_places", "not_lesion_size", "unknown_age", "shared_age", "midline_regions"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -91,10 +102,38 @@ class AttributeMatcher:
         joint = (extra or {}).get("range_joint")
         self.range_joint = re.compile(joint) if joint else None
         self.space_levels = {v: i for i, v in enumerate((extra or {}).get("space_range_levels") or ())}
+        # "moderate to marked": a range whose upper end is no level; its lower end is no severity
+        self.open_upper = _open_upper_re(joint, (extra or {}).get("range_open_upper") or ())
+        # "right middle lobe/lingula", "left or right": alternatives between places of opposite sides
+        alt = (extra or {}).get("side_alternative_joint")
+        self.side_alt = re.compile(alt) if alt else None
         # change values a severity word right before grades ("slightly improved"): the change's
         # degree, not the finding's severity
         self.change_degree = frozenset((extra or {}).get("change_degree") or ())
         self.not_size_after, self.not_size_before = _not_size_res((extra or {}).get("not_lesion_size") or {})
+
+    def _span_side(self, attrs: list[Attr]) -> str | None:
+        """The one side ("left" / "right") the place words of one span name, else None."""
+        sides = {a.value if a.kind == "laterality" else self.region_side.get(a.value) for a in attrs}
+        return sides.pop() if len(sides) == 1 and sides <= {"left", "right"} else None
+
+    def _drop_side_alternatives(self, out: list[Attr], lower: str, alt: re.Pattern[str]) -> list[Attr]:
+        """Places of opposite sides offered as alternatives ("right middle lobe/lingula", "left or
+        right") state neither place nor side: both spans' place attributes are dropped (round 25;
+        read as two places they made the finding bilateral)."""
+        spans: dict[tuple[int, int], list[Attr]] = {}
+        for a in out:
+            spans.setdefault((a.start, a.end), []).append(a)
+        keys = sorted(spans)
+        gone: set[tuple[int, int]] = set()
+        for k1, k2 in zip(keys, keys[1:]):
+            p1, p2 = spans[k1], spans[k2]
+            if not all(a.kind in _PLACE_KINDS for a in p1 + p2) or not alt.fullmatch(lower, k1[1], k2[0]):
+                continue
+            s1, s2 = self._span_side(p1), self._span_side(p2)
+            if s1 and s2 and s1 != s2:
+                gone.update((k1, k2))
+        return [a for a in out if (a.start, a.end) not in gone] if gone else out
 
     def find(self, lower: str, start: int, end: int) -> list[Attr]:
         out: list[Attr] = []
@@ -113,11 +152,16 @@ class AttributeMatcher:
                         prev = out[-1]
                         out[-1] = _Attr("severity", f"{prev.value} to {value}", prev.start, b)
                         continue
+                    if kind == "severity" and self.open_upper is not None and self.open_upper.match(lower, b):
+                        continue  # "moderate to marked cardiomegaly": not moderate (round 25)
                     while kind == "change" and value in self.change_degree and out and out[-1].kind == "severity" \
                             and _DEGREE_GAP.fullmatch(lower, out[-1].end, a):
                         # "opacities ..., slightly improved": not minimal opacities (CXR3165)
                         out.pop()
                     out.append(_Attr(kind, value, a, b))
+        alt = self.side_alt
+        if alt is not None and len(out) > 1:
+            out = self._drop_side_alternatives(out, lower, alt)
         if lower.find("mm", start, end) < 0 and lower.find("cm", start, end) < 0 and lower.find("met", start, end) < 0:
             return out  # no unit word, no size: skip the size regex
         after, before = self.not_size_after, self.not_size_before

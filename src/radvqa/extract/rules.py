@@ -127,11 +127,18 @@ def _plain_of(ontology: Any, dflt: tuple[str, ...], sided_below: dict[str, list[
     return frozenset(out)
 
 
-def _fits_fn(ex: Any, mentions: list) -> Callable[[int, str], bool]:
+def _fits_fn(ex: Any, mentions: list, seg: str = "") -> Callable[[int, str], bool]:
     """``attach``'s test whether mention ``k`` can lie in a region (a closure at module level:
-    the compiled engine has none inside the extractor's methods)."""
+    the compiled engine has none inside the extractor's methods); round 25: nor where a word of
+    its own term excludes it ("airspace opacities" lie in no interstitium, attributes.yaml
+    ``term_excludes_places``)."""
+    excl = ex._term_not_places
+
     def fits(k: int, r: str) -> bool:
-        return ex._fits(mentions[k].findings, r)
+        m = mentions[k]
+        if excl and seg and any(r in rs for w, rs in excl.items() if w in seg[m.start:m.end]):
+            return False
+        return ex._fits(m.findings, r)
     return fits
 
 
@@ -340,6 +347,9 @@ class RulesExtractor:
                 raise ValueError(f"attributes.yaml bilateral_regions: unknown region id {rid!r}")
             side[rid] = "bilateral"  # "in the lung bases": both sides
         self.attributes = AttributeMatcher(ontology.region_terms(), side, mods, attr_data)
+        # round 25: words of a mention's own term -> places such a mention cannot lie in
+        self._term_not_places: dict[str, frozenset[str]] = {
+            str(w).lower(): frozenset(rs) for w, rs in (attr_data.get("term_excludes_places") or {}).items()}
         per_side = attr_data.get("per_side")
         self.per_side = re.compile(per_side) if per_side else None
         # severity word -> value, for the per-side statements
@@ -918,7 +928,7 @@ class RulesExtractor:
                 mstarts.append(m.start)
                 mends.append(m.end)
             vals = attach(attrs, mstarts, mends, seg, share, signs,
-                          _fits_fn(self, mentions), self.region_side, self._device_flags(mentions))
+                          _fits_fn(self, mentions, seg), self.region_side, self._device_flags(mentions))
         aged: set[int] = set()
         if vals is not None and self.shared_age is not None and len(mentions) > 1:
             aged = self._shared_age(seg, mentions, vals)

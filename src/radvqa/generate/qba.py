@@ -72,6 +72,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # round 14: finding -> regions its positives keep from being called normal wherever they are
     # placed ("Large calcified granulomas in the right hilum. The lungs are otherwise clear.")
     normal_blocked_anywhere: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    # round 25: finding -> the subcategories its positive placed nowhere may belong to ("mild
+    # calcification of the transverse XXXX": vascular, nodal, costal...); such a positive keeps them
+    # and every region overlapping the finding's default regions from being called normal
+    normal_blocked_unplaced: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     # round 12: finding -> findings that, stated present or uncertain, may be it; beside one of
     # them (or a more general finding: "opacity"), no implied "no <finding>" answers an indication
     # that asks about it ("question pneumonia" beside "opacity ... atelectasis versus infiltrate")
@@ -184,6 +188,7 @@ class Strategy:
                                        for k, rs in cfg.normal_blocked_regions.items()}
         self.normal_blocked_anywhere = {k: tuple(r for r in rs if r in v.rname)
                                         for k, rs in cfg.normal_blocked_anywhere.items() if k in v.fname}
+        self.normal_blocked_unplaced = {k: tuple(v2) for k, v2 in cfg.normal_blocked_unplaced.items() if k in v.fname}
         self._askable: dict[str, bool] = {}
         self._region_names: set[str] | None = None
         self.k_findings = cfg.finding_negatives
@@ -459,6 +464,8 @@ class Study:
             self.hidden["artifacts"] = (set(), None)
         if s.normal_blockers or s.normal_blocked_anywhere:
             self._block_normal(s)
+        if s.normal_blocked_unplaced:
+            self._block_unplaced(s)
         self.general_blocked: frozenset[str] = frozenset()
         if ctx.normal_blocks:
             self._block_unread(s, ctx.normal_blocks)
@@ -514,6 +521,24 @@ class Study:
                     for r in s.normal_blocked_regions.get(x, ()):
                         regs.add(r)
                         regs.update(s.rdescendants.get(r, ()))
+
+    def _block_unplaced(self, s: Any) -> None:
+        """Round 25: a positive placed nowhere whose place the report masks or leaves unsaid ("There
+        is mild calcification of the transverse XXXX") may lie in any subcategory of config
+        ``normal_blocked_unplaced`` and any region of its default regions: none of them is called
+        normal ("Nothing abnormal is seen regarding the heart and vessels" beside it was wrong).
+        Stated and unstated (``StudyCtx.hidden``) readings alike."""
+        where = s.normal_blocked_unplaced
+        obs = [f.obs for f in self.ab_pos] + [o for o in self.ctx.hidden or () if o.certainty != "absent"]
+        for o in obs:
+            subs_b = where.get(o.finding)
+            if subs_b is None or o.regions:
+                continue
+            subs, regs = self.hidden.setdefault("abnormal", (set(), set()))
+            subs.update(subs_b)
+            if regs is not None:
+                dflt = obs_words(s.gen, o)[-1]
+                regs.update(_overlapping(s, dflt) if dflt else ())
 
     def _block_unread(self, s: Any, blocks: Any) -> None:
         """Sentences stating something abnormal the extractor read nothing positive from, or
