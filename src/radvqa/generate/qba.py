@@ -93,6 +93,11 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # other (a lobe and the zones it lies in: the right middle lobe over the right mid and lower
     # zones). Read both ways: a finding of one keeps the other from being asked or called normal.
     region_projections: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    # round 26: report sections whose sentences, stating something positive that no row states,
+    # leave the whole study's lists of its positives (``unsaid_list_ops``, the indication's list)
+    # not generated, rather than graded incomplete
+    unsaid_list_sections: tuple[str, ...] = ()
+    unsaid_list_ops: tuple[str, ...] = ()
 
 
 PHRASES: dict[str, frozenset[str]] = {
@@ -104,7 +109,7 @@ class Item:
     """One thing a question is asked about: its slot values and the facts its answer rests on."""
 
     __slots__ = ("slots", "key", "pos", "neg", "described", "regions", "boxes", "name", "fact", "extra",
-                 "prov")
+                 "prov", "drop")
 
     def __init__(self, slots: dict[str, str], key: str, pos: list[Fact], neg: list[Fact],
                  described: list[Fact] | None = None, regions: list[str] | None = None,
@@ -121,6 +126,9 @@ class Item:
         self.fact = fact  # finding scope: the cached answer pieces; observation scope: the fact
         self.extra = extra  # extra grades (indication change words)
         self.prov = prov  # provenance put before the facts' own (indication)
+        # round 26: a list said (its wording drawn, so every later draw of the study stays as it
+        # was) and then taken back: the report states something of its scope that no row states
+        self.drop = False
 
 
 @STRATEGY_REGISTRY.register("qba")
@@ -203,6 +211,8 @@ class Strategy:
         self.ind_filler = F(w.lower() for w in cfg.indication_filler_words)
         self.ind_suspects = {k: F(x) for k, x in cfg.indication_suspects.items()}
         self.ind_silent = F(cfg.indication_silent_not_absent)
+        self.unsaid_sections = F(x.upper() for x in cfg.unsaid_list_sections)
+        self.unsaid_ops = F(cfg.unsaid_list_ops)
         self.cw = tuple(f" {w} " for w in gen.change_words)
         self.mention_terms = _mention_terms(v)
         # per finding: the first four characters of its longer terms, and its shorter terms (the
@@ -451,6 +461,9 @@ class Study:
         # subject's positives in such a scope is incomplete (graded INCOMPLETE); qualified negatives
         # and normal blockers keep "normal" away but leave nothing positive unsaid, so not here
         self.unstated: dict[str, tuple[set[str], set[str] | None]] = {}
+        # round 26: subcategories a stated positive of another keeps from being called normal
+        # (config ``normal_blocked_by``): a list of their positives leaves it out (incomplete)
+        self.sub_unlisted: set[str] = set()
         if ctx.hidden:
             self._hide(ctx)
         # (one pass over the report's sentences: unnamed findings and past operations)
@@ -490,6 +503,30 @@ class Study:
                         regs.update(s.gen.vocab.rancestors.get(r, ()))
                         regs.update(s.rdescendants.get(r, ()))
 
+    def unsaid_in(self, sections: frozenset[str]) -> bool:
+        """Round 26: a sentence of one of ``sections`` states something abnormal that no row states
+        (a sentence the extractor read nothing positive from or that negates a normal, or a reading
+        left unstated there): a list of the study's positives would leave it out (memoised)."""
+        hit = self.scopes.get("unsaid_in")
+        if hit is None:
+            hit = self.scopes["unsaid_in"] = self._unsaid_sections()
+        return not sections.isdisjoint(hit)
+
+    def _unsaid_sections(self) -> frozenset[str]:
+        ctx = self.ctx
+        report = ctx.sg.report
+        if report is None:
+            return frozenset()
+        sec = {x.id: x.section.upper() for x in report.sentences}
+        sids = {b.sentence_id for b in ctx.normal_blocks or () if not b.outside}
+        said = self._said()
+        for o in ctx.hidden or ():
+            if o.certainty == "absent" or not obs_words(self.s.gen, o)[6]:
+                continue  # (only abnormal readings: a device list is another question)
+            mine = {ev.sentence_id for ev in o.evidence if ev.sentence_id}
+            sids.update(mine - said)
+        return frozenset(sec[x] for x in sids if x in sec)
+
     def _block_normal(self, s: Any) -> None:
         """Positives that keep another subcategory from being called normal (config
         ``normal_blocked_by``): "old granulomatous disease" beside "the lung fields are normal"
@@ -510,6 +547,10 @@ class Study:
                 continue
             subs, regs = self.hidden.setdefault("abnormal", (set(), set()))
             subs.update(x for x in subs_b or () if x != sub)
+            # (round 26: a list of that subcategory leaves the blocker out, "What is seen regarding
+            # the lung fields? There is left atelectasis." beside "Findings of COPD" (CXR1439):
+            # it is incomplete there, as for a positive no row states)
+            self.sub_unlisted.update(x for x in subs_b or () if x != sub)
             if regs is None:
                 continue
             # (the region itself: a right upper lung granuloma leaves "the lung bases" normal; a
@@ -895,11 +936,21 @@ def _yes_no(st: Study, tpl: Template, it: Item, yes: bool) -> None:
 
 
 def op_describe(st: Study, tpl: Template, it: Item) -> None:
+    n = len(st.ctx.rows)
     _describe(st, tpl, it, it.described, True)
+    _take_back(st, it, n)
 
 
 def op_describe_abnormal(st: Study, tpl: Template, it: Item) -> None:
+    n = len(st.ctx.rows)
     _describe(st, tpl, it, it.pos, False)
+    _take_back(st, it, n)
+
+
+def _take_back(st: Study, it: Item, n: int) -> None:
+    """Round 26: the rows an item marked ``drop`` added since there were ``n`` are taken back."""
+    if it.drop:
+        del st.ctx.rows[n:]
 
 
 def op_is_abnormal(st: Study, tpl: Template, it: Item) -> None:
@@ -970,8 +1021,10 @@ def op_indication(st: Study, tpl: Template, it: Item) -> None:
     pos, neg = it.pos, it.neg
     if pos:
         parts = [p for f in pos for p in st.parts_of(f)] + [f.main for f in neg]
+        n = len(st.ctx.rows)
         st.say(tpl, it.slots, it.key, it.name or "positive", _hedged_lv(pos), parts, pos + neg, polarity="positive",
                extra=it.extra, prov_first=it.prov)
+        _take_back(st, it, n)
     else:
         st.say(tpl, it.slots, it.key, "negative", _EMPTY, [f.main for f in neg], neg, polarity="negative",
                lead_tag="normal", extra=it.extra, prov_first=it.prov)
@@ -1122,8 +1175,11 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
         extra.append(INCOMPLETE)  # it lists the study's positives: not all of them
     prov = [f"indication: {text}"] + [f"{e.sentence_id}: {e.text}" for e in ind.evidence if e.sentence_id]
     # the answer key: "positive" claims relevance, fair only for findings the indication names
-    return (Item({"indication": text}, "", pos, neg, extra=extra, prov=prov,
-                 name="positive" if ind.evaluate else "positive_listed"),)
+    it = Item({"indication": text}, "", pos, neg, extra=extra, prov=prov,
+              name="positive" if ind.evaluate else "positive_listed")
+    # (round 26: the list of the study's positives would leave the impression's out)
+    it.drop = not ind.evaluate and bool(pos) and st.unsaid_in(s.unsaid_sections)
+    return (it,)
 
 
 def scope_study(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
@@ -1133,7 +1189,15 @@ def scope_study(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
     # a full description of the study lists its devices too
     # (a device that is also abnormal, a foreign body, is listed once)
     described = pos + [d for d in st.devs if not d.abnormal] if op.subject == "abnormal" else pos
-    return (Item({}, "", pos, neg, described, extra=[INCOMPLETE] if op.subject in st.unstated else None),)
+    # (a full description lists the devices too: a device reading left unstated leaves it incomplete)
+    unsaid = op.subject in st.unstated or (tpl.op == "describe" and described is not pos and "devices" in st.unstated)
+    it = Item({}, "", pos, neg, described, extra=[INCOMPLETE] if unsaid else None)
+    # round 26: a sentence of the impression states something no row states: a list of the
+    # study's positives without it reads as complete ("There is right atelectasis." beside an
+    # unread "Findings of COPD"): taken back, a wrong-by-omission row is worse than none
+    it.drop = bool(pos) and op.subject == "abnormal" and tpl.op in st.s.unsaid_ops \
+        and st.unsaid_in(st.s.unsaid_sections)
+    return (it,)
 
 
 def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
@@ -1178,7 +1242,8 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
         it = items.get(x)
         if it is None:
             it = items[x] = Item({"subcategory": s.sub_name(x)}, x, by_pos.get(x, []), by_neg.get(x, []),
-                                 extra=[INCOMPLETE] if unstated is not None and x in unstated[0] else None)
+                                 extra=[INCOMPLETE] if (unstated is not None and x in unstated[0])
+                                 or (op.subject == "abnormal" and x in st.sub_unlisted) else None)
         out.append(it)
     return out
 

@@ -187,6 +187,10 @@ class Unvouched:
         self.outside = frozenset(cfg.get("outside_words") or ()) | self.never_chest
         self.exempt = frozenset(str(s).upper() for s in cfg.get("exempt_subcategories") or ())
         self.window = int(cfg.get("detached_window", 4))
+        # round 26: slash pairs that name one finding twice (``slash_same``, either order) -> the
+        # findings they name (another finding of the sentence is still U6)
+        self.slash_same = {f"{a}/{b}": frozenset(e["findings"]) for e in cfg.get("slash_same") or ()
+                           for x, y in (e["words"],) for a, b in ((x, y), (y, x))}
         # round 14: a sentence referring back that explains the one before it away (``explained_back``)
         eb = cfg.get("explained_back") or {}
         self.back_open = _phrase_re(eb["openers"]) if eb.get("openers") else None
@@ -467,6 +471,8 @@ class Unvouched:
                 # round 17: one sentence stating it without a slash vouches for it ("Left perihilar
                 # scarring is noted ... Mild left-sided scarring/subsegmental atelectasis", CXR534)
                 slash = rec.slash or False
+                if slash and obs.finding in self.slash_same.get(slash, ()):
+                    slash = False
         if isinstance(detached, str):
             found["detached"] = self._reason("detached", detached)
         if slash:
