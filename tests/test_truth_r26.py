@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from openi_truth import build_rows, observations_of, rows_of
+from openi_truth import build_rows, findings_in, observations_of, rows_of
 
 DATA = Path(__file__).parent / "data" / "openi_issue13r26"
 INCOMPLETE = "completeness:finding_not_stated->B"
@@ -49,6 +49,13 @@ def test_a_cardiac_generator_with_leads_is_a_pacemaker(ex, n: int) -> None:
     got = [o for o in observations_of(ex, DATA / f"{n}.xml", "pacemaker") if o.certainty == "present"]
     assert got
     assert {"right_atrium", "right_ventricle"} <= set(got[0].regions)
+
+
+def test_a_named_defibrillator_generator_stays_an_icd(ex) -> None:
+    # session 13: the generator pattern once took "defibrillator" too and an outside-pool reader
+    # marked an ICD answered "A left pacemaker is seen" (hand-written sentence, not that report)
+    got = {o.finding for o in findings_in(ex, "A cardiac defibrillator generator overlies the left chest.")}
+    assert "icd" in got and "pacemaker" not in got, got
 
 
 def test_the_pacemaker_is_listed_among_the_devices(rows: list[dict]) -> None:
