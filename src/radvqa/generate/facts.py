@@ -1012,8 +1012,9 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
     if not pos and not unc and not ctx.hidden:
         return facts
     # (fact, finding, its ancestors, side) of the stated ones, looked up once per study
-    pos_k = [(p, p.fid, anc.get(p.fid, ()), p.lat) for p in pos]
-    both_k = pos_k + [(p, p.fid, anc.get(p.fid, ()), p.lat) for p in unc]
+    forms = ctx.gen.film_forms
+    pos_k = [(p, p.fid, _covering(anc, forms, p.fid), p.lat) for p in pos]
+    both_k = pos_k + [(p, p.fid, _covering(anc, forms, p.fid), p.lat) for p in unc]
     dropped: set[int] = set()
     conflicted: set[int] = set()
     if unc and ctx.hidden:
@@ -1070,6 +1071,15 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
             g, r = combine([f.grade, REPORT_CONFLICT])
             f.grade = (g, tuple(r))
     return [f for f in facts if id(f) not in dropped]
+
+
+def _covering(anc: dict[str, tuple[str, ...]], forms: dict[str, frozenset[str]], fid: str) -> tuple[str, ...]:
+    """The findings a negative of which would deny ``fid``: its ontology ancestors, and (round 27)
+    the film forms (common.yaml ``film_forms``) of it and of its ancestors: "No lung opacity" is not
+    said beside a stated pulmonary fibrosis (an interstitial lung disease, an opacity on the film)."""
+    up = anc.get(fid, ())
+    extra = [g for k in (fid, *up) for g in forms.get(k, ()) if g not in up]
+    return (*up, *extra) if extra else up
 
 
 def _unsaid_positives(ctx: "StudyCtx", anc: Any) -> list[tuple[str, tuple[str, ...], str | None]]:

@@ -1420,11 +1420,16 @@ class _Findings:
         # implied "no" about them
         via_child: dict[str, list[Fact]] = {}
         unknowable: set[str] = set()
+        forms = s.gen.film_forms
         for f in pos:
             for a in v.fancestors.get(f.fid, ()):
                 if a not in pos_by:
                     via_child.setdefault(a, []).append(f)
             unknowable.update(v.fdescendants.get(f.fid, ()))
+            # round 27: what it is on the film (common.yaml ``film_forms``: a pulmonary fibrosis, an
+            # interstitial lung disease, is a lung opacity) is never an implied "no" beside it
+            for kind in (f.fid, *v.fancestors.get(f.fid, ())):
+                unknowable.update(forms.get(kind, ()))
         # session 12: a stated finding that may be it leaves it unknowable too (the indication's
         # round-12 rule, qba.yaml ``indication_suspects``): "No pneumonia is seen. There is bilateral
         # infiltration." (CXR1100), "There is no interstitial lung disease. An interstitial opacity
