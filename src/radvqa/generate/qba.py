@@ -1435,6 +1435,10 @@ class _Findings:
         # infiltration." (CXR1100), "There is no interstitial lung disease. An interstitial opacity
         # is seen." (CXR2183, R2Gen train; an outside reader's CXR1016)
         stated_kinds = {f.fid for f in pos}
+        # round 27: a sign the report states but left unsaid (round 10's unvouched readings) may be
+        # it all the same: "Mild central vascular congestion" unsaid was "Does this chest X-ray show
+        # any heart failure? No, there is no heart failure." (CXR1991, R2Gen train)
+        stated_kinds.update(o.finding for o in st.ctx.hidden or () if o.certainty != "absent" and o.source == "report")
         for fid, sus in s.ind_suspects.items():
             if not sus.isdisjoint(stated_kinds):
                 unknowable.add(fid)
