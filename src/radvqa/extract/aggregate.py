@@ -66,10 +66,14 @@ class Aggregator:
     attributes, own, qualifier), own False for a merged region-less mention."""
 
     def __init__(self, region_side: dict[str, str | None], lateralised: frozenset[str] | set[str] | None = None,
-                 plain_places: dict[str, frozenset[str]] | None = None):
+                 plain_places: dict[str, frozenset[str]] | None = None,
+                 unplaced: dict[str, frozenset[str]] | None = None):
         """``lateralised``: finding ids that can have a side; None = every finding (no check).
         ``plain_places``: finding id -> its default regions and their ancestors (places that say
-        nothing more than the finding's name); None = every place is informative."""
+        nothing more than the finding's name); None = every place is informative.
+        ``unplaced``: finding id -> places whose negative a region-less positive is not merged into
+        (attributes.yaml ``unplaced_beside_normal``, round 27)."""
+        self._unplaced = unplaced or {}
         self._by_key: dict[Key, list[Any]] = {}
         self._side = region_side
         self._lateralised = lateralised
@@ -164,6 +168,11 @@ class Aggregator:
                 out.append(item)
                 continue
             t = targets[0]
+            if o[0] == "present" and t[0] == "absent" and self._whole_negative(key[0], t):
+                # round 27: "a fractured ... XXXX" beside "osseous structures appear intact": kept
+                # apart (merged, the present mention overruled the report's normal bones)
+                out.append(item)
+                continue
             if _RANK[o[0]] > _RANK[t[0]]:
                 t[0] = o[0]
             merged: list[Ev] = t[2]
@@ -171,6 +180,17 @@ class Aggregator:
                 merged.append((sp, c, v, False, q))
             merged.sort(key=_ev_start)
         return out
+
+    def _whole_negative(self, finding: str, target: list[Any]) -> bool:
+        """The placed observation ``target`` of ``finding`` is a negative of it over a whole place
+        listed in ``unplaced`` (every mention's places among them)."""
+        whole = self._unplaced.get(finding)
+        if not whole:
+            return False
+        for key, o in self._by_key.items():
+            if o is target:
+                return bool(key[2]) and set(key[2]) <= whole
+        return False
 
     def _hedge_both_ways(self, items: list[tuple[Key, list[Any]]]) -> list[tuple[Key, list[Any]]]:
         """A finding the report states both plainly and hedged is hedged (hand audit #13): "perihilar

@@ -512,6 +512,17 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                         # shunt tubing noted": no shunt "in the bony thorax")
                         continue
                     if a.kind == "region":
+                        if own_region and not own_side and v.laterality is None and region_side is not None \
+                                and region_side.get(a.value) in ("left", "right") \
+                                and not any(o.kind == "laterality" for _s, o in outside) \
+                                and _two_sided(own_loc[k], region_side[a.value], region_side):
+                            # round 27: a member whose own term places it unsided in a two-sided
+                            # structure ("pleural thickening": the pleura) still takes the side of
+                            # the group's sided place ("pleural thickening versus loculated fluid
+                            # along the periphery of the right upper lobe" is right, never unsided
+                            # or bilateral); a midline one ("mediastinal calcifications and dense
+                            # nodule in the lingula", CXR2789) takes none
+                            v.laterality = region_side[a.value]
                         if own_region or a.value in v.regions:
                             continue
                         if fits is None or fits(k, a.value):
@@ -529,6 +540,12 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                     else:
                         v.laterality = "bilateral"
         g0 = i
+
+
+def _two_sided(own: list, side: str | None, region_side: dict[str, str | None]) -> bool:
+    """Every place a member's own term gives it has a part on ``side`` ("pleura": "left_pleura")."""
+    regs = [a.value for a in own if a.kind == "region"]
+    return side is not None and bool(regs) and all(region_side.get(f"{side}_{r}") == side for r in regs)
 
 
 def _across_clause(lower: str, a: Attr, m_start: int, m_end: int) -> bool:

@@ -407,6 +407,12 @@ class RulesExtractor:
                     sided_below.setdefault(p, []).append(r)
         self._plain_places = {fid: _plain_of(ontology, dflt, sided_below)
                               for fid, dflt in self._fdefault.items() if dflt}
+        unplaced = attr_data.get("unplaced_beside_normal") or {}
+        bad = sorted(set(unplaced) - set(ontology.findings)) + sorted(
+            {r for rs in unplaced.values() for r in rs} - set(ontology.regions))
+        if bad:
+            raise ValueError(f"attributes.yaml unplaced_beside_normal: unknown id(s) {bad}")
+        self._unplaced = {str(f): frozenset(map(str, rs)) for f, rs in unplaced.items()}
         self._fits_cache: dict[tuple[tuple[str, ...], str], bool] = {}
         # finding -> regions it can lie in (finding_places.yaml); a place word bound to a finding
         # that cannot lie there described another finding and is dropped for this one
@@ -451,7 +457,7 @@ class RulesExtractor:
         sections = split_sections(text)
         limit = self.max_sentence_chars
         sentences: list[Sentence] = []
-        agg = Aggregator(self.region_side, self.lateralised, self._plain_places)
+        agg = Aggregator(self.region_side, self.lateralised, self._plain_places, self._unplaced)
         ind_texts: list[str] = []
         ind_findings: list[str] = []
         ind_spans: list[Span] = []

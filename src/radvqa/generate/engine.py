@@ -111,6 +111,9 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # session 12: what a finding looks like on the film where the ontology does not file it under
     # that ("scarring" is a lung opacity on a radiograph): qba's alternatives rule
     film_forms: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    # round 27: a finding stated with no place beside the report's normal statement of the whole
+    # place it would lie in is not said (facts.resolve_conflicts; templates/common.yaml)
+    unplaced_beside_normal: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
 
 
 # Filling a wording (``str.format_map``) is a row's costliest step (about 5k instructions with
@@ -690,6 +693,7 @@ class Generator:
             if cfg.limited_negative_words else None
         self.open_forms = {fid: frozenset(fs) for fid, fs in cfg.open_finding_forms.items()}
         self.film_forms = {fid: frozenset(fs) for fid, fs in cfg.film_forms.items()}
+        self.unplaced_normal = {fid: frozenset(rs) for fid, rs in cfg.unplaced_beside_normal.items()}
         self.strategies: list[Strategy] = []
         families: list[Family] = []
         for name in STRATEGY_REGISTRY.names():  # fixed order, whatever order the user listed them in

@@ -1012,8 +1012,9 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
     if not pos and not unc and not ctx.hidden:
         return facts
     # (fact, finding, its ancestors, side) of the stated ones, looked up once per study
-    pos_k = [(p, p.fid, anc.get(p.fid, ()), p.lat) for p in pos]
-    both_k = pos_k + [(p, p.fid, anc.get(p.fid, ()), p.lat) for p in unc]
+    forms = ctx.gen.film_forms
+    pos_k = [(p, p.fid, _covering(anc, forms, p.fid), p.lat) for p in pos]
+    both_k = pos_k + [(p, p.fid, _covering(anc, forms, p.fid), p.lat) for p in unc]
     dropped: set[int] = set()
     conflicted: set[int] = set()
     if unc and ctx.hidden:
@@ -1063,6 +1064,8 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
                     conflicted.add(id(p))
     if ctx.gen.limited_re is not None:
         dropped.update(_open_beside(ctx, facts, unc, pos))
+    if ctx.gen.unplaced_normal:
+        dropped.update(_unplaced_beside_normal(ctx.gen.unplaced_normal, facts))
     if not dropped:
         return facts
     for f in facts:
@@ -1070,6 +1073,27 @@ def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
             g, r = combine([f.grade, REPORT_CONFLICT])
             f.grade = (g, tuple(r))
     return [f for f in facts if id(f) not in dropped]
+
+
+def _covering(anc: dict[str, tuple[str, ...]], forms: dict[str, frozenset[str]], fid: str) -> tuple[str, ...]:
+    """The findings a negative of which would deny ``fid``: its ontology ancestors, and (round 27)
+    the film forms (common.yaml ``film_forms``) of it and of its ancestors: "No lung opacity" is not
+    said beside a stated pulmonary fibrosis (an interstitial lung disease, an opacity on the film)."""
+    up = anc.get(fid, ())
+    extra = [g for k in (fid, *up) for g in forms.get(k, ()) if g not in up]
+    return (*up, *extra) if extra else up
+
+
+def _unplaced_beside_normal(places: dict[str, frozenset[str]], facts: list[Fact]) -> list[int]:
+    """Ids of the report's present findings stated with no place (``obs.regions`` empty: no bone
+    named) beside the report's own plain negative of the same finding over the whole place it would
+    lie in (common.yaml ``unplaced_beside_normal``: "The visualized osseous structures appear
+    intact" beside "a fractured proximal lateral XXXX"): the report does not state them (round 27)."""
+    normal = {f.fid for f in facts if f.absent and not f.implied and not f.obs.qualifier
+              and f.obs.source == "report" and f.fid in places and places[f.fid].intersection(f.obs.regions)}
+    if not normal:
+        return []
+    return [id(f) for f in facts if f.present and f.fid in normal and not f.obs.regions and f.obs.source == "report"]
 
 
 def _unsaid_positives(ctx: "StudyCtx", anc: Any) -> list[tuple[str, tuple[str, ...], str | None]]:

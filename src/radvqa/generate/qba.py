@@ -1510,16 +1510,25 @@ class _Findings:
         # implied "no" about them
         via_child: dict[str, list[Fact]] = {}
         unknowable: set[str] = set()
+        forms = s.gen.film_forms
         for f in pos:
             for a in v.fancestors.get(f.fid, ()):
                 if a not in pos_by:
                     via_child.setdefault(a, []).append(f)
             unknowable.update(v.fdescendants.get(f.fid, ()))
+            # round 27: what it is on the film (common.yaml ``film_forms``: a pulmonary fibrosis, an
+            # interstitial lung disease, is a lung opacity) is never an implied "no" beside it
+            for kind in (f.fid, *v.fancestors.get(f.fid, ())):
+                unknowable.update(forms.get(kind, ()))
         # session 12: a stated finding that may be it leaves it unknowable too (the indication's
         # round-12 rule, qba.yaml ``indication_suspects``): "No pneumonia is seen. There is bilateral
         # infiltration." (CXR1100), "There is no interstitial lung disease. An interstitial opacity
         # is seen." (CXR2183, R2Gen train; an outside reader's CXR1016)
         stated_kinds = {f.fid for f in pos}
+        # round 27: a sign the report states but left unsaid (round 10's unvouched readings) may be
+        # it all the same: "Mild central vascular congestion" unsaid was "Does this chest X-ray show
+        # any heart failure? No, there is no heart failure." (CXR1991, R2Gen train)
+        stated_kinds.update(o.finding for o in st.ctx.hidden or () if o.certainty != "absent" and o.source == "report")
         for fid, sus in s.ind_suspects.items():
             if not sus.isdisjoint(stated_kinds):
                 unknowable.add(fid)
