@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+
 import pytest
 
 from radvqa.extract.rules import RulesExtractor
@@ -128,8 +130,11 @@ def test_1678_basilar_disease_beside_a_clear_left_lung_is_on_the_right(rows: lis
     for r in rows_of(rows, 1678):
         a = r["answer"]
         assert "in the lung bases" not in a and "Bilateral lung opacity" not in a, (r["question"], a)
-        if r["polarity"] == "positive" and "lung opacity is in" in a:
-            assert "The lung opacity is in the right lower lung zone" in a, a
+        # the opacity's place, in either wording ("The lung opacity is in ...", "It is located in ...")
+        m = re.search(r"lung opacity is seen\. (?:The lung opacity is|It is located) in the ([a-z ]+)\.", a) \
+            or re.search(r"The lung opacity is in the ([a-z ]+)\.", a)
+        if r["polarity"] == "positive" and m:
+            assert m.group(1) == "right lower lung zone", a
             n += 1
     assert n
 

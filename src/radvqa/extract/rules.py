@@ -405,6 +405,17 @@ class RulesExtractor:
             if side.get(r) in ("left", "right"):
                 for p in getattr(reg, "parents", ()) or ():
                     sided_below.setdefault(p, []).append(r)
+        # (place, side) -> the one place of that side right below it ("pleura", "right" ->
+        # "right_pleura"): a sided mention placed only by an unsided word ("Right-sided small
+        # pleural effusion", "effusion on the right") lies in that side's place, as "small right
+        # pleural effusion" does (session 13: the right pleura's list left such an effusion out)
+        by_side: dict[tuple[str, str], list[str]] = {}
+        for p, rs in sided_below.items():
+            if side.get(p) is not None:
+                continue  # a sided place's own sub-places are narrower, not its side
+            for r in rs:
+                by_side.setdefault((p, str(side.get(r))), []).append(r)
+        self._sided_child = {k: rs[0] for k, rs in by_side.items() if len(rs) == 1}
         self._plain_places = {fid: _plain_of(ontology, dflt, sided_below)
                               for fid, dflt in self._fdefault.items() if dflt}
         unplaced = attr_data.get("unplaced_beside_normal") or {}
@@ -822,6 +833,11 @@ class RulesExtractor:
                     # the side of a dropped place is still said ("hydropneumothorax within the
                     # left chest": left, though not in the chest wall)
                     lat = regions_side(regions0, self.region_side)
+                if lat in _OTHER_SIDE and regions and f in self.lateralised:
+                    # only the finding's own default place ("pleura" for an effusion): a place
+                    # the words named ("lung bases") keeps its own reading
+                    sided, dflt = self._sided_child, self._fdefault.get(f, ())
+                    regions = tuple(sided.get((r, lat), r) if r in dflt else r for r in regions)
                 out.append((f, lat if lat is not None and f in self.lateralised else None, regions))
             keys = tuple(out)
             if len(self._keys_memo) >= 100_000:
