@@ -42,3 +42,14 @@ def test_the_sides_list_names_the_effusion(tmp_path: Path) -> None:
     assert rows
     for r in rows:
         assert "pleural effusion" in r["answer"], r["answer"]
+
+
+@pytest.mark.parametrize("text", [
+    "The left chest pacemaker is unchanged with both XXXX tips overlying the right ventricle.",
+    "Left chest pacemaker with both lead tips in the right ventricle.",
+])
+def test_two_leads_are_no_two_sides(ex, text: str) -> None:
+    # an outside-pool reader (session 13, seed 128) marked "There are bilateral pacemakers" for a
+    # left pacemaker whose "both ... tips" lie in the right ventricle (hand-written sentences)
+    got = [o for o in findings_in(ex, text) if o.finding == "pacemaker"]
+    assert got and all(o.laterality == "left" for o in got), got
