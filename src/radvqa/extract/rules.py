@@ -338,6 +338,7 @@ class RulesExtractor:
         if hedges == "commit":
             self.version = VERSION + "-commit"
             self.alt_gap = None
+            self.open_after = None  # (round 28's one-sided alternatives are committed too)
             for w in ctx_data.get("committing_hedges") or []:
                 w = " ".join(str(w).lower().split())
                 if w in self.context.roles:
