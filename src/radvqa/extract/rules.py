@@ -208,6 +208,14 @@ class RulesExtractor:
         self.open_hint = tuple(sorted({c.rstrip('.') for c in oc}))
         # whether a sentence holds one of them: one C search instead of a generator per sentence
         self.open_hint_re = re.compile("|".join(re.escape(h) for h in self.open_hint) or "(?!x)x")
+        # round 28: the mirror, an alternative offered after the connector though what comes before
+        # it names no finding the extractor reads ("XXXX versus pleural scarring in the right
+        # fissure", "vascular crowding versus pleural scarring"): up to four modifiers between
+        oa = [str(c) for c in alt.get("open_after_connectors") or []]
+        self.open_after = re.compile(
+            rf"(?:^|[\s,(])(?:{'|'.join(re.escape(c) for c in sorted(oa, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,4}}$"
+        ) if oa else None
+        self.open_after_hint = re.compile("|".join(re.escape(c.rstrip('.')) for c in oa) or "(?!x)x")
         sc = [str(c) for c in alt.get("sign_connectors") or []]
         self.sign_gap = re.compile(
             rf"\s*(?:,\s*)?(?:{'|'.join(re.escape(c) for c in sorted(sc, key=len, reverse=True))})\s+(?:[a-z-]+\s+){{0,4}}") \
@@ -330,6 +338,7 @@ class RulesExtractor:
         if hedges == "commit":
             self.version = VERSION + "-commit"
             self.alt_gap = None
+            self.open_after = None  # (round 28's one-sided alternatives are committed too)
             for w in ctx_data.get("committing_hedges") or []:
                 w = " ".join(str(w).lower().split())
                 if w in self.context.roles:
@@ -1021,6 +1030,8 @@ class RulesExtractor:
             for i, m in enumerate(mentions):  # "pleural effusion versus thickening"
                 if certs[i] == "present" and m.certainty is None and self.open_alt.match(seg, m.end):
                     certs[i] = "uncertain"
+        if self.open_after is not None and "present" in certs and self.open_after_hint.search(seg) is not None:
+            self._open_after(seg, mentions, certs)
         offered: set[int] = set() if before_alt is None or before_alt == certs else {
             i for i, c in enumerate(before_alt) if c == "present" and certs[i] == "uncertain"}
         if self.favoured_over is not None and len(mentions) > 1 and any(map(seg.__contains__, self.favoured_hint)):
@@ -1243,6 +1254,23 @@ class RulesExtractor:
                     certs[i] = "present"
                 elif h.end() <= m.start < end:
                     certs[i] = after
+
+    def _open_after(self, seg: str, mentions: list, certs: list) -> None:
+        """Round 28: a present mention right after an open connector ("versus", "and/or": context.yaml
+        ``open_after_connectors``) is one side of alternatives even when the other side names no
+        finding ("XXXX versus pleural scarring", "crowding versus pleural scarring" read "There is
+        pleural scarring", outside-pool readers, session 13). Not a member of a chain of findings
+        (``_alternatives`` decided those: "airspace disease and/or atelectasis" keeps its sign), nor
+        a mention with a certainty cue of its own."""
+        after = self.open_after
+        for i, m in enumerate(mentions):
+            if certs[i] != "present" or m.certainty is not None:
+                continue
+            prev = mentions[i - 1].end if i else 0
+            if i and self.alt_gap is not None and self.alt_gap.fullmatch(seg, prev, m.start):
+                continue
+            if after.search(seg, max(prev, m.start - 60), m.start):  # type: ignore[union-attr]
+                certs[i] = "uncertain"
 
     def _sign_alone(self, m1: Any, m2: Any) -> bool:
         """Whether a sign and its alternative joined by "and/or" or "/" leave the sign unstated:

@@ -98,6 +98,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # not generated, rather than graded incomplete
     unsaid_list_sections: tuple[str, ...] = ()
     unsaid_list_ops: tuple[str, ...] = ()
+    # round 28: findings (with every more specific one) whose reading left unsaid takes back the
+    # lists of the regions it lies in (qba.yaml ``unsaid_region_findings``)
+    unsaid_region_findings: tuple[str, ...] = ()
 
 
 PHRASES: dict[str, frozenset[str]] = {
@@ -213,6 +216,8 @@ class Strategy:
         self.ind_silent = F(cfg.indication_silent_not_absent)
         self.unsaid_sections = F(x.upper() for x in cfg.unsaid_list_sections)
         self.unsaid_ops = F(cfg.unsaid_list_ops)
+        self.unsaid_region_f = F(x for f in cfg.unsaid_region_findings
+                                 for x in (f, *v.fdescendants.get(f, ())))
         self.cw = tuple(f" {w} " for w in gen.change_words)
         self.mention_terms = _mention_terms(v)
         # per finding: the first four characters of its longer terms, and its shorter terms (the
@@ -464,6 +469,10 @@ class Study:
         # round 26: subcategories a stated positive of another keeps from being called normal
         # (config ``normal_blocked_by``): a list of their positives leaves it out (incomplete)
         self.sub_unlisted: set[str] = set()
+        # round 28: regions whose list of positives is taken back (None: every region), a reading
+        # of ``unsaid_region_findings`` left unsaid lies there
+        self.unsaid_regs: set[str] | None = set()
+        self.unsaid_subs: set[str] = set()  # the same for the subcategories' lists
         if ctx.hidden:
             self._hide(ctx)
         # (one pass over the report's sentences: unnamed findings and past operations)
@@ -675,6 +684,10 @@ class Study:
                 # (round 11a: every region overlapping, not only those above and below: a hidden
                 # finding of the lung bases keeps either lung from being called normal)
                 over = _overlapping(s, where) if where else None
+                if unsaid and subject == "abnormal" and o.certainty == "present" and o.finding in s.unsaid_region_f:
+                    self._unsaid_region(where)
+                    if sub:
+                        self.unsaid_subs.add(sub)
                 for d in ((self.hidden, self.unstated) if unsaid else (self.hidden,)):
                     subs, regs = d.setdefault(subject, (set(), set()))
                     if sub:
@@ -685,6 +698,28 @@ class Study:
                         d[subject] = (subs, None)
                         continue
                     regs.update(over)
+
+    def _unsaid_region(self, where: list[str]) -> None:
+        """Round 28: a lung opacity the report states in a reading left unsaid ("new ill-defined
+        oblong opacity in the lateral right base", unread words) is still an opacity there: a list
+        of that region's positives without it reads as complete and leaves out what the report
+        found (outside-pool readers, session 13); so does a list of its subcategory. Only a present
+        reading: a hedged one left out leaves the list true of what the report states. ``where``:
+        its regions (or its finding's default ones; none: any region). The regions themselves,
+        their parts, what contains them and what they project over (config ``region_projections``);
+        not ``_overlapping``, which puts a place without an extent of its own (the pleura) anywhere
+        in the chest: "Describe the right pleura" beside a right lower zone opacity left unsaid is
+        still complete (CXR465)."""
+        if not where:
+            self.unsaid_regs = None
+            return
+        if self.unsaid_regs is None:
+            return
+        anc, desc, proj = self.s.gen.vocab.rancestors, self.s.rdescendants, self.s.projections
+        for r in [*where, *(q for r in where for q in proj.get(r, ()))]:
+            self.unsaid_regs.add(r)
+            self.unsaid_regs.update(anc.get(r, ()))
+            self.unsaid_regs.update(desc.get(r, ()))
 
     def unstated_of(self, fid: str) -> bool:
         """The report states ``fid`` (or a more specific finding) positive somewhere no row states:
@@ -1244,6 +1279,8 @@ def scope_subcategory(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
             it = items[x] = Item({"subcategory": s.sub_name(x)}, x, by_pos.get(x, []), by_neg.get(x, []),
                                  extra=[INCOMPLETE] if (unstated is not None and x in unstated[0])
                                  or (op.subject == "abnormal" and x in st.sub_unlisted) else None)
+            # round 28: the lists (describe ops) of a subcategory holding an unsaid lung opacity
+            it.drop = op.subject == "abnormal" and x in st.unsaid_subs
         out.append(it)
     return out
 
@@ -1442,6 +1479,8 @@ class _Regions:
                 unstated = st.unstated.get(subject)
                 extra = [INCOMPLETE] if unstated is not None and (unstated[1] is None or r in unstated[1]) else None
                 it = items[(subject, r)] = Item(slots, r, index.get(r, []), neg_r, None, rl, rb, rname, extra=extra)
+                # round 28: only the lists (describe ops) read ``drop``; the yes/no leads stay
+                it.drop = subject == "abnormal" and (st.unsaid_regs is None or r in st.unsaid_regs)
             out.append(it)
         return out
 
