@@ -112,7 +112,8 @@ def test_a_describe_all_list_beside_an_unsaid_pacemaker_is_incomplete(rows: list
 def test_the_lung_fields_list_beside_emphysema_is_incomplete(rows: list[dict]) -> None:
     got = [r for r in _of(rows, 440, "B08_describe_subcat", "B09_describe_abnormal_subcat")
            if "lung fields" in r["question"] and r["polarity"] == "positive"]
-    assert got
+    # (round 30: such a list is not generated at all, qba.yaml ``unlisted_drop_by``; any left is
+    # still complete or graded incomplete)
     for r in got:
         assert "emphysema" in r["answer"].lower() or INCOMPLETE in r["grade_reasons"], (r["answer"], r["grade_reasons"])
 

@@ -30,7 +30,7 @@ from radvqa.generate.engine import (STRATEGY_REGISTRY, Generator, StudyCtx, Weig
 from radvqa.generate.facts import Fact, fold_ancestors, join_list, merge_facts, obs_words, resolve_conflicts
 from radvqa.generate.templates import Family, Op, Template
 from radvqa.generate.unnamed import UnnamedFindings
-from radvqa.model import AnswerPart, SceneGraph
+from radvqa.model import AnswerPart, Observation, SceneGraph
 from radvqa.quality.criteria import IMPLIED_NEGATIVE, INCOMPLETE, LOCALIZATION_NONE, answer_merged, combine
 
 F = frozenset
@@ -101,6 +101,13 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # round 28: findings (with every more specific one) whose reading left unsaid takes back the
     # lists of the regions it lies in (qba.yaml ``unsaid_region_findings``)
     unsaid_region_findings: tuple[str, ...] = ()
+    # round 30: the same for a hedged reading of these (qba.yaml ``unsaid_region_hedged``)
+    unsaid_region_hedged: tuple[str, ...] = ()
+    # round 30: blockers (``normal_blocked_by``) whose positive takes back the lists of the
+    # subcategories they block, rather than grading them incomplete (qba.yaml ``unlisted_drop_by``)
+    unlisted_drop_by: tuple[str, ...] = ()
+    # round 30: findings of the two above that take lists back only when read in the report text
+    unsaid_region_report_only: tuple[str, ...] = ()
 
 
 PHRASES: dict[str, frozenset[str]] = {
@@ -218,6 +225,11 @@ class Strategy:
         self.unsaid_ops = F(cfg.unsaid_list_ops)
         self.unsaid_region_f = F(x for f in cfg.unsaid_region_findings
                                  for x in (f, *v.fdescendants.get(f, ())))
+        self.unsaid_region_h = F(x for f in cfg.unsaid_region_hedged
+                                 for x in (f, *v.fdescendants.get(f, ())))
+        self.unsaid_report_only = F(x for f in cfg.unsaid_region_report_only
+                                    for x in (f, *v.fdescendants.get(f, ())))
+        self.unlisted_drop = F(x for f in cfg.unlisted_drop_by for x in (f, *v.fdescendants.get(f, ())))
         self.cw = tuple(f" {w} " for w in gen.change_words)
         self.mention_terms = _mention_terms(v)
         # per finding: the first four characters of its longer terms, and its shorter terms (the
@@ -560,6 +572,10 @@ class Study:
             # the lung fields? There is left atelectasis." beside "Findings of COPD" (CXR1439):
             # it is incomplete there, as for a positive no row states)
             self.sub_unlisted.update(x for x in subs_b or () if x != sub)
+            if fid in s.unlisted_drop:
+                # (round 30: "chronic emphysematous lung disease" beside "What abnormalities of the
+                # lung fields are seen? Bilateral atelectasis cannot be excluded.": not generated)
+                self.unsaid_subs.update(x for x in subs_b or () if x != sub)
             if regs is None:
                 continue
             # (the region itself: a right upper lung granuloma leaves "the lung bases" normal; a
@@ -684,7 +700,7 @@ class Study:
                 # (round 11a: every region overlapping, not only those above and below: a hidden
                 # finding of the lung bases keeps either lung from being called normal)
                 over = _overlapping(s, where) if where else None
-                if unsaid and subject == "abnormal" and o.certainty == "present" and o.finding in s.unsaid_region_f:
+                if unsaid and subject == "abnormal" and self._takes_back(o, bool(sids)):
                     self._unsaid_region(where)
                     if sub:
                         self.unsaid_subs.add(sub)
@@ -698,6 +714,20 @@ class Study:
                         d[subject] = (subs, None)
                         continue
                     regs.update(over)
+
+    def _takes_back(self, o: Observation, read: bool) -> bool:
+        """Whether unsaid reading ``o`` takes back its regions' and subcategory's lists: a present
+        one of ``unsaid_region_findings`` (round 28), a hedged one of ``unsaid_region_hedged`` beside
+        no stated one (round 30: "possible left rib fractures" said, "if further concern for rib
+        fractures" unsaid, CXR2002); those of ``unsaid_region_report_only`` only when the report's
+        text holds it (``read``), not from a label alone."""
+        s = self.s
+        if not read and o.finding in s.unsaid_report_only:
+            return False
+        if o.certainty == "present":
+            return o.finding in s.unsaid_region_f
+        return o.certainty == "uncertain" and o.finding in s.unsaid_region_h and \
+            not any(f.fid in s.unsaid_region_h for f in self.ab_pos)
 
     def _unsaid_region(self, where: list[str]) -> None:
         """Round 28: a lung opacity the report states in a reading left unsaid ("new ill-defined

@@ -191,6 +191,13 @@ class Unvouched:
         # findings they name (another finding of the sentence is still U6)
         self.slash_same = {f"{a}/{b}": frozenset(e["findings"]) for e in cfg.get("slash_same") or ()
                            for x, y in (e["words"],) for a, b in ((x, y), (y, x))}
+        # round 30: a sign's word and a sign partner's (``slash_signs``, either order) -> the signs
+        sl = cfg.get("slash_signs") or {}
+        signs = frozenset(sl.get("findings") or ())
+        for a in sl.get("signs") or ():
+            for b in sl.get("partners") or ():
+                for pair in (f"{a}/{b}", f"{b}/{a}"):
+                    self.slash_same[pair] = self.slash_same.get(pair, frozenset()) | signs
         # round 14: a sentence referring back that explains the one before it away (``explained_back``)
         eb = cfg.get("explained_back") or {}
         self.back_open = _phrase_re(eb["openers"]) if eb.get("openers") else None
