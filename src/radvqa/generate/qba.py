@@ -822,7 +822,8 @@ class Study:
         for f in self.ab_pos:
             if f.obs.id in ids:
                 continue
-            if ctx_regions.intersection(f.explicit_regions) and not _aged(f, self.s.related_ages):
+            if ctx_regions.intersection(f.explicit_regions) and \
+                    not _aged(f, self.s.related_ages, self.s.gen.hedged_ages):
                 out.append(f.related())
                 if len(out) >= self.s.max_related:
                     break
@@ -837,7 +838,7 @@ class Study:
         where = set(nf.regions)
         out: list[AnswerPart] = []
         for f in self.ab_pos:
-            if f.fid == nf.fid or _aged(f, self.s.related_ages):
+            if f.fid == nf.fid or _aged(f, self.s.related_ages, self.s.gen.hedged_ages):
                 continue
             for r in f.regions:
                 if r in where or where.intersection(anc.get(r, ())):
@@ -1044,12 +1045,16 @@ def _hedged_lv(facts: list[Fact]) -> dict[str, str]:
     return {"list": join_list(items), "n": str(len(facts))}
 
 
-def _aged(f: Fact, ages: frozenset[str]) -> bool:
+def _aged(f: Fact, ages: frozenset[str], hedged: frozenset[str] = frozenset()) -> bool:
     """Round 24: a positive fact with one of ``ages`` (qba.yaml ``related_ages``). A related
     statement is the fact's main sentence alone, so it would drop the age: "Healed distal left
     clavicular fracture" was "There is no calcification. A left clavicle fracture is seen." (CXR295,
-    R2Gen train), read as an acute fracture. Such a fact is no related statement."""
-    return not f.absent and f.obs.temporal in ages
+    R2Gen train), read as an acute fracture. Such a fact is no related statement. Round 29: nor is
+    a hedged fact of an age its hedged sentence says (common.yaml ``hedged_ages``): "previous/chronic
+    pulmonary embolism or ..." related as "A pulmonary embolism may be present" reads as an acute one."""
+    t = f.obs.temporal
+    # (a name that says the age, "chronic obstructive pulmonary disease", keeps it when related)
+    return not f.absent and (t in ages or (f.uncertain and t in hedged and t not in f.name.lower().split()))
 
 
 def op_indication(st: Study, tpl: Template, it: Item) -> None:
