@@ -101,6 +101,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # round 28: findings (with every more specific one) whose reading left unsaid takes back the
     # lists of the regions it lies in (qba.yaml ``unsaid_region_findings``)
     unsaid_region_findings: tuple[str, ...] = ()
+    # round 29: those of them whose side is their place: a stated one of that side says the
+    # reading left unsaid (qba.yaml ``unsaid_said_by_side``)
+    unsaid_said_by_side: tuple[str, ...] = ()
 
 
 PHRASES: dict[str, frozenset[str]] = {
@@ -218,6 +221,7 @@ class Strategy:
         self.unsaid_ops = F(cfg.unsaid_list_ops)
         self.unsaid_region_f = F(x for f in cfg.unsaid_region_findings
                                  for x in (f, *v.fdescendants.get(f, ())))
+        self.unsaid_by_side = F(cfg.unsaid_said_by_side)
         self.cw = tuple(f" {w} " for w in gen.change_words)
         self.mention_terms = _mention_terms(v)
         # per finding: the first four characters of its longer terms, and its shorter terms (the
@@ -684,7 +688,8 @@ class Study:
                 # (round 11a: every region overlapping, not only those above and below: a hidden
                 # finding of the lung bases keeps either lung from being called normal)
                 over = _overlapping(s, where) if where else None
-                if unsaid and subject == "abnormal" and o.certainty == "present" and o.finding in s.unsaid_region_f:
+                if unsaid and subject == "abnormal" and o.certainty == "present" and o.finding in s.unsaid_region_f \
+                        and not self._side_said(o):
                     self._unsaid_region(where)
                     if sub:
                         self.unsaid_subs.add(sub)
@@ -698,6 +703,23 @@ class Study:
                         d[subject] = (subs, None)
                         continue
                     regs.update(over)
+
+    def _side_said(self, o: Any) -> bool:
+        """Round 29: a reading left unsaid of a finding whose side is its place (config
+        ``unsaid_said_by_side``: a pleural effusion) that a stated fact already gives on its side
+        (the impression's "Small bilateral pleural effusions" beside the findings' stated small
+        right and small left ones, CXR1868) leaves no list without it. An unsided reading is
+        said by any stated fact of its finding."""
+        if o.finding not in self.s.unsaid_by_side:
+            return False
+        sides = {g.lat for g in self.top if g.fid == o.finding and not g.absent and not g.qualified}
+        if not sides:
+            return False
+        if "left" in sides and "right" in sides:
+            sides.add("bilateral")
+        if "bilateral" in sides:
+            sides.update(("left", "right"))
+        return o.laterality is None or o.laterality in sides
 
     def _unsaid_region(self, where: list[str]) -> None:
         """Round 28: a lung opacity the report states in a reading left unsaid ("new ill-defined
@@ -720,6 +742,20 @@ class Study:
             self.unsaid_regs.add(r)
             self.unsaid_regs.update(anc.get(r, ()))
             self.unsaid_regs.update(desc.get(r, ()))
+
+    def one_severity(self, f: Fact) -> bool:
+        """Round 29: the question "What severity grade does the image show for the X?" names the
+        finding, not a side: it has one answer only when every other reading of X (stated or left
+        unsaid, round 10) that is not absent has ``f``'s severity, or none and no side outside
+        ``f``'s. "large left pleural effusion" (left unsaid) beside "small right pleural effusion"
+        was "It is graded as small" (outside-pool readers, session 13)."""
+        others = [(g.severity, g.lat) for g in self.top if g is not f and not g.absent and g.fid == f.fid]
+        others += [(o.severity, o.laterality) for o in self.ctx.hidden or ()
+                   if o.certainty != "absent" and o.finding == f.fid]
+        # (a bilateral one covers either side: "mild biapical scarring" beside "right upper lung
+        # ... versus scarring", CXR277, keeps its question)
+        mine = {f.lat, "left", "right"} if f.lat == "bilateral" else {f.lat}
+        return all(sev == f.severity or (sev is None and (lat is None or lat in mine)) for sev, lat in others)
 
     def unstated_of(self, fid: str) -> bool:
         """The report states ``fid`` (or a more specific finding) positive somewhere no row states:
@@ -1741,7 +1777,7 @@ OPS: dict[str, Op] = {
     "where_finding": Op(F({"located", "sided"}), ONE, F({"observation"}), "abnormal", op_where_finding,
                         lambda st, f: st.s._informative(f) or bool(f.lat)),
     "severity": Op(F({"severity"}), F({"phrase", "severity"}), F({"observation"}), "abnormal", op_severity,
-                   lambda st, f: bool(f.severity)),
+                   lambda st, f: bool(f.severity) and st.one_severity(f)),
     "where_device": Op(F({"located"}), ONE, F({"observation"}), "devices", op_where_device,
                        lambda st, f: st.s._informative(f)),
 }
