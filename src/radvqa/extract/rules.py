@@ -1272,6 +1272,12 @@ class RulesExtractor:
             if after.search(seg, max(prev, m.start - 60), m.start):  # type: ignore[union-attr]
                 certs[i] = "uncertain"
 
+    def _age_is_reading(self, findings: Any) -> bool:
+        """Whether an offered alternative's age describes a reading of an opacity (a sign or a sign
+        partner: "chronic interstitial changes or edema", "chronic scarring or atelectasis"), so is
+        dropped with the offer, rather than being part of a named disease offered with its age."""
+        return any(f in self.alt_signs or f in self.sign_partners for f in findings)
+
     def _sign_alone(self, m1: Any, m2: Any) -> bool:
         """Whether a sign and its alternative joined by "and/or" or "/" leave the sign unstated:
         "airspace disease and/or atelectasis" states an opacity either way (atelectasis is one),
@@ -1319,8 +1325,12 @@ class RulesExtractor:
                         # an alternative is offered, not stated, and so is the age its words give
                         # it ("chronic interstitial changes or edema", "edema versus chronic
                         # interstitial changes": "It is described as chronic", CXR1898, seed 70),
-                        # a sign that is itself one of the alternatives included
-                        if vals is not None and vals[k] is not None and vals[k].temporal is not None:
+                        # a sign that is itself one of the alternatives included. Round 29: only a
+                        # reading of an opacity (a sign or a sign partner) loses it; a named disease
+                        # is offered with its age ("previous/chronic pulmonary embolism or pulmonary
+                        # arterial hypertension" offers no acute embolism)
+                        if vals is not None and vals[k] is not None and vals[k].temporal is not None \
+                                and self._age_is_reading(m.findings):
                             vals[k] = replace(vals[k], temporal=None)
                         if all(f in self.alt_signs for f in m.findings):
                             certs[k] = "uncertain"

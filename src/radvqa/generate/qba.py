@@ -108,6 +108,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     unlisted_drop_by: tuple[str, ...] = ()
     # round 30: findings of the two above that take lists back only when read in the report text
     unsaid_region_report_only: tuple[str, ...] = ()
+    # round 29: those of them whose side is their place: a stated one of that side says the
+    # reading left unsaid (qba.yaml ``unsaid_said_by_side``)
+    unsaid_said_by_side: tuple[str, ...] = ()
 
 
 PHRASES: dict[str, frozenset[str]] = {
@@ -230,6 +233,7 @@ class Strategy:
         self.unsaid_report_only = F(x for f in cfg.unsaid_region_report_only
                                     for x in (f, *v.fdescendants.get(f, ())))
         self.unlisted_drop = F(x for f in cfg.unlisted_drop_by for x in (f, *v.fdescendants.get(f, ())))
+        self.unsaid_by_side = F(cfg.unsaid_said_by_side)
         self.cw = tuple(f" {w} " for w in gen.change_words)
         self.mention_terms = _mention_terms(v)
         # per finding: the first four characters of its longer terms, and its shorter terms (the
@@ -700,7 +704,7 @@ class Study:
                 # (round 11a: every region overlapping, not only those above and below: a hidden
                 # finding of the lung bases keeps either lung from being called normal)
                 over = _overlapping(s, where) if where else None
-                if unsaid and subject == "abnormal" and self._takes_back(o, bool(sids)):
+                if unsaid and subject == "abnormal" and self._takes_back(o, bool(sids)) and not self._side_said(o):
                     self._unsaid_region(where)
                     if sub:
                         self.unsaid_subs.add(sub)
@@ -729,6 +733,23 @@ class Study:
         return o.certainty == "uncertain" and o.finding in s.unsaid_region_h and \
             not any(f.fid in s.unsaid_region_h for f in self.ab_pos)
 
+    def _side_said(self, o: Any) -> bool:
+        """Round 29: a reading left unsaid of a finding whose side is its place (config
+        ``unsaid_said_by_side``: a pleural effusion) that a stated fact already gives on its side
+        (the impression's "Small bilateral pleural effusions" beside the findings' stated small
+        right and small left ones, CXR1868) leaves no list without it. An unsided reading is
+        said by any stated fact of its finding."""
+        if o.finding not in self.s.unsaid_by_side:
+            return False
+        sides = {g.lat for g in self.top if g.fid == o.finding and not g.absent and not g.qualified}
+        if not sides:
+            return False
+        if "left" in sides and "right" in sides:
+            sides.add("bilateral")
+        if "bilateral" in sides:
+            sides.update(("left", "right"))
+        return o.laterality is None or o.laterality in sides
+
     def _unsaid_region(self, where: list[str]) -> None:
         """Round 28: a lung opacity the report states in a reading left unsaid ("new ill-defined
         oblong opacity in the lateral right base", unread words) is still an opacity there: a list
@@ -750,6 +771,20 @@ class Study:
             self.unsaid_regs.add(r)
             self.unsaid_regs.update(anc.get(r, ()))
             self.unsaid_regs.update(desc.get(r, ()))
+
+    def one_severity(self, f: Fact) -> bool:
+        """Round 29: the question "What severity grade does the image show for the X?" names the
+        finding, not a side: it has one answer only when every other reading of X (stated or left
+        unsaid, round 10) that is not absent has ``f``'s severity, or none and no side outside
+        ``f``'s. "large left pleural effusion" (left unsaid) beside "small right pleural effusion"
+        was "It is graded as small" (outside-pool readers, session 13)."""
+        others = [(g.severity, g.lat) for g in self.top if g is not f and not g.absent and g.fid == f.fid]
+        others += [(o.severity, o.laterality) for o in self.ctx.hidden or ()
+                   if o.certainty != "absent" and o.finding == f.fid]
+        # (a bilateral one covers either side: "mild biapical scarring" beside "right upper lung
+        # ... versus scarring", CXR277, keeps its question)
+        mine = {f.lat, "left", "right"} if f.lat == "bilateral" else {f.lat}
+        return all(sev == f.severity or (sev is None and (lat is None or lat in mine)) for sev, lat in others)
 
     def unstated_of(self, fid: str) -> bool:
         """The report states ``fid`` (or a more specific finding) positive somewhere no row states:
@@ -852,7 +887,8 @@ class Study:
         for f in self.ab_pos:
             if f.obs.id in ids:
                 continue
-            if ctx_regions.intersection(f.explicit_regions) and not _aged(f, self.s.related_ages):
+            if ctx_regions.intersection(f.explicit_regions) and \
+                    not _aged(f, self.s.related_ages, self.s.gen.hedged_ages):
                 out.append(f.related())
                 if len(out) >= self.s.max_related:
                     break
@@ -867,7 +903,7 @@ class Study:
         where = set(nf.regions)
         out: list[AnswerPart] = []
         for f in self.ab_pos:
-            if f.fid == nf.fid or _aged(f, self.s.related_ages):
+            if f.fid == nf.fid or _aged(f, self.s.related_ages, self.s.gen.hedged_ages):
                 continue
             for r in f.regions:
                 if r in where or where.intersection(anc.get(r, ())):
@@ -1074,12 +1110,16 @@ def _hedged_lv(facts: list[Fact]) -> dict[str, str]:
     return {"list": join_list(items), "n": str(len(facts))}
 
 
-def _aged(f: Fact, ages: frozenset[str]) -> bool:
+def _aged(f: Fact, ages: frozenset[str], hedged: frozenset[str] = frozenset()) -> bool:
     """Round 24: a positive fact with one of ``ages`` (qba.yaml ``related_ages``). A related
     statement is the fact's main sentence alone, so it would drop the age: "Healed distal left
     clavicular fracture" was "There is no calcification. A left clavicle fracture is seen." (CXR295,
-    R2Gen train), read as an acute fracture. Such a fact is no related statement."""
-    return not f.absent and f.obs.temporal in ages
+    R2Gen train), read as an acute fracture. Such a fact is no related statement. Round 29: nor is
+    a hedged fact of an age its hedged sentence says (common.yaml ``hedged_ages``): "previous/chronic
+    pulmonary embolism or ..." related as "A pulmonary embolism may be present" reads as an acute one."""
+    t = f.obs.temporal
+    # (a name that says the age, "chronic obstructive pulmonary disease", keeps it when related)
+    return not f.absent and (t in ages or (f.uncertain and t in hedged and t not in f.name.lower().split()))
 
 
 def op_indication(st: Study, tpl: Template, it: Item) -> None:
@@ -1766,7 +1806,7 @@ OPS: dict[str, Op] = {
     "where_finding": Op(F({"located", "sided"}), ONE, F({"observation"}), "abnormal", op_where_finding,
                         lambda st, f: st.s._informative(f) or bool(f.lat)),
     "severity": Op(F({"severity"}), F({"phrase", "severity"}), F({"observation"}), "abnormal", op_severity,
-                   lambda st, f: bool(f.severity)),
+                   lambda st, f: bool(f.severity) and st.one_severity(f)),
     "where_device": Op(F({"located"}), ONE, F({"observation"}), "devices", op_where_device,
                        lambda st, f: st.s._informative(f)),
 }
