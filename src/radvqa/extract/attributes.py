@@ -240,6 +240,8 @@ _PHRASE_BREAK: Final = re.compile(r"[,;:]|\b(?:and|or|but|with|without|is|are|wa
 _VERB_BREAK: Final = re.compile(r"\b(?:though|although|could|may|might|would|can|reflects?|reflecting|represents?|"
                          r"representing|suggests?|suggesting)\b")
 _CLAUSE_END: Final = re.compile(r"[,;.]")
+_SET_OFF_BEFORE: Final = re.compile(r"[a-z],\s*$")  # a comma right before an attribute
+_NEW_PHRASE: Final = re.compile(r"\s*,\s*(?:with|and|or|and/or)\b")  # ", with" / ", and" after it
 _PRE_KINDS: Final = frozenset(("severity", "size", "change", "temporal"))
 _NEG_KINDS: Final = frozenset(("severity", "change", "temporal"))
 # between a modifier and a later mention: a word that starts another phrase ("mild bronchovascular
@@ -318,6 +320,13 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
                     d = 1 << 30
                 elif kind in _PRE_KINDS and _VERB_BREAK.search(gap):
                     d = 1 << 30  # "chronic though could reflect early pulmonary edema" (CXR343)
+                elif kind == "laterality" and _SET_OFF_BEFORE.search(lower, 0, a_start) and _NEW_PHRASE.match(gap):
+                    # round 31: a side set off by commas and followed by a coordinated phrase is
+                    # the phrase before it ("Blunting of both costophrenic angles, right greater
+                    # than left, with pleural thickening ...": no bilateral thickening); with no
+                    # coordination it may open the next one ("Diffuse, right greater than left,
+                    # interstitial opacities")
+                    d = 1 << 30
                 else:
                     # "nodules in the left base are calcified": a verb between the location and
                     # the next mention makes the location the subject's, not the predicate's
@@ -496,6 +505,13 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                                                           and region_side.get(a.value) in ("left", "right"))
                                for a in own_loc[k])
                 own_region = any(a.kind == "region" for a in own_loc[k])
+                # round 31: an alternative ("pleural thickening versus loculated fluid along the
+                # right upper lobe") after a member of another side ("Small bilateral pleural
+                # effusions and ...") is one thing at the place after it: the side before the
+                # group is the earlier member's, not this one's (it was bilateral thickening)
+                alt_after = own_region and not own_side and k + 1 < i and region_side is not None \
+                    and _ALTERNATIVE.fullmatch(lower, ends[k], starts[k + 1]) is not None \
+                    and _sides_conflict(outside, lo, hi, region_side)
                 if not own_side and not own_region and region_side is not None and _sides_conflict(
                         outside, lo, hi, region_side):
                     # places of different sides before and after the group ("left lower lobe
@@ -506,6 +522,8 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                 for _src, a in outside:
                     if k < w0 and a.start >= hi:
                         continue
+                    if alt_after and a.start <= lo:
+                        continue
                     if devices is not None and devices[k] and _across_clause(lower, a, starts[k], ends[k]):
                         # round 21: a device named in a clause of its own is not where the other
                         # clause's place is ("Osseous demineralization and exaggerated kyphosis, VP
@@ -514,7 +532,8 @@ def _share_locations(vals: list[AttrValues], starts: list[int], ends: list[int],
                     if a.kind == "region":
                         if own_region and not own_side and v.laterality is None and region_side is not None \
                                 and region_side.get(a.value) in ("left", "right") \
-                                and not any(o.kind == "laterality" for _s, o in outside) \
+                                and not any(o.kind == "laterality" and (o.start >= hi or not alt_after)
+                                            for _s, o in outside) \
                                 and _two_sided(own_loc[k], region_side[a.value], region_side):
                             # round 27: a member whose own term places it unsided in a two-sided
                             # structure ("pleural thickening": the pleura) still takes the side of
@@ -556,6 +575,7 @@ def _across_clause(lower: str, a: Attr, m_start: int, m_end: int) -> bool:
 
 
 _CLAUSE_BREAK: Final = re.compile(r"[,;]")
+_ALTERNATIVE: Final = re.compile(r"\s*(?:versus|vs\.?|or|and/or)\s*(?:[a-z-]+\s+){0,2}")
 
 
 def _sides_conflict(outside: list[tuple[int, Attr]], lo: int, hi: int,
