@@ -53,3 +53,18 @@ def test_two_leads_are_no_two_sides(ex, text: str) -> None:
     # left pacemaker whose "both ... tips" lie in the right ventricle (hand-written sentences)
     got = [o for o in findings_in(ex, text) if o.finding == "pacemaker"]
     assert got and all(o.laterality == "left" for o in got), got
+
+
+
+def test_the_hearts_chambers_are_no_side(tmp_path: Path) -> None:
+    # a left chest pacemaker whose leads end in the right atrium and ventricle was left unsaid (its
+    # sentence "named both sides"), so "What devices are seen?" said only the sternotomy
+    # (outside-pool readers of seeds 108, 116, 141); CXR1232 (R2Gen train, round 26's folder) the same
+    import shutil
+    (tmp_path / "in").mkdir()
+    shutil.copy(Path(__file__).parent / "data" / "openi_issue13r26" / "1232.xml", tmp_path / "in")
+    rows = rows_of(build_rows(tmp_path / "in", tmp_path / "out", unvouched="omit"), 1232)
+    dev = [r for r in rows if r["question_type"] == "B12_describe_device"]
+    assert dev, "the device list is said (it was withheld beside the unsaid pacemaker)"
+    for r in dev + [r for r in rows if r["question_type"] == "B13_has_devices"]:
+        assert "left pacemaker" in r["answer"].lower(), r["answer"]

@@ -181,6 +181,9 @@ class Unvouched:
         self.clause_ends = tuple(cfg.get("clause_ends") or ())
         self.comparison = frozenset(cfg.get("explain_comparison_words") or ())
         self.side_words = {side: frozenset(ws) for side, ws in (cfg.get("sides") or {}).items()}
+        # the heart's chambers ("right atrium") name no side of the chest (session 13)
+        ns = sorted((str(x).lower() for x in cfg.get("not_sides") or ()), key=len, reverse=True)
+        self.not_sides = re.compile(r"\b(?:" + "|".join(map(re.escape, ns)) + r")\b") if ns else None
         # round 14: body parts no chest radiograph shows ("Hand ... fracture through the XXXX of the
         # scaphoid", CXR1350): U4 for every finding there, the exempt subcategories too
         self.never_chest = frozenset(cfg.get("never_chest_words") or ())
@@ -246,7 +249,9 @@ class Unvouched:
             # (a set difference in C first: most sentences have every word in the vocabulary)
             odd = {w for w in words - vocab if len(w) > 2 and w != "xxxx"}
             cands = _occurrences(low, odd) if odd else ()
-            sides = frozenset(side for side, ws in self.side_words.items() if not ws.isdisjoint(words))
+            side_ws = set(_WORD.findall(self.not_sides.sub(" ", low))) \
+                if self.not_sides is not None and ("right" in words or "left" in words) else words
+            sides = frozenset(side for side, ws in self.side_words.items() if not ws.isdisjoint(side_ws))
             out_w = words & self.outside
             outside = tuple(w for w in dict.fromkeys(_WORD.findall(low)) if w in out_w) if out_w else ()
             m = _SLASH.search(low) if "/" in low else None
