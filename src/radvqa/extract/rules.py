@@ -21,6 +21,7 @@ from radvqa.extract.sections import body_part_heading, section_role, split_secti
 from radvqa.extract.sentences import missing_stops, sentence_spans
 from radvqa.extract.text import MAX_CHARS, check_text, lower_same_length
 from radvqa.model import Extraction, Indication, Report, Sentence, Span
+from radvqa.ontology.core import sided_parts
 from radvqa.extract import EXTRACTORS
 
 # Made per report, sentence or match: compiled code reads a Final name as a C static, where an
@@ -418,13 +419,7 @@ class RulesExtractor:
         # "right_pleura"): a sided mention placed only by an unsided word ("Right-sided small
         # pleural effusion", "effusion on the right") lies in that side's place, as "small right
         # pleural effusion" does (session 13: the right pleura's list left such an effusion out)
-        by_side: dict[tuple[str, str], list[str]] = {}
-        for p, rs in sided_below.items():
-            if side.get(p) is not None:
-                continue  # a sided place's own sub-places are narrower, not its side
-            for r in rs:
-                by_side.setdefault((p, str(side.get(r))), []).append(r)
-        self._sided_child = {k: rs[0] for k, rs in by_side.items() if len(rs) == 1}
+        self._sided_child = sided_parts(ontology.regions)
         self._plain_places = {fid: _plain_of(ontology, dflt, sided_below)
                               for fid, dflt in self._fdefault.items() if dflt}
         unplaced = attr_data.get("unplaced_beside_normal") or {}

@@ -226,13 +226,15 @@ class Strategy:
         self.ind_silent = F(cfg.indication_silent_not_absent)
         self.unsaid_sections = F(x.upper() for x in cfg.unsaid_list_sections)
         self.unsaid_ops = F(cfg.unsaid_list_ops)
-        self.unsaid_region_f = F(x for f in cfg.unsaid_region_findings
-                                 for x in (f, *v.fdescendants.get(f, ())))
-        self.unsaid_region_h = F(x for f in cfg.unsaid_region_hedged
-                                 for x in (f, *v.fdescendants.get(f, ())))
-        self.unsaid_report_only = F(x for f in cfg.unsaid_region_report_only
-                                    for x in (f, *v.fdescendants.get(f, ())))
-        self.unlisted_drop = F(x for f in cfg.unlisted_drop_by for x in (f, *v.fdescendants.get(f, ())))
+
+        def and_below(ids: tuple[str, ...]) -> frozenset[str]:
+            """The findings ``ids`` with every more specific one."""
+            return F(x for f in ids for x in (f, *v.fdescendants.get(f, ())))
+
+        self.unsaid_region_f = and_below(cfg.unsaid_region_findings)
+        self.unsaid_region_h = and_below(cfg.unsaid_region_hedged)
+        self.unsaid_report_only = and_below(cfg.unsaid_region_report_only)
+        self.unlisted_drop = and_below(cfg.unlisted_drop_by)
         self.unsaid_by_side = F(cfg.unsaid_said_by_side)
         self.cw = tuple(f" {w} " for w in gen.change_words)
         self.mention_terms = _mention_terms(v)

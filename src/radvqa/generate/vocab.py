@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from radvqa.ontology.core import sided_parts
+
 # certainty cues that read as affirmative in radiology reports ("opacity consistent with
 # atelectasis") or that are alternatives (graded as such)
 _NOT_HEDGES = frozenset({"consistent with", "compatible with", "representing", "or", "versus", "vs"})
@@ -70,13 +72,7 @@ class Vocab:
         self.fancestors = {fid: self._closure(fid, self.fparents) for fid in self.fname}
         self.rancestors = {rid: self._closure(rid, self.rparents) for rid in self.rname}
         # (region, side) -> its one direct part of that side ("axillae", "left" -> "left_axilla")
-        sided: dict[tuple[str, str], list[str]] = {}
-        for rid, side in self.rside.items():
-            if side in ("left", "right"):
-                for p in self.rparents[rid]:
-                    if self.rside.get(p) is None:
-                        sided.setdefault((p, side), []).append(rid)
-        self.rsided_part = {k: v[0] for k, v in sided.items() if len(v) == 1}
+        self.rsided_part = sided_parts(regions)
         fdesc: dict[str, list[str]] = {}
         for fid in sorted(self.fancestors):
             for a in self.fancestors[fid]:

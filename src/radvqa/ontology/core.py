@@ -19,6 +19,22 @@ _VOWEL = set("aeiou")
 _MODALITIES = {"ct", "mr", "mri", "us", "cr", "dx", "xr"}
 
 
+def sided_parts(regions: Any) -> dict[tuple[str, str], str]:
+    """(region, side) -> its one direct part of that side ("pleura", "right" -> "right_pleura";
+    "axillae", "left" -> "left_axilla"). Only unsided regions: a sided region's own parts are
+    narrower places, not its side. ``regions``: id -> record with ``side`` and ``parents`` (an
+    ``Ontology``'s, or a small test ontology's)."""
+    side = {rid: getattr(r, "side", None) for rid, r in regions.items()}
+    found: dict[tuple[str, str], list[str]] = {}
+    for rid, r in regions.items():
+        s = side[rid]
+        if s in ("left", "right"):
+            for p in getattr(r, "parents", ()) or ():
+                if side.get(p) is None:
+                    found.setdefault((p, s), []).append(rid)
+    return {k: rs[0] for k, rs in found.items() if len(rs) == 1}
+
+
 def _fold(label: str) -> str:
     return " ".join(label.lower().split())
 
