@@ -270,6 +270,7 @@ class Strategy:
         self.nb_default = (frozenset(self.unnamed.sub_of[a] for r in dflt for a in (r, *v.rancestors.get(r, ()))
                                      if a in self.unnamed.sub_of), frozenset(dflt))
         self.overlap_cache: dict[Any, frozenset[str]] = {}  # _overlapping
+        self.parts_cache: dict[str, tuple[tuple[str, str | None], ...]] = {}  # _Regions._containing_parts
         self.nb_general = {str(k): tuple(f for f in fs if f in v.fname)
                            for k, fs in (nb.get("general_negatives") or {}).items()}
         # round 16: the qualifiers whose negatives block "normal" (``qualified_negatives``)
@@ -1433,6 +1434,12 @@ class _Regions:
         # normal (a "no" answer), though both are asked about when stated explicitly
         rdesc = s.rdescendants
         above = {d for f in st.ab_pos for r in f.regions for d in rdesc.get(r, ()) if d not in pos_at}
+        # session 14: and every region containing one of those parts: the lung bases' right lower
+        # zone lies in the right lung, so "bibasilar atelectasis" (in either lung) or an unsided
+        # "basilar opacity" (in one of them) keeps both lungs from being called normal (readers:
+        # "Nothing abnormal is seen in the right lung" beside a posterior basilar opacity); not
+        # the other side's regions for a sided finding
+        above.update(self._containing_parts(st, pos_at))
         # an unsided finding of a place without an extent of its own (the interstitium, the
         # pulmonary vasculature) lies anywhere in its parents: "coarse central interstitial
         # markings" keep either lung from being called normal (audit #13 r7, CXR3829)
@@ -1475,6 +1482,34 @@ class _Regions:
         # region -> (name, slots, [r], its boxes, negatives), shared by the region's questions
         self.per_r: dict[str, tuple[str, dict[str, str], list[str], list, list[Fact]]] = {}
         self.items_by: dict[tuple[str, str], Item] = {}  # (subject, region) -> its item
+
+    def _containing_parts(self, st: Study, pos_at: dict[str, list[Fact]]) -> set[str]:
+        """Regions holding a part of a positive finding's region without holding the region (a
+        part with two parents: the right lower zone of the lung bases and of the right lung), not
+        of the other side for a sided finding; none that already holds a positive."""
+        s = st.s
+        out: set[str] = set()
+        for f in st.ab_pos:
+            other = {"left": "right", "right": "left"}.get(f.lat or "")
+            for r in f.regions:
+                hit = s.parts_cache.get(r)
+                if hit is None:
+                    hit = s.parts_cache[r] = self._parts_holders(s, r)
+                out.update(a for a, side in hit if a not in pos_at and (other is None or side != other))
+        return out
+
+    def _parts_holders(self, s: Strategy, r: str) -> tuple[tuple[str, str | None], ...]:
+        """(region, its side) of every region holding a part of ``r`` but neither ``r`` nor a
+        region containing it, within the organ holding ``r`` (a region below one of ``r``'s
+        containers other than the outermost: the right lung for the lung bases, both inside the
+        lungs; not the pleura, though the costophrenic angles are parts of both). Per strategy:
+        the ontology does not change."""
+        anc, rside = self.anc, s.gen.vocab.rside
+        held = {r, *anc.get(r, ())}
+        organ = {a for a in anc.get(r, ()) if anc.get(a)}  # r's containers, the outermost not
+        found = dict.fromkeys(a for d in s.rdescendants.get(r, ()) for a in anc.get(d, ())
+                              if a not in held and organ.intersection(anc.get(a, ())))
+        return tuple((a, rside.get(a)) for a in found)
 
     def neg_for(self, r: str) -> list[Fact]:
         # "the lungs are clear" speaks for the right lung too: negatives stated for the region

@@ -26,7 +26,8 @@ class UnnamedFindings:
     def __init__(self, vocab: Any, path: Path = _DATA) -> None:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         words = [str(w) for w in doc.get("words") or []]
-        ops = [str(w) for w in doc.get("past_operations") or []]
+        # a past operation or a device's traces: a device may be on the film though none is stated
+        ops = [str(w) for w in [*(doc.get("past_operations") or []), *(doc.get("device_traces") or [])]]
         self.operation = re.compile(rf"\b(?:{_alt(ops)})\b") if ops else None
         neg = [str(w) for w in doc.get("negations") or []]
         self.sections = frozenset(str(s).upper() for s in doc.get("sections") or [])
@@ -52,7 +53,8 @@ class UnnamedFindings:
         The regions (with the subcategories they make up) hold a finding the report states but the
         ontology does not name: a sentence counts when it has one of ``words`` with no negation
         before it ("no rib irregularity") and names a region; no "normal" answer may speak for
-        them. A past operation ("Prior cholecystectomy") named without a device means clips or
+        them. A past operation ("Prior cholecystectomy") or a device's trace ("terminating at the caval
+        atrial junction") named without a device means clips or
         sutures may be on the film: no answer may say the study has no device. ``skip``: ids of
         sentences whose unnamed findings are not wanted (a stated positive rests on them)."""
         subs: set[str] = set()

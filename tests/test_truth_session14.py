@@ -1,0 +1,128 @@
+"""Session 14: classes of wrong rows four fresh readers found (seeds 142-145), fixed from the R2Gen
+train + val reports that show them (tests/data/openi_session14, README there) or, where train + val
+has none, from sentences written here (never copied from a test or outside report).
+
+1. A finding of a region that shares parts with another region (the lung bases' right lower zone is
+   also the right lung's) left that other region "normal": "bibasilar airspace opacities" with
+   "Nothing abnormal is seen in the right lung" (CXR1244); a posterior basilar opacity with no side
+   with both lungs normal (an outside reader). qba.py ``_Regions._containing_parts``.
+2. The heart lies in the middle mediastinum: "Heart size remains slightly large" with "Is
+   everything normal in the middle mediastinum? Yes." (CXR2475; config ``region_projections``).
+3. "right aortic XXXX" (the arch masked) was unread: "The appearance of the heart and vessels is
+   normal" (CXR861); now a right-sided aortic arch (ontology synonyms).
+4. A generic "line" ("lines and tubes are unchanged") was placed in the mediastinum by default:
+   "Which devices are seen in the cardiomediastinal silhouette? A line." (an outside reader; hand
+   sentence here). Its default place is the chest, as for a tube or a catheter.
+5. A device whose sentence says where its tip or lead ends ("terminating in", "internal jugular",
+   "subclavian", "5 cm above the carina") was left unsaid (unvouched: unread words), and the device
+   list read as complete without it ("What devices are seen? There is a sternotomy." beside a
+   pacemaker, outside readers of seeds 116, 141, 145; CXR1231, CXR601, CXR2062). The words are read
+   (quality/data/unvouched.yaml). A device masked whole ("XXXX-A-XXXX terminating at the caval
+   atrial junction", CXR2978) keeps every "no device" answer away (generate/data/unnamed_findings.yaml
+   ``device_traces``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from openi_truth import build_rows, findings_in, rows_of, write_reports
+from radvqa.cli import app
+
+DATA = Path(__file__).parent / "data" / "openi_session14"
+
+# hand-written reports (FINDINGS, IMPRESSION): not copies of any report
+HAND = {
+    14001: ("Heart size is normal. Otherwise the lines and tubes are unchanged. No pneumothorax.", "No change."),
+    14002: ("Heart size is normal. There is bibasilar subsegmental atelectasis. The lungs are otherwise clear.",
+            "Bibasilar atelectasis."),
+    14003: ("Heart size is normal. There is a posterior basilar XXXX opacity on the lateral XXXX XXXX "
+            "representing subsegmental atelectasis. No pneumothorax.", "Basilar atelectasis."),
+    14004: ("Heart size is normal. There is left basilar subsegmental atelectasis. The lungs are otherwise clear.",
+            "Left basilar atelectasis."),
+    14005: ("Generator of a pacemaker over the left chest with two leads terminating in the right atrium and "
+            "right ventricle, unchanged in position. Median sternotomy wires. No pneumothorax.",
+            "No acute disease."),
+}
+
+
+def _build(data: Path, out: Path, *extra: str) -> list[dict]:
+    """Every QA row of a default build (``--unvouched omit``) with ``extra`` options; every
+    must-be-zero audit count stays 0."""
+    res = CliRunner().invoke(app, ["build", "openi", "--input", str(data), "--out", str(out), "-q", *extra])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["audit", str(out)])
+    assert res.exit_code == 0, res.output
+    return [r for f in sorted((out / "qa").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    return build_rows(DATA, tmp_path_factory.mktemp("s14") / "out", unvouched="omit")
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """Every region question the generator has (caps x40), on the reports and the hand sentences:
+    the region questions are sampled, so a default build may not ask the region a test is about."""
+    tmp = tmp_path_factory.mktemp("s14w")
+    folder = write_reports(tmp / "in", HAND)
+    for f in DATA.glob("*.xml"):
+        (folder / f.name).write_bytes(f.read_bytes())
+    return _build(folder, tmp / "out", "--cap-scale", "40")
+
+
+def _negative_about(rows: list[dict], n: int, region: str) -> list[tuple[str, str]]:
+    """The "normal" answers (C01-C04, negative) of report CXR<n> about ``region``."""
+    return [(r["question"], r["answer"]) for r in rows_of(rows, n)
+            if r["polarity"] == "negative" and r["question_type"][:3] in ("C01", "C02", "C03", "C04")
+            and (f" {region}?" in r["question"] or f" {region}." in r["question"])]
+
+
+@pytest.mark.parametrize(("n", "region"), [(1244, "right lung"), (1244, "left lung"), (14002, "right lung"),
+                                          (14002, "left lung"), (14003, "right lung"), (14003, "left lung")])
+def test_a_basilar_finding_leaves_neither_lung_normal(wide: list[dict], n: int, region: str) -> None:
+    bad = _negative_about(wide, n, region)
+    assert not bad, bad
+
+
+def test_a_left_basilar_finding_leaves_the_right_lung_answerable(wide: list[dict]) -> None:
+    # the fix is not "no lung is ever normal": the other side of a sided finding still is
+    assert _negative_about(wide, 14004, "right lung")
+    assert not _negative_about(wide, 14004, "left lung")
+
+
+def test_the_middle_mediastinum_holds_the_heart(wide: list[dict]) -> None:
+    assert not _negative_about(wide, 2475, "middle mediastinum")
+
+
+def test_a_right_aortic_arch_under_the_mask(rows: list[dict], ex) -> None:
+    said = [r["answer"] for r in rows_of(rows, 861) if r["polarity"] == "positive"]
+    assert any("right-sided aortic arch" in a for a in said), said
+    for r in rows_of(rows, 861):
+        assert not ("heart and vessels" in r["question"] and r["polarity"] == "negative"), (r["question"], r["answer"])
+    got = {(o.finding, o.certainty) for o in findings_in(
+        ex, "Abnormal configuration of the heart and mediastinum suggestive of right aortic XXXX versus dextrocardia.")}
+    assert ("right_aortic_arch", "uncertain") in got, got
+
+
+def test_a_generic_line_is_not_placed_in_the_mediastinum(wide: list[dict]) -> None:
+    for r in rows_of(wide, 14001):
+        if "line" in r["answer"].lower() and r["polarity"] == "positive":
+            assert "mediastin" not in r["question"] and "cardiomediastinal" not in r["question"], (r["question"], r["answer"])
+
+
+@pytest.mark.parametrize(("n", "device"), [(1231, "central venous catheter"), (601, "central venous catheter"),
+                                           (2062, "subclavian line"), (14005, "pacemaker")])
+def test_a_device_placed_by_its_tip_is_said(wide: list[dict], n: int, device: str) -> None:
+    lists = [r for r in rows_of(wide, n) if r["question_type"] in ("B12_describe_device", "B13_has_devices")]
+    assert lists and all(device in r["answer"].lower() for r in lists), [(r["question"], r["answer"]) for r in lists]
+
+
+def test_a_masked_device_gets_no_no_device_answer(wide: list[dict]) -> None:
+    for r in rows_of(wide, 2978):
+        if "device" in r["question"].lower():
+            assert r["polarity"] != "negative", (r["question"], r["answer"])
