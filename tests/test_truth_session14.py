@@ -19,7 +19,11 @@ has none, from sentences written here (never copied from a test or outside repor
    pacemaker, outside readers of seeds 116, 141, 145; CXR1231, CXR601, CXR2062). The words are read
    (quality/data/unvouched.yaml). A device masked whole ("XXXX-A-XXXX terminating at the caval
    atrial junction", CXR2978) keeps every "no device" answer away (generate/data/unnamed_findings.yaml
-   ``device_traces``)."""
+   ``device_traces``).
+6. Two predicates of the aorta ("The aorta is calcified and tortuous", "dilated and tortuous",
+   "atherosclerotic and ectatic") were read as one or none: the other left out of the heart and
+   vessels' list (outside readers, seed 144; R2Gen train + val CXR1900, CXR695, CXR666;
+   extract/data/patterns.yaml ``aorta_*``)."""
 
 from __future__ import annotations
 
@@ -126,3 +130,19 @@ def test_a_masked_device_gets_no_no_device_answer(wide: list[dict]) -> None:
     for r in rows_of(wide, 2978):
         if "device" in r["question"].lower():
             assert r["polarity"] != "negative", (r["question"], r["answer"])
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    # R2Gen train + val wordings (CXR1900, CXR695: calcified and tortuous; CXR666: atherosclerotic and
+    # ectatic; CXR1909: remains tortuous) and an outside reader's class, in sentences written here
+    ("The aorta is calcified and tortuous.", {("aortic_atherosclerosis", "present"), ("tortuous_aorta", "present")}),
+    ("The aorta is atherosclerotic and ectatic.", {("aortic_atherosclerosis", "present"),
+                                                  ("aortic_enlargement", "present")}),
+    ("The aorta is dilated and tortuous.", {("aortic_enlargement", "present")}),
+    ("The aorta is dilated.", {("aortic_enlargement", "present")}),
+    ("The aorta remains tortuous.", {("tortuous_aorta", "present")}),
+    ("The aorta is not dilated.", set()),  # (no reading: never a present one)
+])
+def test_two_predicates_of_the_aorta(ex, text: str, want: set[tuple[str, str]]) -> None:
+    got = {(o.finding, o.certainty) for o in findings_in(ex, text)}
+    assert got == want, got
