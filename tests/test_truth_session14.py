@@ -23,10 +23,15 @@ has none, from sentences written here (never copied from a test or outside repor
 6. Two predicates of the aorta ("The aorta is calcified and tortuous", "dilated and tortuous",
    "atherosclerotic and ectatic") were read as one or none: the other left out of the heart and
    vessels' list (outside readers, seed 144; R2Gen train + val CXR1900, CXR695, CXR666;
-   extract/data/patterns.yaml ``aorta_*``)."""
+   extract/data/patterns.yaml ``aorta_*``).
+7. A present finding's change since the prior study was never said: "Resolving pulmonary
+   interstitial edema" was "Interstitial edema is seen" (an outside reader, seed 145, marked it as
+   current edema). "improved" / "worsened" / "new" now add a detail ("It has improved since the prior
+   study."); not "increased" / "decreased", mostly descriptors ("increased interstitial markings")."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -50,6 +55,10 @@ HAND = {
     14005: ("Generator of a pacemaker over the left chest with two leads terminating in the right atrium and "
             "right ventricle, unchanged in position. Median sternotomy wires. No pneumothorax.",
             "No acute disease."),
+    14006: ("Heart size is normal. The bibasilar infiltrates have cleared. Resolving interstitial edema.",
+            "Resolving interstitial edema."),
+    14007: ("Heart size is normal. There are increased interstitial markings. No effusion.", "No acute disease."),
+    14008: ("Interval development of a right lower lobe consolidation. No effusion.", "Right lower lobe pneumonia."),
 }
 
 
@@ -146,3 +155,21 @@ def test_a_masked_device_gets_no_no_device_answer(wide: list[dict]) -> None:
 def test_two_predicates_of_the_aorta(ex, text: str, want: set[tuple[str, str]]) -> None:
     got = {(o.finding, o.certainty) for o in findings_in(ex, text)}
     assert got == want, got
+
+
+@pytest.mark.parametrize(("n", "finding", "said"), [(14006, "interstitial edema", "improv"),
+                                                    (14008, "consolidation", "new")])
+def test_a_stated_change_is_said(wide: list[dict], n: int, finding: str, said: str) -> None:
+    # the finding stated with its details (a location detail follows it; a related-information
+    # mention in another finding's answer carries no details)
+    detailed = re.compile(rf"{finding}[^.]*\.\s+(?:It|They|The {finding}) (?:is|are) (?:located )?in ", re.I)
+    states = [r["answer"] for r in rows_of(wide, n) if detailed.search(r["answer"])]
+    assert states, n
+    for a in states:
+        tail = a[detailed.search(a).end():]
+        assert "prior study" in tail and said in tail.lower(), a
+
+
+def test_a_descriptor_is_no_change(wide: list[dict]) -> None:
+    for r in rows_of(wide, 14007):
+        assert "prior study" not in r["answer"], (r["question"], r["answer"])

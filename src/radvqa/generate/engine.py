@@ -58,6 +58,10 @@ COMMON_PHRASES: dict[str, frozenset[str]] = {
     "detail_location": frozenset({"name", "location", "be", "It", "It_be", "measures"}),
     "detail_size": frozenset({"name", "location", "size", "be", "It", "It_be", "measures"}),
     "detail_description": frozenset({"name", "location", "description", "be", "It", "It_be", "measures"}),
+    # session 14: a present finding's change since the prior study, where the report states one
+    "detail_change_improved": frozenset({"name", "location", "be", "It", "It_be", "measures", "has"}),
+    "detail_change_worsened": frozenset({"name", "location", "be", "It", "It_be", "measures", "has"}),
+    "detail_change_new": frozenset({"name", "location", "be", "It", "It_be", "measures", "has"}),
 }
 
 

@@ -8,7 +8,7 @@ pipeline mutates them after generation (msgspec encodes each row independently).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -476,6 +476,9 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         if desc:
             dv["description"] = join_list(desc)
             details.append(_detail(ctx, ph["detail_description"], dv, f))
+        if f.present and obs.change in _SAID_CHANGES:
+            dv["has"] = "have" if plural else "has"
+            details.append(_detail(ctx, ph[_SAID_CHANGES[obs.change]], dv, f))
     f.details = details
     return f
 
@@ -537,6 +540,11 @@ def _fact_words(gen: Any, fid: str, c: str, laterality: str | None,
     dflt_regions = tuple(r for r in v.fdefault_regions.get(fid, ()) if r in v.rname)
     return (name, category, subcategory, is_device, is_technical, is_artifact, abnormal, lat, shown,
             phrase, a_phrase, be, tag, dflt_regions)
+
+
+# the changes a present finding's answer says (templates/common.yaml ``detail_change_*``)
+_SAID_CHANGES: Final = {"improved": "detail_change_improved", "worsened": "detail_change_worsened",
+                        "new": "detail_change_new"}
 
 
 def _detail(ctx: "StudyCtx", wordings: tuple[str, ...], vars_: dict[str, str], f: Fact) -> AnswerPart:
