@@ -27,7 +27,15 @@ has none, from sentences written here (never copied from a test or outside repor
 7. A present finding's change since the prior study was never said: "Resolving pulmonary
    interstitial edema" was "Interstitial edema is seen" (an outside reader, seed 145, marked it as
    current edema). "improved" / "worsened" / "new" now add a detail ("It has improved since the prior
-   study."); not "increased" / "decreased", mostly descriptors ("increased interstitial markings")."""
+   study."); not "increased" / "decreased", mostly descriptors ("increased interstitial markings").
+8. An enlarged cardiac silhouette (the MEDIASTINUM's enlarged cardiomediastinum) with "Nothing
+   abnormal is seen regarding the heart and vessels" (a test reader, seed 146; CXR3116, CXR2177):
+   config ``normal_blocked_by``.
+9. A slash pair coordinated with another finding made that finding unvouched ("bilateral moderate
+   to large pleural effusions with bibasilar atelectasis/airspace disease": the effusions left out of
+   the study's lists, test readers of seeds 122, 127, 130, 147); a pair offered as what the finding
+   may be still does ("A lobulated opacity ..., possibly consistent with a tortuous/ectatic thoracic
+   aorta versus an anterior mediastinal mass", CXR139, stays unsaid)."""
 
 from __future__ import annotations
 
@@ -59,6 +67,8 @@ HAND = {
             "Resolving interstitial edema."),
     14007: ("Heart size is normal. There are increased interstitial markings. No effusion.", "No acute disease."),
     14008: ("Interval development of a right lower lobe consolidation. No effusion.", "Right lower lobe pneumonia."),
+    14009: ("Low lung volumes. There are moderate bilateral pleural effusions with bibasilar atelectasis/airspace "
+            "disease. No pneumothorax.", "Moderate bilateral effusions with bibasilar atelectasis/airspace disease."),
 }
 
 
@@ -173,3 +183,20 @@ def test_a_stated_change_is_said(wide: list[dict], n: int, finding: str, said: s
 def test_a_descriptor_is_no_change(wide: list[dict]) -> None:
     for r in rows_of(wide, 14007):
         assert "prior study" not in r["answer"], (r["question"], r["answer"])
+
+
+@pytest.mark.parametrize("n", [3116, 2177])
+def test_an_enlarged_cardiac_silhouette_is_no_normal_heart(wide: list[dict], n: int) -> None:
+    for r in rows_of(wide, n):
+        if "heart and vessels" in r["question"]:
+            assert r["polarity"] != "negative", (r["question"], r["answer"])
+
+
+def test_a_coordinated_slash_pair_leaves_the_effusions_said(wide: list[dict]) -> None:
+    lists = [r["answer"] for r in rows_of(wide, 14009) if r["question_type"] in ("B01_describe_all", "B02_describe_abnormal")]
+    assert lists and all("pleural effusion" in a for a in lists), lists
+
+
+def test_a_slash_pair_offered_for_the_finding_still_counts(rows: list[dict]) -> None:
+    for r in rows_of(rows, 139):
+        assert "lung opacity" not in r["answer"].lower(), (r["question"], r["answer"])
