@@ -35,7 +35,14 @@ has none, from sentences written here (never copied from a test or outside repor
    to large pleural effusions with bibasilar atelectasis/airspace disease": the effusions left out of
    the study's lists, test readers of seeds 122, 127, 130, 147); a pair offered as what the finding
    may be still does ("A lobulated opacity ..., possibly consistent with a tortuous/ectatic thoracic
-   aorta versus an anterior mediastinal mass", CXR139, stays unsaid)."""
+   aorta versus an anterior mediastinal mass", CXR139, stays unsaid).
+10. Findings left unsaid by a word read nowhere: "continued" (CXR2322), "without gross evidence for
+   failure" (now heart failure, absent: CXR2301), "in satisfactory position" (a pacemaker, an
+   outside reader's seed 149); a device named by its leads, "the cardiac XXXX and leads" (seed 148);
+   a masked device "in satisfactory position" keeps "no device" answers away (CXR2269).
+11. A negative of a finding the study states more specifically elsewhere lost its place: "No masses
+   or infiltrates in the lungs" beside an upper mediastinal mass was "There is no mass." (seed 148);
+   now "No mass is seen in the lungs." (facts.py ``_stated_elsewhere``)."""
 
 from __future__ import annotations
 
@@ -67,6 +74,11 @@ HAND = {
             "Resolving interstitial edema."),
     14007: ("Heart size is normal. There are increased interstitial markings. No effusion.", "No acute disease."),
     14008: ("Interval development of a right lower lobe consolidation. No effusion.", "Right lower lobe pneumonia."),
+    14010: ("Dual-XXXX left subclavian pacemaker is identified in satisfactory position. The lungs are clear.",
+            "No acute disease."),
+    14011: ("Unchanged position of the cardiac XXXX and leads. The lungs are clear.", "No acute disease."),
+    14012: ("Right upper mediastinal mass, larger than on the prior study. No masses or infiltrates in the lungs.",
+            "Enlarging mediastinal mass."),
     14009: ("Low lung volumes. There are moderate bilateral pleural effusions with bibasilar atelectasis/airspace "
             "disease. No pneumothorax.", "Moderate bilateral effusions with bibasilar atelectasis/airspace disease."),
 }
@@ -200,3 +212,23 @@ def test_a_coordinated_slash_pair_leaves_the_effusions_said(wide: list[dict]) ->
 def test_a_slash_pair_offered_for_the_finding_still_counts(rows: list[dict]) -> None:
     for r in rows_of(rows, 139):
         assert "lung opacity" not in r["answer"].lower(), (r["question"], r["answer"])
+
+
+@pytest.mark.parametrize(("n", "finding"), [(2301, "cardiomegaly"), (2322, "atelectasis"), (14010, "pacemaker"),
+                                            (14011, "pacemaker")])
+def test_findings_no_longer_left_unsaid(wide: list[dict], n: int, finding: str) -> None:
+    kinds = ("B12_describe_device",) if finding == "pacemaker" else ("B01_describe_all", "B02_describe_abnormal")
+    lists = [r["answer"] for r in rows_of(wide, n) if r["question_type"] in kinds]
+    assert lists and all(finding in a.lower() for a in lists), lists
+
+
+def test_a_masked_tube_in_position_gets_no_no_device_answer(wide: list[dict]) -> None:
+    for r in rows_of(wide, 2269):
+        if "device" in r["question"].lower():
+            assert r["polarity"] != "negative", (r["question"], r["answer"])
+
+
+def test_a_negative_keeps_its_place_beside_a_more_specific_positive(wide: list[dict]) -> None:
+    said = [r["answer"] for r in rows_of(wide, 14012) if "no mass" in r["answer"].lower()]
+    assert said and all("no mass is seen in the lungs" in a.lower() or "no mass in the lungs" in a.lower()
+                        for a in said), said

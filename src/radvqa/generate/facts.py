@@ -228,6 +228,17 @@ def informative_regions(v: Any, fid: str, regions: list[str]) -> bool:
     return any(r not in dflt for r in regions)
 
 
+def _stated_elsewhere(ctx: "StudyCtx", v: Any, fid: str) -> bool:
+    """The study states a more specific finding than ``fid`` or one named by it ("mediastinal mass"
+    for "mass": the ontology files it under mediastinal widening) present or possible somewhere.
+    (``fid`` itself stated elsewhere is the conflict ``resolve_conflicts`` settles.)"""
+    anc, names = v.fancestors, v.fname
+    tail = " " + names.get(fid, fid)
+    return any(o.certainty != "absent" and o.finding != fid and o.source == "report" and not o.qualifier
+               and (fid in anc.get(o.finding, ()) or names.get(o.finding, "").endswith(tail))
+               for o in ctx.sg.observations)
+
+
 def narrows(v: Any, fid: str, regions: list[str]) -> bool:
     """Every region is sided or lies inside one of the finding's default regions."""
     dflt = set(v.fdefault_regions.get(fid, ()))
@@ -344,6 +355,11 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
         if all(v.region_name(r) in said for r in explicit):
             narrowing = False
     f.in_location = (" in " + f.location) if (narrowing and f.absent) else ""
+    if f.absent and explicit and not informative and _stated_elsewhere(ctx, v, fid):
+        # session 14: a negative of a finding the study states elsewhere keeps its place ("No
+        # masses or infiltrates in the lungs" beside an upper mediastinal mass was "A mediastinal
+        # mass is seen ... There is no mass.", an outside reader's seed 148)
+        f.in_location = " in " + f.location
     # boxes: the observation's own (lesion / own-region), else own regions', else default regions'
     # lesion boxes of an absent observation are outvoted readers' boxes (localize contract:
     # ``boxes_on_absent_findings``): a "no" answer points at where the finding would be instead
