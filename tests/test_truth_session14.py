@@ -42,7 +42,10 @@ has none, from sentences written here (never copied from a test or outside repor
    a masked device "in satisfactory position" keeps "no device" answers away (CXR2269).
 11. A negative of a finding the study states more specifically elsewhere lost its place: "No masses
    or infiltrates in the lungs" beside an upper mediastinal mass was "There is no mass." (seed 148);
-   now "No mass is seen in the lungs." (facts.py ``_stated_elsewhere``)."""
+   now "No mass is seen in the lungs." (facts.py ``_stated_elsewhere``).
+12. A "bilateral" before a set-off comparison ", on the right greater than left," reached the pleural
+   thickening coordinated after it (the class of round 31, with "on the" before the comparison and
+   the angles masked; outside readers of seeds 79, 86, 120, 136, 149). Hand-written only."""
 
 from __future__ import annotations
 
@@ -232,3 +235,14 @@ def test_a_negative_keeps_its_place_beside_a_more_specific_positive(wide: list[d
     said = [r["answer"] for r in rows_of(wide, 14012) if "no mass" in r["answer"].lower()]
     assert said and all("no mass is seen in the lungs" in a.lower() or "no mass in the lungs" in a.lower()
                         for a in said), said
+
+
+@pytest.mark.parametrize("text", [
+    "Blunting of the bilateral costophrenic angles, on the left greater than right, with pleural thickening "
+    "along the lateral left upper lobe.",
+    "Blunting of both costophrenic XXXX, on the left greater than right, with pleural thickening versus "
+    "loculated fluid along the lateral left upper lobe.",
+])
+def test_a_set_off_comparison_keeps_bilateral_with_the_angles(ex, text: str) -> None:
+    got = {o.finding: o.laterality for o in findings_in(ex, text)}
+    assert got.get("pleural_thickening") == "left" and got.get("blunted_costophrenic_angle") == "bilateral", got

@@ -240,7 +240,11 @@ _PHRASE_BREAK: Final = re.compile(r"[,;:]|\b(?:and|or|but|with|without|is|are|wa
 _VERB_BREAK: Final = re.compile(r"\b(?:though|although|could|may|might|would|can|reflects?|reflecting|represents?|"
                          r"representing|suggests?|suggesting)\b")
 _CLAUSE_END: Final = re.compile(r"[,;.]")
-_SET_OFF_BEFORE: Final = re.compile(r"[a-z],\s*$")  # a comma right before an attribute
+# a comma right before an attribute (session 14: or before "on the": "blunting of the bilateral
+# costophrenic angles, on the right greater than left, with pleural thickening versus loculated
+# pleural fluid along the ... right upper lobe" was a bilateral pleural thickening; outside-pool
+# readers of seeds 79, 86, 120, 136, 149)
+_SET_OFF_BEFORE: Final = re.compile(r"[a-z]\s*,\s*(?:on\s+(?:the\s+)?)?$")  # (a blanked XXXX before the comma too)
 _NEW_PHRASE: Final = re.compile(r"\s*,\s*(?:with|and|or|and/or)\b")  # ", with" / ", and" after it
 _PRE_KINDS: Final = frozenset(("severity", "size", "change", "temporal"))
 _NEG_KINDS: Final = frozenset(("severity", "change", "temporal"))
