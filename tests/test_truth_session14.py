@@ -45,7 +45,11 @@ has none, from sentences written here (never copied from a test or outside repor
    now "No mass is seen in the lungs." (facts.py ``_stated_elsewhere``).
 12. A "bilateral" before a set-off comparison ", on the right greater than left," reached the pleural
    thickening coordinated after it (the class of round 31, with "on the" before the comparison and
-   the angles masked; outside readers of seeds 79, 86, 120, 136, 149). Hand-written only."""
+   the angles masked; outside readers of seeds 79, 86, 120, 136, 149). Hand-written only.
+13. "fluid in the fissures" was a loculated pleural effusion (an ontology synonym; an outside
+   reader's seed 153): fissural fluid is pleural fluid, loculated only where the report says so;
+   "groundglass" (one word) was unread, leaving "Stable groundglass and interstitial markings"
+   unsaid (seed 153). Hand-written only (no R2Gen train + val report has either)."""
 
 from __future__ import annotations
 
@@ -246,3 +250,13 @@ def test_a_negative_keeps_its_place_beside_a_more_specific_positive(wide: list[d
 def test_a_set_off_comparison_keeps_bilateral_with_the_angles(ex, text: str) -> None:
     got = {o.finding: o.laterality for o in findings_in(ex, text)}
     assert got.get("pleural_thickening") == "left" and got.get("blunted_costophrenic_angle") == "bilateral", got
+
+
+@pytest.mark.parametrize(("text", "want", "not_want"), [
+    ("Prominent interstitial markings with fluid in the fissures.", "pleural_effusion", "loculated_effusion"),
+    ("Loculated fluid in the minor fissure.", "loculated_effusion", None),
+    ("Stable groundglass opacities at the lung bases.", "ground_glass_opacity", None),
+])
+def test_fissural_fluid_and_groundglass(ex, text: str, want: str, not_want: str | None) -> None:
+    got = {o.finding for o in findings_in(ex, text) if o.certainty == "present"}
+    assert want in got and (not_want is None or not_want not in got), got
