@@ -49,7 +49,11 @@ has none, from sentences written here (never copied from a test or outside repor
 13. "fluid in the fissures" was a loculated pleural effusion (an ontology synonym; an outside
    reader's seed 153): fissural fluid is pleural fluid, loculated only where the report says so;
    "groundglass" (one word) was unread, leaving "Stable groundglass and interstitial markings"
-   unsaid (seed 153). Hand-written only (no R2Gen train + val report has either)."""
+   unsaid (seed 153). Hand-written only (no R2Gen train + val report has either).
+14. A masked Port-A-Cath ("XXXX-a-XXXX", its "-a-" left: CXR744, CXR2978 train; an outside reader's
+   seed 157) read nothing; "caval atrial junction" named no place. A hedge set off by a comma
+   doubted a device named after it ("Heart size borderline enlarged for technique, tracheostomy tube
+   tip ... above the carina" read "A tracheostomy tube cannot be excluded", seed 156; hand-written)."""
 
 from __future__ import annotations
 
@@ -165,8 +169,9 @@ def test_a_device_placed_by_its_tip_is_said(wide: list[dict], n: int, device: st
 
 
 def test_a_masked_device_gets_no_no_device_answer(wide: list[dict]) -> None:
+    # (the port is now read, test_a_masked_port_is_said: the study's device questions say it)
     for r in rows_of(wide, 2978):
-        if "device" in r["question"].lower():
+        if r["question_type"] in ("B12_describe_device", "B13_has_devices"):
             assert r["polarity"] != "negative", (r["question"], r["answer"])
 
 
@@ -260,3 +265,22 @@ def test_a_set_off_comparison_keeps_bilateral_with_the_angles(ex, text: str) -> 
 def test_fissural_fluid_and_groundglass(ex, text: str, want: str, not_want: str | None) -> None:
     got = {o.finding for o in findings_in(ex, text) if o.certainty == "present"}
     assert want in got and (not_want is None or not_want not in got), got
+
+
+@pytest.mark.parametrize("n", [744, 2978])
+def test_a_masked_port_is_said(wide: list[dict], n: int) -> None:
+    lists = [r["answer"] for r in rows_of(wide, n) if r["question_type"] in ("B12_describe_device", "B13_has_devices")]
+    assert lists and all("port-a-cath" in a for a in lists), lists
+
+
+@pytest.mark.parametrize(("text", "device"), [
+    ("Heart size borderline enlarged for technique, endotracheal tube tip 5 cm above the carina.", "endotracheal_tube"),
+    ("Borderline heart size, tracheostomy tube in good position.", "tracheostomy_tube"),
+])
+def test_a_hedge_set_off_by_a_comma_leaves_the_device_stated(ex, text: str, device: str) -> None:
+    got = {o.finding: o.certainty for o in findings_in(ex, text)}
+    assert got.get(device) == "present" and got.get("cardiomegaly") == "uncertain", got
+
+
+def test_a_hedge_before_the_device_still_hedges_it(ex) -> None:
+    assert {o.finding: o.certainty for o in findings_in(ex, "Probable right chest tube.")}.get("chest_tube") == "uncertain"

@@ -880,6 +880,13 @@ class RulesExtractor:
             out.append(m)
         return out
 
+    def _hedge_past_comma(self, seg: str, cue: Any, m: Any, mentions: list, k: int) -> bool:
+        """The hedge ``cue`` deciding device mention ``mentions[k]`` stands before it with a comma
+        between (a pre cue that is no negation)."""
+        if cue is None or cue.end > m.start or not cue.roles & UNC_PRE or cue.roles & (NEG_PRE | DOM_PRE):
+            return False
+        return "," in seg[cue.end:m.start] and self._device_flags([m])[0]
+
     def _device_flags(self, mentions: list) -> list[bool]:
         """Whether each mention names a device (memoised per combination of findings)."""
         is_device = self._is_device
@@ -1008,6 +1015,12 @@ class RulesExtractor:
                         q = self._qualifier(seg, m.start, m.end)
             if q is not None:
                 cert = "uncertain"
+            elif cert == "uncertain" and m.certainty is None and self._hedge_past_comma(seg, cue, m, mentions, k):
+                # session 14: a hedge set off by a comma doubts its own phrase, not a device named
+                # after it ("Heart size borderline enlarged for technique, tracheostomy tube tip
+                # approximately 4.7 cm above the carina" read "A tracheostomy tube cannot be
+                # excluded", an outside reader's seed 156)
+                cert = "present"
             certs.append(cert)
             quals.append(q)
             prev_end = m.end

@@ -64,6 +64,11 @@ def lower_same_length(text: str) -> str:
             # the hedge it was, in the same length ("probably" is a hedge cue, context.yaml); a reader
             # of the outside pool marked "most XXXX represent small areas of scarring" stated (session 12)
             low = low.replace("most xxxx", "probably ")
+        if "xxxx-a-xxxx" in low:
+            # session 14: the mask ate "Port" and "Cath" but left "-A-" ("Left XXXX-a-XXXX is in
+            # XXXX", CXR744, CXR765, CXR846, CXR1035, CXR2978; R2Gen train + val): a Port-A-Cath,
+            # in the same length (read nothing, the device lists went without it; seed 157)
+            low = low.replace("xxxx-a-xxxx", "port-a-cath")
         low = low.replace("xxxx", "    ")  # str.replace: C speed, same length
     if "___" in low:
         low = low.replace("___", "   ")
