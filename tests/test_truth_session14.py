@@ -53,7 +53,9 @@ has none, from sentences written here (never copied from a test or outside repor
 14. A masked Port-A-Cath ("XXXX-a-XXXX", its "-a-" left: CXR744, CXR2978 train; an outside reader's
    seed 157) read nothing; "caval atrial junction" named no place. A hedge set off by a comma
    doubted a device named after it ("Heart size borderline enlarged for technique, tracheostomy tube
-   tip ... above the carina" read "A tracheostomy tube cannot be excluded", seed 156; hand-written)."""
+   tip ... above the carina" read "A tracheostomy tube cannot be excluded", seed 156; hand-written).
+15. "acute kyphosis" (a sharp angle) was "It is described as acute" (outside readers of seeds 128,
+   140, 152, 157; attributes.yaml ``ignore``). Hand-written only."""
 
 from __future__ import annotations
 
@@ -284,3 +286,9 @@ def test_a_hedge_set_off_by_a_comma_leaves_the_device_stated(ex, text: str, devi
 
 def test_a_hedge_before_the_device_still_hedges_it(ex) -> None:
     assert {o.finding: o.certainty for o in findings_in(ex, "Probable right chest tube.")}.get("chest_tube") == "uncertain"
+
+
+def test_an_acute_angle_is_no_age(ex) -> None:
+    got = {o.finding: o.temporal for o in findings_in(ex, "Deformity at the thoracolumbar junction with an acute kyphosis.")}
+    assert "kyphosis" in got and got["kyphosis"] is None, got
+    assert {o.finding: o.temporal for o in findings_in(ex, "Acute left rib fracture.")}.get("rib_fracture") == "acute"
