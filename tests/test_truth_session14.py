@@ -55,7 +55,10 @@ has none, from sentences written here (never copied from a test or outside repor
    doubted a device named after it ("Heart size borderline enlarged for technique, tracheostomy tube
    tip ... above the carina" read "A tracheostomy tube cannot be excluded", seed 156; hand-written).
 15. "acute kyphosis" (a sharp angle) was "It is described as acute" (outside readers of seeds 128,
-   140, 152, 157; attributes.yaml ``ignore``). Hand-written only."""
+   140, 152, 157; attributes.yaml ``ignore``). Hand-written only.
+16. A finding "less apparent" / "less perceptible" now (beside "The right pneumothorax is not
+   appreciated") was "There is a right pneumothorax" (an outside reader's seed 160): it may still be
+   there, uncertain (context.yaml ``uncertainty_post``). Hand-written only."""
 
 from __future__ import annotations
 
@@ -292,3 +295,10 @@ def test_an_acute_angle_is_no_age(ex) -> None:
     got = {o.finding: o.temporal for o in findings_in(ex, "Deformity at the thoracolumbar junction with an acute kyphosis.")}
     assert "kyphosis" in got and got["kyphosis"] is None, got
     assert {o.finding: o.temporal for o in findings_in(ex, "Acute left rib fracture.")}.get("rib_fracture") == "acute"
+
+
+@pytest.mark.parametrize("text", ["The left pneumothorax and the pneumomediastinum are less apparent.",
+                                  "Pneumomediastinum is also less perceptible."])
+def test_a_finding_less_apparent_is_not_stated_present(ex, text: str) -> None:
+    got = {o.finding: o.certainty for o in findings_in(ex, text)}
+    assert got and all(c == "uncertain" for c in got.values()), got
