@@ -58,7 +58,11 @@ has none, from sentences written here (never copied from a test or outside repor
    140, 152, 157; attributes.yaml ``ignore``). Hand-written only.
 16. A finding "less apparent" / "less perceptible" now (beside "The right pneumothorax is not
    appreciated") was "There is a right pneumothorax" (an outside reader's seed 160): it may still be
-   there, uncertain (context.yaml ``uncertainty_post``). Hand-written only."""
+   there, uncertain (context.yaml ``uncertainty_post``). Hand-written only.
+17. "screw fixation of the midshaft right clavicle" with "The lateral most screw is fractured" read
+   a bone fracture and no device: "Does the study show any tubes, lines or devices? No" (an outside
+   reader's seed 164). Screws are orthopedic hardware; a broken screw is the hardware's
+   (patterns.yaml ``hardware_fracture``). Hand-written only."""
 
 from __future__ import annotations
 
@@ -302,3 +306,10 @@ def test_an_acute_angle_is_no_age(ex) -> None:
 def test_a_finding_less_apparent_is_not_stated_present(ex, text: str) -> None:
     got = {o.finding: o.certainty for o in findings_in(ex, text)}
     assert got and all(c == "uncertain" for c in got.values()), got
+
+
+@pytest.mark.parametrize("text", ["Prior screw fixation of the left clavicle. The most medial screw is fractured.",
+                                  "Surgical fixation of the left clavicle, with fracture of the most medial fixation screw."])
+def test_a_broken_screw_is_hardware_not_a_bone_fracture(ex, text: str) -> None:
+    got = {(o.finding, o.certainty) for o in findings_in(ex, text)}
+    assert ("orthopedic_hardware", "present") in got and not {f for f, _ in got} & {"fracture", "clavicle_fracture"}, got
