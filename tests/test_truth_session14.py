@@ -62,7 +62,10 @@ has none, from sentences written here (never copied from a test or outside repor
 17. "screw fixation of the midshaft right clavicle" with "The lateral most screw is fractured" read
    a bone fracture and no device: "Does the study show any tubes, lines or devices? No" (an outside
    reader's seed 164). Screws are orthopedic hardware; a broken screw is the hardware's
-   (patterns.yaml ``hardware_fracture``). Hand-written only."""
+   (patterns.yaml ``hardware_fracture``). Hand-written only.
+18. "Calcified left upper lobe 5 mm peripheral granuloma" (five or six words between "calcified" and
+   the granuloma; round 25 allowed four) was "Left calcification is seen ... A granuloma is seen"
+   (wording, outside readers of seeds 100, 144, 164). Hand-written only."""
 
 from __future__ import annotations
 
@@ -313,3 +316,10 @@ def test_a_finding_less_apparent_is_not_stated_present(ex, text: str) -> None:
 def test_a_broken_screw_is_hardware_not_a_bone_fracture(ex, text: str) -> None:
     got = {(o.finding, o.certainty) for o in findings_in(ex, text)}
     assert ("orthopedic_hardware", "present") in got and not {f for f, _ in got} & {"fracture", "clavicle_fracture"}, got
+
+
+@pytest.mark.parametrize("text", ["Calcified right lower lobe 6 mm peripheral granuloma.",
+                                  "Calcified 6 mm left lower lobe granuloma."])
+def test_a_calcified_granuloma_with_many_place_words_is_one_lesion(ex, text: str) -> None:
+    got = [o.finding for o in findings_in(ex, text)]
+    assert got == ["calcified_granuloma"], got
