@@ -65,7 +65,10 @@ has none, from sentences written here (never copied from a test or outside repor
    (patterns.yaml ``hardware_fracture``). Hand-written only.
 18. "Calcified left upper lobe 5 mm peripheral granuloma" (five or six words between "calcified" and
    the granuloma; round 25 allowed four) was "Left calcification is seen ... A granuloma is seen"
-   (wording, outside readers of seeds 100, 144, 164). Hand-written only."""
+   (wording, outside readers of seeds 100, 144, 164). Hand-written only.
+19. "Improving lung volumes with bibasilar atelectasis" left "Is the appearance of the lung volumes
+   normal? Yes" (a test reader, seed 167): lung volumes that improved were low and may still be
+   (patterns.yaml ``improved_lung_volumes``; not "increased lung volumes", hyperinflation). Hand-written."""
 
 from __future__ import annotations
 
@@ -323,3 +326,13 @@ def test_a_broken_screw_is_hardware_not_a_bone_fracture(ex, text: str) -> None:
 def test_a_calcified_granuloma_with_many_place_words_is_one_lesion(ex, text: str) -> None:
     got = [o.finding for o in findings_in(ex, text)]
     assert got == ["calcified_granuloma"], got
+
+
+@pytest.mark.parametrize(("text", "finding", "certainty"), [
+    ("Improving lung volumes with bibasilar atelectasis.", "low_lung_volumes", "uncertain"),
+    ("Lung volumes have improved.", "low_lung_volumes", "uncertain"),
+    ("Stable increased lung volumes consistent with chronic lung disease.", "hyperinflation", "present"),
+])
+def test_improved_lung_volumes_may_still_be_low(ex, text: str, finding: str, certainty: str) -> None:
+    got = {o.finding: o.certainty for o in findings_in(ex, text)}
+    assert got.get(finding) == certainty and (finding == "low_lung_volumes" or "low_lung_volumes" not in got), got
