@@ -68,7 +68,11 @@ has none, from sentences written here (never copied from a test or outside repor
    (wording, outside readers of seeds 100, 144, 164). Hand-written only.
 19. "Improving lung volumes with bibasilar atelectasis" left "Is the appearance of the lung volumes
    normal? Yes" (a test reader, seed 167): lung volumes that improved were low and may still be
-   (patterns.yaml ``improved_lung_volumes``; not "increased lung volumes", hyperinflation). Hand-written."""
+   (patterns.yaml ``improved_lung_volumes``; not "increased lung volumes", hyperinflation). Hand-written.
+20. A part holding orthopedic hardware was called normal: "Partially visualized lower cervical spine
+   fusion" beside "The appearance of the cervical spine is normal" (a test reader, seed 170); "Left
+   shoulder arthroplasty" beside "Is the appearance of the left shoulder abnormal? No" (CXR2844
+   train). Config ``devices_not_normal``."""
 
 from __future__ import annotations
 
@@ -103,6 +107,8 @@ HAND = {
     14010: ("Dual-XXXX left subclavian pacemaker is identified in satisfactory position. The lungs are clear.",
             "No acute disease."),
     14011: ("Unchanged position of the cardiac XXXX and leads. The lungs are clear.", "No acute disease."),
+    14013: ("Heart size is normal. The lungs are clear. Partially visualized lower cervical spine fusion hardware.",
+            "No acute disease."),
     14012: ("Right upper mediastinal mass, larger than on the prior study. No masses or infiltrates in the lungs.",
             "Enlarging mediastinal mass."),
     14009: ("Low lung volumes. There are moderate bilateral pleural effusions with bibasilar atelectasis/airspace "
@@ -336,3 +342,8 @@ def test_a_calcified_granuloma_with_many_place_words_is_one_lesion(ex, text: str
 def test_improved_lung_volumes_may_still_be_low(ex, text: str, finding: str, certainty: str) -> None:
     got = {o.finding: o.certainty for o in findings_in(ex, text)}
     assert got.get(finding) == certainty and (finding == "low_lung_volumes" or "low_lung_volumes" not in got), got
+
+
+@pytest.mark.parametrize(("n", "region"), [(14013, "cervical spine"), (2844, "left shoulder")])
+def test_a_part_holding_hardware_is_not_normal(wide: list[dict], n: int, region: str) -> None:
+    assert not _negative_about(wide, n, region), _negative_about(wide, n, region)

@@ -93,6 +93,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # other (a lobe and the zones it lies in: the right middle lobe over the right mid and lower
     # zones). Read both ways: a finding of one keeps the other from being asked or called normal.
     region_projections: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    # session 14: devices that alter the part they are placed in (a fused spine): that part and its
+    # own parts are never called normal ("Partially visualized lower cervical spine fusion" beside
+    # "The appearance of the cervical spine is normal", a test-pool reader of seed 170)
+    devices_not_normal: tuple[str, ...] = ()
     # round 26: report sections whose sentences, stating something positive that no row states,
     # leave the whole study's lists of its positives (``unsaid_list_ops``, the indication's list)
     # not generated, rather than graded incomplete
@@ -253,6 +257,7 @@ class Strategy:
                     proj.setdefault(a, set()).add(b)
                     proj.setdefault(b, set()).add(a)
         self.projections = {a: tuple(sorted(bs)) for a, bs in proj.items()}
+        self.devices_not_normal = frozenset(cfg.devices_not_normal)
         self._bal: dict[str, tuple[float, int]] = {}
         self._counts: dict[tuple[Any, ...], tuple[int, int, int]] = {}
         # the plan: every template in file order with its scope function and operation
@@ -1440,6 +1445,10 @@ class _Regions:
         # "Nothing abnormal is seen in the right lung" beside a posterior basilar opacity); not
         # the other side's regions for a sided finding
         above.update(self._containing_parts(st, pos_at))
+        for f in st.devs:  # a fused spine is no normal spine (config ``devices_not_normal``)
+            if f.fid in s.devices_not_normal:
+                for r in f.explicit_regions:
+                    above.update(d for d in (r, *rdesc.get(r, ())) if d not in pos_at)
         # an unsided finding of a place without an extent of its own (the interstitium, the
         # pulmonary vasculature) lies anywhere in its parents: "coarse central interstitial
         # markings" keep either lung from being called normal (audit #13 r7, CXR3829)
