@@ -10,12 +10,6 @@ PYTHONPATH=$PWD/src:/tmp/site timeout 200 python3 benchmarks/cpu_ceiling.py --pr
 best=$(grep '"procs": 16' $OUT/ceiling.txt | python3 -c "import json,sys; print(max(json.loads(l)['speedup'] for l in sys.stdin))")
 echo "ceiling (best of two) $best"
 python3 -c "import sys; sys.exit(0 if float('$best') >= 14.5 else 1)" || { echo "ceiling below 14.5x: no chain runs in this lease"; exit 0; }
-show() { python3 -c "
-import json,sys
-for l in sys.stdin:
-    d=json.loads(l); t=d['timings']; print(d['workers'], 'wall', d['wall_s'], 'read', d['read_s'], 'pmax', t.get('read_part_max'), 'shards', d['shards_s'], 'finish', d['finish_s'], 'tail', d['tail'] and d['tail']['tail_s'], 'stages', t['stages_cpu'], d['digest'])"; }
-for w in 16 16 1; do
-  echo "-- $w $(cut -d' ' -f1 /proc/loadavg)"
-  PYTHONPATH=$PWD/src:/tmp/site timeout 420 python3 benchmarks/scale.py openi --studies 160000 --data $D --workers $w --digest 2>&1 | grep '^{' | tee -a $OUT/scale.txt | show
-done
+. benchmarks/device/show_scale.sh
+chain_runs 160000 420
 uptime
