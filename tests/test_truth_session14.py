@@ -79,12 +79,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
 from openi_truth import build_rows, findings_in, rows_of, write_reports
-from radvqa.cli import app
 
 DATA = Path(__file__).parent / "data" / "openi_session14"
 
@@ -116,16 +113,6 @@ HAND = {
 }
 
 
-def _build(data: Path, out: Path, *extra: str) -> list[dict]:
-    """Every QA row of a default build (``--unvouched omit``) with ``extra`` options; every
-    must-be-zero audit count stays 0."""
-    res = CliRunner().invoke(app, ["build", "openi", "--input", str(data), "--out", str(out), "-q", *extra])
-    assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(app, ["audit", str(out)])
-    assert res.exit_code == 0, res.output
-    return [r for f in sorted((out / "qa").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
-
-
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return build_rows(DATA, tmp_path_factory.mktemp("s14") / "out", unvouched="omit")
@@ -139,7 +126,7 @@ def wide(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     folder = write_reports(tmp / "in", HAND)
     for f in DATA.glob("*.xml"):
         (folder / f.name).write_bytes(f.read_bytes())
-    return _build(folder, tmp / "out", "--cap-scale", "40")
+    return build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40"))
 
 
 def _negative_about(rows: list[dict], n: int, region: str) -> list[tuple[str, str]]:
