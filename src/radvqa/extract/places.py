@@ -68,10 +68,22 @@ class FindingPlaces:
             for fid, f in ontology.findings.items():
                 if f.category == cat and fid not in allowed:
                     allowed[fid] = rest
+        # session 15: a finding that names another one when every place of it lies in a family
+        # ("metastatic disease" placed in a rib is a bone lesion, not a lung tumour)
+        becomes: dict[str, tuple[frozenset[str], str]] = {}
+        for fid, spec in (data.get("placed_becomes") or {}).items():
+            to, fam = (spec or {}).get("finding"), (spec or {}).get("in")
+            bad = [x for x in (fid, to) if x not in ontology.findings]
+            if bad or fam not in families:
+                errors.append(f"placed_becomes.{fid}: unknown finding {bad} or place family {fam!r}")
+                continue
+            becomes[fid] = (families[fam], to)
         if errors:
             raise ValueError("finding_places.yaml: " + "; ".join(errors))
         # finding -> the regions it can lie in; a finding not in the table may lie anywhere
         self.allowed_regions = allowed
+        # finding -> (places, the finding it is when every place of it lies there)
+        self.placed_becomes = becomes
 
     def allowed(self, finding: str, region: str) -> bool:
         ok = self.allowed_regions.get(finding)

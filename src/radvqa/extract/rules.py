@@ -431,7 +431,9 @@ class RulesExtractor:
         self._fits_cache: dict[tuple[tuple[str, ...], str], bool] = {}
         # finding -> regions it can lie in (finding_places.yaml); a place word bound to a finding
         # that cannot lie there described another finding and is dropped for this one
-        self._places = FindingPlaces(ontology).allowed_regions
+        fp = FindingPlaces(ontology)
+        self._places = fp.allowed_regions
+        self._placed_becomes = fp.placed_becomes
         fsev = attr_data.get("finding_severity") or {}
         if set(fsev) - set(ontology.findings):
             raise ValueError(f"attributes.yaml finding_severity: unknown finding id(s) {sorted(set(fsev) - set(ontology.findings))}")
@@ -480,6 +482,7 @@ class RulesExtractor:
         stops: bool | None = None  # whether the report has a sentence whose period was left out
         sigma = "\u03a3" in text
         prev_loc: tuple[str | None, tuple[str, ...]] | None = None  # location of the last sentence's finding
+        prev_found: frozenset[str] = frozenset()  # the findings the last sentence read present (session 15)
         roles = self._roles
         concluding = self.concluding
         for sec in sections:
@@ -547,11 +550,15 @@ class RulesExtractor:
                     continue
                 if not items:
                     prev_loc = None
+                    prev_found = frozenset()
                     continue
                 # "opacity in the left upper lobe. This may represent scarring": a diagnosis offered
                 # for the previous sentence's finding is located where that finding is
                 loc = prev_loc if anaphoric else None
+                before, before_found = prev_loc, prev_found
                 prev_loc = None
+                prev_found = frozenset(f for it in items if it[3] == "present" for f in it[2]) \
+                    if self._placed_becomes else frozenset()
                 # "opacity in the right midlung. This may be artifact.": the next sentence explains
                 # the sign away; a plain statement of it is uncertain (CXR163)
                 nxt = None
@@ -579,6 +586,20 @@ class RulesExtractor:
                         keys = self._keys(findings, v)
                         av = v
                         own_loc = loc
+                    elif own_loc is None and before is not None and before[1] and self._placed_becomes \
+                            and self._becomes_at(findings, before[1]):
+                        # session 15: "There is lucency involving the lateral aspect of the left
+                        # clavicle. Metastatic disease cannot be excluded.": a diagnosis with no
+                        # place of its own, right after a sentence placing a finding in a bone, is
+                        # that finding's (finding_places.yaml ``placed_becomes``: a bone lesion);
+                        # where that sentence states the very finding it becomes, the diagnosis
+                        # only interprets it: nothing more is read (a later hedge would weaken it)
+                        if self._becomes_stated(findings, before_found):
+                            continue
+                        v = replace(v, laterality=before[0], regions=before[1]) if v is not None \
+                            else FrozenAttrs(laterality=before[0], regions=before[1])
+                        keys = self._keys(findings, v)
+                        av = v
                     if own_loc is not None:
                         prev_loc = own_loc
                     assert cert is not None  # (only an indication's mention has none)
@@ -811,6 +832,16 @@ class RulesExtractor:
                                          all(f in self.alt_signs for f in findings))
         return p[0]
 
+    def _becomes_at(self, findings: tuple[str, ...], regions: tuple[str, ...]) -> bool:
+        """Every finding of a mention is another one at ``regions`` (``placed_becomes``)."""
+        becomes = self._placed_becomes
+        return all(f in becomes and becomes[f][0].issuperset(regions) for f in findings)
+
+    def _becomes_stated(self, findings: tuple[str, ...], stated: frozenset[str]) -> bool:
+        """What every finding of a mention becomes (``placed_becomes``) is among ``stated``."""
+        becomes = self._placed_becomes
+        return all(becomes[f][1] in stated for f in findings)
+
     def _keys(self, findings: tuple[str, ...], v: Any) -> tuple:  # v: AttrValues, FrozenAttrs or None
         """The observation key (finding, laterality, regions) of each finding of a mention: the
         laterality stated, else from the regions' sides, and none for findings without a side
@@ -821,11 +852,19 @@ class RulesExtractor:
             findings, lat0, regions0 = memo
             out = []
             places = self._places
+            becomes = self._placed_becomes
             for f in findings:
                 ok = places.get(f)
                 # a region the finding cannot lie in is not its place (the observation records
                 # it as dropped: aggregate.py)
                 regions = regions0 if ok is None or not regions0 else tuple(r for r in regions0 if r in ok)
+                to = becomes.get(f)
+                if to is not None and regions and to[0].issuperset(regions):
+                    # session 15 (finding_places.yaml ``placed_becomes``): "Lucent lesion in the
+                    # right sixth rib, concerning for metastatic disease" is a bone lesion
+                    f = to[1]
+                    ok = places.get(f)
+                    regions = regions if ok is None else tuple(r for r in regions if r in ok)
                 lat = lat0
                 if lat0 in _OTHER_SIDE and regions:
                     # a side and a place of the other side are never said together: "left upper

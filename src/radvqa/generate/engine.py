@@ -175,6 +175,7 @@ def pick_index(rng: random.Random, tpl: Template) -> int:
 Compose = Callable[[str], tuple[str, list[AnswerPart]]]
 LABEL_ONLY_MODES = ("omit", "state-as-label")
 UNVOUCHED_MODES = ("omit", "keep")
+INCOMPLETE_LIST_MODES = ("omit", "grade")
 
 
 class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -202,6 +203,12 @@ class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # its sentence nothing read, a cause cue, mixed sides, ...): "omit" states nothing from it (as a
     # label-only finding: nor any negative it would contradict); "keep" states it, grade C
     unvouched: str = "omit"
+    # a list answer ("Describe the lung fields.", "What devices are seen?", the indication's "what
+    # do the images show") of a scope where the report states a positive that no row states (the
+    # grade reason completeness:finding_not_stated): "omit" does not generate it, since it reads as
+    # the full list (session 15: readers marked 1 in 5 such rows wrong, docs/generation.md); "grade"
+    # keeps it, grade B. The yes/no questions of the same scope stay either way
+    incomplete_lists: str = "omit"
 
     def check(self) -> None:
         """Raise ValueError naming the first bad option (before any work starts)."""
@@ -228,6 +235,8 @@ class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError(f"label_only must be one of {list(LABEL_ONLY_MODES)}")
         if self.unvouched not in UNVOUCHED_MODES:
             raise ValueError(f"unvouched must be one of {list(UNVOUCHED_MODES)}")
+        if self.incomplete_lists not in INCOMPLETE_LIST_MODES:
+            raise ValueError(f"incomplete_lists must be one of {list(INCOMPLETE_LIST_MODES)}")
 
 
 def stable_int(*parts: object) -> int:
@@ -718,6 +727,10 @@ class Generator:
         # studies whose "normal" claims a sentence kept away (round 11a, StudyCtx.normal_blocks),
         # by why (unread_sentence, negated_normal): manifest ``normal_claims_blocked``
         self.normal_blocked: Counter[str] = Counter()
+        # list rows said and taken back, by why (qba.py ``_take_back``): ``unsaid_list`` (the
+        # report's impression or a region's opacity, bone lesion, effusion left unsaid: rounds
+        # 26-30), ``incomplete_list`` (--incomplete-lists omit): manifest ``rows_withheld``
+        self.rows_withheld: Counter[str] = Counter()
         # grade reasons -> one list shared by every row with those reasons (read-only, see emit)
         self._reasons: dict[tuple[str, ...], list[str]] = {}
         self._caps: dict[str, int | None] = {}

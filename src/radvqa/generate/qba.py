@@ -230,6 +230,7 @@ class Strategy:
         self.ind_silent = F(cfg.indication_silent_not_absent)
         self.unsaid_sections = F(x.upper() for x in cfg.unsaid_list_sections)
         self.unsaid_ops = F(cfg.unsaid_list_ops)
+        self.omit_incomplete = gen.options.incomplete_lists == "omit"
 
         def and_below(ids: tuple[str, ...]) -> frozenset[str]:
             """The findings ``ids`` with every more specific one."""
@@ -1057,9 +1058,23 @@ def op_describe_abnormal(st: Study, tpl: Template, it: Item) -> None:
 
 
 def _take_back(st: Study, it: Item, n: int) -> None:
-    """Round 26: the rows an item marked ``drop`` added since there were ``n`` are taken back."""
+    """The list rows an item added since there were ``n`` are taken back (said first, so that every
+    later wording draw of the study stays as it was): round 26's ``drop`` (the report states
+    something of the scope no row states, in the impression, or a region's opacity left unsaid), and
+    session 15's lists graded incomplete (--incomplete-lists omit): a list that leaves out a
+    positive the report states reads as the full list, and readers marked one in five of them wrong.
+    Counted by why (manifest ``rows_withheld``)."""
+    rows = st.ctx.rows
+    if len(rows) == n:
+        return
     if it.drop:
-        del st.ctx.rows[n:]
+        why = "unsaid_list"
+    elif st.s.omit_incomplete and it.extra and INCOMPLETE in it.extra:
+        why = "incomplete_list"
+    else:
+        return
+    st.s.gen.rows_withheld[why] += len(rows) - n
+    del rows[n:]
 
 
 def op_is_abnormal(st: Study, tpl: Template, it: Item) -> None:
@@ -1081,8 +1096,10 @@ def _list_op(subject: str) -> Callable[[Study, Template, Item], None]:
         pos = it.pos
         if pos:
             parts = [p for f in pos for p in st.parts_of(f)]
+            n = len(st.ctx.rows)
             st.say(tpl, it.slots, it.key, subject, _lv_shared(st, pos), parts, pos, None, "positive", None, it.regions,
                    None, None, it.extra)
+            _take_back(st, it, n)
         else:
             st.say(tpl, it.slots, it.key, "none", _EMPTY, [], [], None, "negative", None, it.regions,
                    _none_tag(subject, it), it.boxes)

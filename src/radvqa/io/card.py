@@ -265,6 +265,10 @@ def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
         # round 11a: a sentence stating what the extractor read nothing positive from keeps
         # "normal" answers away from the study and the regions it names (docs/generation.md)
         body += [_table("studies with normal claims withheld", c["normal_claims_blocked"], unit="studies"), ""]
+    if c.get("rows_withheld"):
+        # list answers that would leave out a positive the report states (docs/generation.md)
+        body += [_table("list answers withheld (they would leave out a stated finding)", c["rows_withheld"],
+                        unit="rows"), ""]
     body += _tiers_section(c.get("grades", {}))
     body += _subset_section(manifest.get("subset"))
     body += _shortcut_section(out)

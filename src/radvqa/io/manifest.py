@@ -19,7 +19,7 @@ MANIFEST_VERSION = 1
 
 _COUNTERS = (
     "qa_by_strategy", "qa_by_question_type", "grades", "qa_by_split", "studies_by_split", "rejects_by_stage",
-    "findings_not_stated", "normal_claims_blocked",
+    "findings_not_stated", "normal_claims_blocked", "rows_withheld",
 )
 _SUMS = ("studies_in", "studies_out", "studies_rejected", "patients", "qa_rows", "scene_graph_rows", "reject_lines")
 
@@ -70,6 +70,9 @@ def build_counts(shard_total: dict[str, Any], source_rejects: int, studies_spill
         # studies whose "normal" answers a sentence the extractor read nothing positive from, or a
         # negated normal, kept away (round 11a, docs/generation.md), by why
         "normal_claims_blocked": shard_total.get("normal_claims_blocked", {}),
+        # list answers said and taken back because they would leave out a positive the report
+        # states (unsaid_list: rounds 26-30; incomplete_list: --incomplete-lists omit), by why
+        "rows_withheld": shard_total.get("rows_withheld", {}),
     }
     if counts["studies_in"] != counts["studies_out"] + counts["studies_rejected"]:
         raise AssertionError(

@@ -132,6 +132,8 @@ def register(app: typer.Typer) -> None:
                                        help="a label the report does not back (no report observation matches it): omit (state nothing from it) or state-as-label (\"The study is indexed with the MeSH term ...\", grade C)"),
         unvouched: str = typer.Option("omit", "--unvouched",
                                       help="a positive finding the extractor read only in part (words of its sentence it did not read, a cause cue, mixed sides...; docs/generation.md round 10): omit (state nothing from it) or keep (state it, grade C)"),
+        incomplete_lists: str = typer.Option("omit", "--incomplete-lists",
+                                             help="a list answer (\"Describe the lung fields.\") of a scope where the report states a positive no row states: omit (not generated: it would read as the full list) or grade (kept, grade B, reason completeness:finding_not_stated)"),
         cap_scale: float = typer.Option(1.0, "--cap-scale", min=0.0, help="multiply every template's per-study cap (0.5: a lighter dataset)"),
         max_per_study: Optional[int] = typer.Option(None, "--max-per-study", min=1, help="most QA rows per study (after per-template caps)"),
         vindr_positive_share: float = typer.Option(0.417, "--vindr-positive-share", min=0.0, max=1.0,
@@ -169,7 +171,7 @@ def register(app: typer.Typer) -> None:
             strategies=strat, seed=seed, max_per_study=max_per_study, cap_scale=cap_scale,
             vindr_positive_share=vindr_positive_share, vindr_questions_per_image=vindr_questions_per_image,
             min_grade=min_grade, split_ratios=ratios, label_only=label_only,  # type: ignore[arg-type]
-            unvouched=unvouched,
+            unvouched=unvouched, incomplete_lists=incomplete_lists,
             template_dir=str(template_dir.resolve()) if template_dir else None,
             priors=str(priors.resolve()) if priors else None)
         from radvqa.run.executors import EXECUTORS

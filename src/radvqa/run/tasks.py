@@ -80,6 +80,8 @@ class ShardStats(msgspec.Struct, kw_only=True):
     findings_not_stated: dict[str, int] | None = None
     # studies whose "normal" claims a sentence kept away, by why (Generator.normal_blocked)
     normal_claims_blocked: dict[str, int] | None = None
+    # list rows said and taken back, by why (Generator.rows_withheld)
+    rows_withheld: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.structs.asdict(self)

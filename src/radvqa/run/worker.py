@@ -128,6 +128,9 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
     normal_blocked = getattr(getattr(pipe, "generator", None), "normal_blocked", None)
     if normal_blocked is not None:
         normal_blocked.clear()
+    withheld = getattr(getattr(pipe, "generator", None), "rows_withheld", None)
+    if withheld is not None:
+        withheld.clear()
     name = shard_name(shard)
     sg_writer = ShardWriter(out / "scene_graphs" / name, "scene_graphs", options.get("sg_row_group_rows"))
     qa_writer = ShardWriter(out / "qa" / name, "qa", options.get("qa_row_group_rows"))
@@ -231,6 +234,7 @@ def _run_shard(task: ShardTask, on_studies: Callable[[int, int], None] | None) -
         image_counts=images,
         findings_not_stated=dict(sorted(not_stated.items())) if not_stated is not None else None,
         normal_claims_blocked=dict(sorted(normal_blocked.items())) if normal_blocked is not None else None,
+        rows_withheld=dict(sorted(withheld.items())) if withheld is not None else None,
     )
     write_text_atomic(marker_path(out, shard), json.dumps(stats.to_dict(), indent=1, sort_keys=True))
     if task.drop_spill:

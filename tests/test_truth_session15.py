@@ -1,0 +1,164 @@
+"""Session 15: what four fresh readers of the session-14 code found (seeds 174-177), fixed from R2Gen
+train reports that show it (tests/data/openi_session15, README there) or from sentences written here
+(never copied from a test or outside report).
+
+1. A list answer of a scope where the report states a positive that no row states ("Describe the
+   bones. Scoliosis is seen." beside an unread "Exaggerated kyphosis", CXR2935; "What is seen in the
+   pleura? There is a small right pleural effusion." beside the pneumothorax, CXR465) was kept with
+   grade B (completeness:finding_not_stated). Readers marked 43 of 224 such list rows wrong (seeds
+   142-173): it reads as the full list. ``--incomplete-lists omit`` (the default) says and takes
+   them back (qba.py ``_take_back``); the yes/no questions of the scope stay, and the manifest
+   counts the rows withheld (``rows_withheld``). ``--incomplete-lists grade`` keeps them, grade B.
+2. "Metastatic disease" offered for a bone's lesion was a lung tumour ("There is lucency involving
+   the lateral aspect of the left clavicle. Metastatic disease cannot be excluded." -> "Is there any
+   lung tumor? Possibly.", an outside reader): placed in a bone (or right after a sentence placing
+   a finding in one) it is a bone lesion (finding_places.yaml ``placed_becomes``).
+3. "Gastrostomy is noted" read no device: "Are there any support devices in this image? No." (an
+   outside reader): a gastrostomy is an enteric tube (ontology synonym, as "tracheostomy" is a
+   tracheostomy tube).
+4. A known lung cancer in the indication with a report silent about the tumour was "The study does
+   not show what the indication asks about. There is no lung tumor." (an outside reader; CXR1058,
+   R2Gen train, says so beside "Innumerable bilateral lung nodules"): qba.yaml
+   ``indication_silent_not_absent``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from openi_truth import WITH_INDICATION, build_rows, findings_in, rows_of, write_reports
+
+DATA = Path(__file__).parent / "data" / "openi_session15"
+LISTS = ("A_indication", "B01_describe_all", "B02_describe_abnormal", "B08_describe_subcat",
+         "B09_describe_abnormal_subcat", "B12_describe_device", "C01_describe_region",
+         "C02_describe_abnormal_region", "C07_describe_device_region")
+INCOMPLETE = "completeness:finding_not_stated->B"
+
+# hand-written reports (INDICATION, FINDINGS, IMPRESSION): not copies of any report
+HAND = {
+    15001: ("Melanoma.", "The lungs are clear. There is lucency involving the lateral aspect of the left clavicle. "
+            "Metastatic disease cannot be excluded.", "Left clavicle lucency."),
+    15002: ("Pain.", "Lucent lesion in the right sixth rib, concerning for metastatic disease. The lungs are clear.",
+            "Rib lesion."),
+    15003: ("Pre-op.", "The heart size is normal. The lungs are clear. Gastrostomy is noted.", "Clear lungs."),
+    15004: ("XXXX-year-old woman with lung cancer, shortness of breath.",
+            "The left lung is clear. There is a large right pleural effusion. No pneumothorax.",
+            "Large right pleural effusion."),
+    15005: ("Cough.", "Multiple pulmonary nodules. Metastatic disease cannot be excluded.", "Nodules."),
+}
+
+
+def _build(tmp: Path, mode: str) -> tuple[list[dict], dict]:
+    folder = write_reports(tmp / "in", HAND, WITH_INDICATION)
+    for f in DATA.glob("*.xml"):
+        (folder / f.name).write_bytes(f.read_bytes())
+    rows = build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40", "--incomplete-lists", mode))
+    counts = json.loads((tmp / "out" / "manifest.json").read_text(encoding="utf-8"))["counts"]
+    return rows, counts
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], dict]:
+    """Every question the generator has (caps x40), the default --incomplete-lists omit."""
+    return _build(tmp_path_factory.mktemp("s15"), "omit")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], dict]:
+    return _build(tmp_path_factory.mktemp("s15g"), "grade")
+
+
+def _lists_about(rows: list[dict], n: int, words: tuple[str, ...]) -> list[tuple[str, str]]:
+    return [(r["question"], r["answer"]) for r in rows_of(rows, n)
+            if r["question_type"] in LISTS and any(w in r["question"].lower() for w in words)]
+
+
+def test_no_incomplete_list_is_generated(built: tuple[list[dict], dict]) -> None:
+    rows, counts = built
+    bad = [(r["study_id"], r["question"], r["answer"]) for r in rows
+           if r["question_type"] in LISTS and INCOMPLETE in r["grade_reasons"]]
+    assert bad == []
+    assert counts["rows_withheld"].get("incomplete_list", 0) > 0
+
+
+@pytest.mark.parametrize(("n", "words", "yes_no"), [
+    (2935, ("bones", "bony thorax"), "Is the appearance of the bony thorax abnormal?"),
+    (465, ("pleura",), "Is the appearance of the pleura abnormal?"),
+])
+def test_the_incomplete_lists_are_withheld_and_the_leads_stay(built: tuple[list[dict], dict], n: int,
+                                                               words: tuple[str, ...], yes_no: str) -> None:
+    rows, _ = built
+    assert _lists_about(rows, n, words) == []
+    # the scope's yes/no question is still asked: "abnormal" is true either way
+    assert any(r["question"] == yes_no and r["answer"].startswith("Yes") for r in rows_of(rows, n))
+
+
+def test_grade_mode_keeps_them_graded_and_the_manifest_counts_what_omit_withholds(
+        built: tuple[list[dict], dict], graded: tuple[list[dict], dict]) -> None:
+    rows, counts = built
+    g_rows, g_counts = graded
+    assert _lists_about(g_rows, 2935, ("bones",)) == [("Describe the bones in this study.", "Scoliosis is seen."),
+                                                        ("Describe any abnormal findings of the bones.",
+                                                         "Scoliosis is seen.")]
+    kept = {(r["qa_id"], r["answer"]) for r in rows}
+    extra = [r for r in g_rows if (r["qa_id"], r["answer"]) not in kept]
+    # the grade build holds every row of the default one, and the rows it adds are the lists the
+    # default withheld as incomplete, each graded so
+    assert len(g_rows) == len(rows) + len(extra)
+    assert {(r["qa_id"], r["answer"]) for r in g_rows} >= kept
+    assert len(extra) == counts["rows_withheld"]["incomplete_list"]
+    assert all(r["question_type"] in LISTS for r in extra)
+    assert "incomplete_list" not in g_counts["rows_withheld"]
+    assert g_counts["rows_withheld"].get("unsaid_list") == counts["rows_withheld"].get("unsaid_list")
+
+
+@pytest.mark.parametrize(("text", "side", "region"), [
+    ("There is lucency involving the lateral aspect of the left clavicle. Metastatic disease cannot be excluded.",
+     "left", "left_clavicle"),
+    ("Lucent lesion in the right sixth rib, concerning for metastatic disease.", "right", "ribs"),
+])
+def test_a_metastasis_of_a_bone_is_a_bone_lesion(ex, text: str, side: str, region: str) -> None:
+    obs = findings_in(ex, text)
+    assert [o.finding for o in obs] == ["bone_lesion"]
+    assert obs[0].certainty == "present" and obs[0].laterality == side and region in obs[0].regions
+
+
+def test_a_metastasis_of_the_lungs_stays_one(ex) -> None:
+    obs = findings_in(ex, "Multiple pulmonary nodules. Metastatic disease cannot be excluded.")
+    assert ("metastasis", "uncertain") in {(o.finding, o.certainty) for o in obs}
+
+
+@pytest.mark.parametrize("n", [15001, 15002])
+def test_no_lung_tumor_for_a_bone_metastasis(built: tuple[list[dict], dict], n: int) -> None:
+    rows, _ = built
+    said = [(r["question"], r["answer"]) for r in rows_of(rows, n)
+            if r["polarity"] == "positive" and ("tumor" in r["answer"].lower() or "metasta" in r["answer"].lower())]
+    assert said == []
+    # (nor is any "no" said of a tumour: the report names metastatic disease; the bone lesions
+    # themselves are left unsaid here, words of their sentences being read nowhere: round 10)
+    assert not any(r["polarity"] == "negative" and "tumor" in r["answer"].lower() for r in rows_of(rows, n))
+
+
+def test_a_gastrostomy_is_a_device(built: tuple[list[dict], dict]) -> None:
+    rows, _ = built
+    answers = {r["question"]: r["answer"] for r in rows_of(rows, 15003)}
+    assert answers["Are there any support devices in this image?"].startswith("Yes")
+    assert not any(r["question_type"] in ("B12_describe_device", "B13_has_devices") and r["polarity"] == "negative"
+                   for r in rows_of(rows, 15003))
+
+
+def test_a_known_lung_cancer_is_not_denied_by_silence(built: tuple[list[dict], dict]) -> None:
+    rows, _ = built
+    said = [r["answer"] for r in rows_of(rows, 15004) if r["question_type"] == "A_indication"]
+    assert not any("tumor" in a.lower() for a in said), said
+
+
+@pytest.fixture(scope="module")
+def ex():
+    from radvqa.extract.rules import RulesExtractor
+    from radvqa.ontology import load_ontology
+
+    return RulesExtractor(load_ontology())
