@@ -5,7 +5,7 @@ train reports that show it (tests/data/openi_session15, README there) or from se
 1. A list answer of a scope where the report states a positive that no row states ("Describe the
    bones. Scoliosis is seen." beside an unread "Exaggerated kyphosis", CXR2935; "What is seen in the
    pleura? There is a small right pleural effusion." beside the pneumothorax, CXR465) was kept with
-   grade B (completeness:finding_not_stated). Readers marked 43 of 224 such list rows wrong (seeds
+   grade B (completeness:finding_not_stated). Readers marked 44 of 245 such list rows wrong (seeds
    142-173): it reads as the full list. ``--incomplete-lists omit`` (the default) says and takes
    them back (qba.py ``_take_back``); the yes/no questions of the scope stay, and the manifest
    counts the rows withheld (``rows_withheld``). ``--incomplete-lists grade`` keeps them, grade B.
@@ -20,6 +20,10 @@ train reports that show it (tests/data/openi_session15, README there) or from se
    not show what the indication asks about. There is no lung tumor." (an outside reader; CXR1058,
    R2Gen train, says so beside "Innumerable bilateral lung nodules"): qba.yaml
    ``indication_silent_not_absent``.
+5. A pleural finding the report places in a lung zone ("Small right apical pneumothorax": the right
+   apical zone) left the pleura normal: "Describe the pleura. Nothing abnormal is seen in the
+   pleura." (A++) beside "Does this image show any pleural abnormality? Yes." (hand-written, after
+   CXR465, R2Gen train, whose pleura list left the pneumothorax out): qba.yaml ``subcategory_home``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ HAND = {
             "The left lung is clear. There is a large right pleural effusion. No pneumothorax.",
             "Large right pleural effusion."),
     15005: ("Cough.", "Multiple pulmonary nodules. Metastatic disease cannot be excluded.", "Nodules."),
+    15006: ("Chest pain.", "Small right apical pneumothorax. No pleural effusion. Heart size is normal.",
+            "Small right pneumothorax."),
 }
 
 
@@ -162,3 +168,11 @@ def ex():
     from radvqa.ontology import load_ontology
 
     return RulesExtractor(load_ontology())
+
+
+def test_a_pneumothorax_of_a_lung_zone_lies_in_the_pleura(built: tuple[list[dict], dict]) -> None:
+    rows, _ = built
+    about = [(r["question"], r["answer"], r["polarity"]) for r in rows_of(rows, 15006)
+             if r["question_type"][:3] in ("C01", "C02", "C03", "C04")
+             and any(f" {p}{e}" in r["question"] for p in ("pleura", "right pleura") for e in "?.")]
+    assert about and all(pol == "positive" and "pneumothorax" in a for _, a, pol in about), about

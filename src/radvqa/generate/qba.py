@@ -97,6 +97,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # own parts are never called normal ("Partially visualized lower cervical spine fusion" beside
     # "The appearance of the cervical spine is normal", a test-pool reader of seed 170)
     devices_not_normal: tuple[str, ...] = ()
+    # session 15: subcategory -> {side or "any": region} its findings lie in whatever place the
+    # report gives them (qba.yaml)
+    subcategory_home: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
     # round 26: report sections whose sentences, stating something positive that no row states,
     # leave the whole study's lists of its positives (``unsaid_list_ops``, the indication's list)
     # not generated, rather than graded incomplete
@@ -259,6 +262,8 @@ class Strategy:
                     proj.setdefault(b, set()).add(a)
         self.projections = {a: tuple(sorted(bs)) for a, bs in proj.items()}
         self.devices_not_normal = frozenset(cfg.devices_not_normal)
+        self.sub_home = {sub: {side: r for side, r in by.items() if r in v.rname}
+                         for sub, by in cfg.subcategory_home.items()}
         self._bal: dict[str, tuple[float, int]] = {}
         self._counts: dict[tuple[Any, ...], tuple[int, int, int]] = {}
         # the plan: every template in file order with its scope function and operation
@@ -1411,7 +1416,10 @@ class _Regions:
                 if not f.explicit_regions and len(f.regions) > 1:
                     dflt = f.regions
                     guess = self.guessed[subject]
-                for r in f.regions:
+                regions = f.regions
+                if subject == "abnormal" and f.subcategory in s.sub_home:
+                    regions = self._homed(s, f, regions)
+                for r in regions:
                     line = (r, *anc.get(r, ()))
                     if guess is not None:
                         held = tuple(rr for rr in line if all(d == rr or rr in anc.get(d, ()) for d in dflt))
@@ -1508,6 +1516,22 @@ class _Regions:
         # region -> (name, slots, [r], its boxes, negatives), shared by the region's questions
         self.per_r: dict[str, tuple[str, dict[str, str], list[str], list, list[Fact]]] = {}
         self.items_by: dict[tuple[str, str], Item] = {}  # (subject, region) -> its item
+
+    @staticmethod
+    def _homed(s: Strategy, f: Fact, regions: Any) -> Any:
+        """Session 15 (config ``subcategory_home``): a pleural finding the report places in a lung
+        zone ("Small right apical pneumothorax": the right apical zone) lies in the pleura of its
+        side too; "Describe the pleura. Nothing abnormal is seen in the pleura." (A++) was said
+        beside it. The finding's own regions first, then the home region, unless one of them lies
+        in it already."""
+        by = s.sub_home[f.subcategory]
+        home = by.get(f.lat or "any") or by.get("any")
+        if home is None:
+            return regions
+        anc = s.gen.vocab.rancestors
+        if any(r == home or home in anc.get(r, ()) for r in regions):
+            return regions
+        return (*regions, home)
 
     def _containing_parts(self, st: Study, pos_at: dict[str, list[Fact]]) -> set[str]:
         """Regions holding a part of a positive finding's region without holding the region (a
