@@ -39,13 +39,17 @@ def findings_in(ex, text: str) -> list:
     return e.observations
 
 
-def build_rows(data: Path, out: Path, unvouched: str = "keep", extra: tuple[str, ...] = ()) -> list[dict]:
+def build_rows(data: Path, out: Path, unvouched: str = "keep", extra: tuple[str, ...] = (),
+               incomplete_lists: str = "grade") -> list[dict]:
     """Every QA row of `radvqa build openi --input DATA`; every must-be-zero audit count stays 0.
     The earlier rounds' tests check how a construction is read and said, so they build with
     ``--unvouched keep`` (the rows as before round 10, only grades differ); round 10's default
-    (omit) is tested in test_truth_unvouched.py. ``extra``: more build options ("--cap-scale", "40")."""
+    (omit) is tested in test_truth_unvouched.py. Likewise ``--incomplete-lists grade``: those tests
+    read what lists say and how they are graded, and since session 15 a list graded incomplete is
+    withheld by default (tested in test_truth_session15.py). ``extra``: more build options
+    ("--cap-scale", "40")."""
     res = CliRunner().invoke(app, ["build", "openi", "--input", str(data), "--out", str(out), "-q",
-                                   "--unvouched", unvouched, *extra])
+                                   "--unvouched", unvouched, "--incomplete-lists", incomplete_lists, *extra])
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(app, ["audit", str(out)])
     assert res.exit_code == 0, res.output

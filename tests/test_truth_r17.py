@@ -315,6 +315,12 @@ def test_a_hidden_reading_of_a_sentence_a_listed_positive_rests_on_leaves_the_li
     right lung apex, compatible with calcified granuloma": the calcification beside the granuloma
     said, full OpenI CXR1491) leaves nothing of the report unsaid: the list is not graded incomplete.
     The same reading in a sentence of its own still makes it incomplete."""
+    # (the lists graded incomplete are withheld by default since session 15: kept here to read them)
+    from radvqa.generate import GenerateOptions
+    from radvqa.generate.engine import Generator
+    from radvqa.ontology import load_ontology
+
+    gen = Generator(load_ontology(), GenerateOptions(strategies=("qba",), incomplete_lists="grade"))
     one = ["Calcific density in the right lung apex, compatible with calcified granuloma."]
     two = ["Calcified granuloma in the right lung apex.", "Calcific density in the left lung base, likely due to overlying soft tissue."]
     for sentences, incomplete in ((one, False), (two, True)):

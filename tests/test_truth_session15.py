@@ -24,6 +24,9 @@ train reports that show it (tests/data/openi_session15, README there) or from se
    apical zone) left the pleura normal: "Describe the pleura. Nothing abnormal is seen in the
    pleura." (A++) beside "Does this image show any pleural abnormality? Yes." (hand-written, after
    CXR465, R2Gen train, whose pleura list left the pneumothorax out): qba.yaml ``subcategory_home``.
+6. "followup pneumonia" beside an unchanged right upper lobe cavitation was "There is no finding that
+   answers the indication. There is no pneumonia." (an outside reader; hand-written here): a cavity
+   may be the infection's (qba.yaml ``indication_suspects``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ HAND = {
             "The left lung is clear. There is a large right pleural effusion. No pneumothorax.",
             "Large right pleural effusion."),
     15005: ("Cough.", "Multiple pulmonary nodules. Metastatic disease cannot be excluded.", "Nodules."),
+    15007: ("Followup pneumonia.", "Left lung clear. Heart size normal.",
+            "No change right upper lobe volume loss and fibrosis. No change right upper lobe cavitation."),
     15006: ("Chest pain.", "Small right apical pneumothorax. No pleural effusion. Heart size is normal.",
             "Small right pneumothorax."),
 }
@@ -61,7 +66,7 @@ def _build(tmp: Path, mode: str) -> tuple[list[dict], dict]:
     folder = write_reports(tmp / "in", HAND, WITH_INDICATION)
     for f in DATA.glob("*.xml"):
         (folder / f.name).write_bytes(f.read_bytes())
-    rows = build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40", "--incomplete-lists", mode))
+    rows = build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40"), incomplete_lists=mode)
     counts = json.loads((tmp / "out" / "manifest.json").read_text(encoding="utf-8"))["counts"]
     return rows, counts
 
@@ -176,3 +181,10 @@ def test_a_pneumothorax_of_a_lung_zone_lies_in_the_pleura(built: tuple[list[dict
              if r["question_type"][:3] in ("C01", "C02", "C03", "C04")
              and any(f" {p}{e}" in r["question"] for p in ("pleura", "right pleura") for e in "?.")]
     assert about and all(pol == "positive" and "pneumothorax" in a for _, a, pol in about), about
+
+
+def test_no_implied_no_pneumonia_beside_a_cavity(built: tuple[list[dict], dict]) -> None:
+    rows, _ = built
+    said = [r["answer"] for r in rows_of(rows, 15007) if r["question_type"] == "A_indication"]
+    assert not any("no pneumonia" in a.lower() or "does not show" in a.lower() or "no finding" in a.lower()
+                   for a in said), said
