@@ -27,6 +27,12 @@ train reports that show it (tests/data/openi_session15, README there) or from se
 6. "followup pneumonia" beside an unchanged right upper lobe cavitation was "There is no finding that
    answers the indication. There is no pneumonia." (an outside reader; hand-written here): a cavity
    may be the infection's (qba.yaml ``indication_suspects``).
+7. An indication about a device it does not name ("XXXX XXXX placement", the device masked) was
+   answered with the findings alone ("The study shows cardiomegaly.", the catheter left out: outside
+   readers of seeds 120 and 180) or, with the catheter alone, "The study does not show what the
+   indication asks about"; "PICC line placement" beside a jugular catheter was "No peripherally
+   inserted central catheter is seen". Hand-written (qba.yaml ``indication_device_words``,
+   ``indication_suspect_subcategories``).
 """
 
 from __future__ import annotations
@@ -57,6 +63,11 @@ HAND = {
     15005: ("Cough.", "Multiple pulmonary nodules. Metastatic disease cannot be excluded.", "Nodules."),
     15007: ("Followup pneumonia.", "Left lung clear. Heart size normal.",
             "No change right upper lobe volume loss and fibrosis. No change right upper lobe cavitation."),
+    15008: ("XXXX XXXX placement.", "Right internal jugular catheter with tip in the upper SVC. Heart size is mildly "
+            "enlarged. The lungs are clear.", "Mild cardiomegaly."),
+    15009: ("PICC line placement.", "Right internal jugular catheter with tip in the upper SVC. Heart size is normal. "
+            "The lungs are clear.", "No acute disease."),
+    15010: ("XXXX XXXX placement.", "Heart size is normal. The lungs are clear.", "No acute disease."),
     15006: ("Chest pain.", "Small right apical pneumothorax. No pleural effusion. Heart size is normal.",
             "Small right pneumothorax."),
 }
@@ -188,3 +199,14 @@ def test_no_implied_no_pneumonia_beside_a_cavity(built: tuple[list[dict], dict])
     said = [r["answer"] for r in rows_of(rows, 15007) if r["question_type"] == "A_indication"]
     assert not any("no pneumonia" in a.lower() or "does not show" in a.lower() or "no finding" in a.lower()
                    for a in said), said
+
+
+def test_an_indication_about_a_masked_device_is_answered_with_it(built: tuple[list[dict], dict]) -> None:
+    rows, _ = built
+    said = [r["answer"] for r in rows_of(rows, 15008) if r["question_type"] == "A_indication"]
+    assert said and all("jugular" in a and "cardiomegaly" in a for a in said), said
+    # a named line the report does not name is not denied beside another line
+    assert not [r["answer"] for r in rows if r["study_id"] == "openi:CXR15009" and r["question_type"] == "A_indication"
+                and "no peripherally inserted" in r["answer"].lower()]
+    # no device stated: nothing is said of the placement ("does not show" would deny what silence does not)
+    assert not [r for r in rows if r["study_id"] == "openi:CXR15010" and r["question_type"] == "A_indication"]

@@ -85,6 +85,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # prosthetic heart valve" from a report that never mentions it (outside-pool reader, CXR885;
     # train + val: "COPD" answered "No chronic obstructive pulmonary disease is seen", CXR609)
     indication_silent_not_absent: tuple[str, ...] = ()
+    # session 15: words of an indication that asks about a device ("XXXX XXXX placement") and the
+    # device subcategories whose stated devices may be the one an indication names (qba.yaml)
+    indication_device_words: tuple[str, ...] = ()
+    indication_suspect_subcategories: tuple[str, ...] = ()
     # round 24: findings never drawn as a sampled negative (a film cannot rule them out)
     unsampled_findings: tuple[str, ...] = ()
     # round 24: ages a related statement (a finding's main sentence alone) may not drop
@@ -231,6 +235,8 @@ class Strategy:
         self.ind_filler = F(w.lower() for w in cfg.indication_filler_words)
         self.ind_suspects = {k: F(x) for k, x in cfg.indication_suspects.items()}
         self.ind_silent = F(cfg.indication_silent_not_absent)
+        self.ind_device_words = F(w.lower() for w in cfg.indication_device_words)
+        self.ind_sus_subs = F(cfg.indication_suspect_subcategories)
         self.unsaid_sections = F(x.upper() for x in cfg.unsaid_list_sections)
         self.unsaid_ops = F(cfg.unsaid_list_ops)
         self.omit_incomplete = gen.options.incomplete_lists == "omit"
@@ -840,12 +846,23 @@ class Study:
         # (the findings left unstated count too: label-only, or round 10's unvouched readings)
         stated = [g.fid for g in self.top if not g.absent and not g.qualified]  # ("grossly clear")
         hidden = [o.finding for o in self.ctx.hidden or () if o.certainty != "absent"]
+        fsub = self.s.gen.vocab.fsub
+        # session 15 (qba.yaml ``indication_suspect_subcategories``): a stated line or tube may be
+        # the one the indication names ("PICC line placement" beside "Right internal jugular
+        # catheter with tip in the upper SVC" was "No peripherally inserted central catheter is seen")
+        sub = fsub.get(fid) if fsub.get(fid) in self.s.ind_sus_subs else None
         for g in (*stated, *hidden):
             if g == fid:
                 continue
-            if g in mine or g in sus or not sus.isdisjoint(anc.get(g, ())):
+            if g in mine or g in sus or not sus.isdisjoint(anc.get(g, ())) or (sub is not None and fsub.get(g) == sub):
                 return True
         return False
+
+    def asks_devices(self, text: str) -> bool:
+        """Session 15: the indication asks about a device though it names none ("XXXX XXXX
+        placement": the device masked; qba.yaml ``indication_device_words``)."""
+        words = self.s.ind_device_words
+        return bool(words) and any(w in words for w in _WORD.findall(text.lower()))
 
     def subject(self, name: str) -> tuple[list[Fact], list[Fact]]:
         """(positives, stated negatives) of an operation's subject."""
@@ -1302,11 +1319,21 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
                 return ()
     else:
         pos, neg = st.ab_pos, []
+    devices = not ind.evaluate and st.asks_devices(text)
+    if devices:
+        # session 15: an indication about a device it does not name ("XXXX XXXX placement") is
+        # answered with the study's devices too: "The images show cardiomegaly." left out the
+        # catheter whose placement was asked (outside readers, seeds 120 and 180, CXR684), and with
+        # the catheter alone "The study does not show what the indication asks about" was said.
+        # No device stated: no answer (a report silent about the device does not deny it)
+        if not st.devs or "devices" in st.hidden:
+            return ()
+        pos = pos + [d for d in st.devs if not d.abnormal]
     extra = []
     g = change_text_grade(" " + text.lower().translate(_PUNCT) + " ", s.cw)
     if g is not None:
         extra.append(g)
-    if not ind.evaluate and pos and "abnormal" in st.unstated:
+    if not ind.evaluate and pos and ("abnormal" in st.unstated or (devices and "devices" in st.unstated)):
         extra.append(INCOMPLETE)  # it lists the study's positives: not all of them
     prov = [f"indication: {text}"] + [f"{e.sentence_id}: {e.text}" for e in ind.evidence if e.sentence_id]
     # the answer key: "positive" claims relevance, fair only for findings the indication names
