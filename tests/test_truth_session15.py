@@ -33,6 +33,10 @@ train reports that show it (tests/data/openi_session15, README there) or from se
    indication asks about"; "PICC line placement" beside a jugular catheter was "No peripherally
    inserted central catheter is seen". Hand-written (qba.yaml ``indication_device_words``,
    ``indication_suspect_subcategories``).
+8. "H/O SARCOIDOSIS" beside "Stable bilateral hilar adenopathy" was "There is no finding that answers
+   the indication. No sarcoidosis is seen." (an outside reader, seed 185; hand-written here):
+   sarcoidosis is a known diagnosis the film shows by its signs (qba.yaml ``indication_suspects``,
+   ``indication_silent_not_absent``).
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ HAND = {
     15009: ("PICC line placement.", "Right internal jugular catheter with tip in the upper SVC. Heart size is normal. "
             "The lungs are clear.", "No acute disease."),
     15010: ("XXXX XXXX placement.", "Heart size is normal. The lungs are clear.", "No acute disease."),
+    15011: ("H/O SARCOIDOSIS", "Heart size is normal. The hila remain enlarged and unchanged. No effusion.",
+            "Stable bilateral hilar adenopathy."),
     15006: ("Chest pain.", "Small right apical pneumothorax. No pleural effusion. Heart size is normal.",
             "Small right pneumothorax."),
 }
@@ -210,3 +216,10 @@ def test_an_indication_about_a_masked_device_is_answered_with_it(built: tuple[li
                 and "no peripherally inserted" in r["answer"].lower()]
     # no device stated: nothing is said of the placement ("does not show" would deny what silence does not)
     assert not [r for r in rows if r["study_id"] == "openi:CXR15010" and r["question_type"] == "A_indication"]
+
+
+def test_a_known_sarcoidosis_is_not_denied_beside_hilar_adenopathy(built: tuple[list[dict], dict]) -> None:
+    rows, _ = built
+    said = [r["answer"] for r in rows_of(rows, 15011) if r["question_type"] == "A_indication"]
+    assert not any("no sarcoidosis" in a.lower() or "no finding" in a.lower() or "does not show" in a.lower()
+                   for a in said), said
