@@ -37,6 +37,13 @@ train reports that show it (tests/data/openi_session15, README there) or from se
    the indication. No sarcoidosis is seen." (an outside reader, seed 185; hand-written here):
    sarcoidosis is a known diagnosis the film shows by its signs (qba.yaml ``indication_suspects``,
    ``indication_silent_not_absent``).
+9. A change word before a coordinated group reached only its first member: "Resolving pulmonary
+   interstitial edema and pulmonary venous hypertension" said the venous hypertension as current
+   (an outside reader, seed 189; seeds 145 and 153 on that study); "pulmonary venous engorgement"
+   was read as nothing (attributes.yaml ``shared_change``: improved and worsened only; ontology
+   synonyms). Hand-written. Once read, the engorgement left "Describe the hila. Nothing abnormal is
+   seen in the hila." (CXR2673, CXR2919, R2Gen train): the pulmonary vessels run through the hila
+   (qba.yaml ``region_projections``).
 """
 
 from __future__ import annotations
@@ -74,6 +81,8 @@ HAND = {
     15010: ("XXXX XXXX placement.", "Heart size is normal. The lungs are clear.", "No acute disease."),
     15011: ("H/O SARCOIDOSIS", "Heart size is normal. The hila remain enlarged and unchanged. No effusion.",
             "Stable bilateral hilar adenopathy."),
+    15012: ("Dyspnea.", "The heart is enlarged. In the interval, pulmonary venous engorgement has developed. No effusion.",
+            "Cardiomegaly with central pulmonary vascular congestion."),
     15006: ("Chest pain.", "Small right apical pneumothorax. No pleural effusion. Heart size is normal.",
             "Small right pneumothorax."),
 }
@@ -223,3 +232,31 @@ def test_a_known_sarcoidosis_is_not_denied_beside_hilar_adenopathy(built: tuple[
     said = [r["answer"] for r in rows_of(rows, 15011) if r["question_type"] == "A_indication"]
     assert not any("no sarcoidosis" in a.lower() or "no finding" in a.lower() or "does not show" in a.lower()
                    for a in said), said
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Resolving pulmonary interstitial edema and pulmonary venous hypertension.",
+     {("interstitial_edema", "improved"), ("vascular_congestion", "improved")}),
+    ("Improving right lower lobe atelectasis and effusion.", {("atelectasis", "improved"), ("pleural_effusion", "improved")}),
+    # a member's own change stays; a negated member takes none; "stable" is not shared
+    ("Improving atelectasis and new right effusion.", {("atelectasis", "improved"), ("pleural_effusion", "new")}),
+    ("Resolving pneumonia and no effusion.", {("pneumonia", "improved"), ("pleural_effusion", None)}),
+    ("Stable cardiomegaly and mild pulmonary edema.", {("cardiomegaly", "unchanged"), ("pulmonary_edema", None)}),
+])
+def test_a_change_before_a_coordinated_group_is_every_members(ex, text: str, want: set) -> None:
+    assert {(o.finding, o.change) for o in findings_in(ex, text)} == want
+
+
+def test_pulmonary_venous_engorgement_is_read(ex) -> None:
+    got = {(o.finding, o.certainty) for o in findings_in(ex, "Pulmonary venous engorgement has resolved.")}
+    assert got == {("vascular_congestion", "absent")}
+
+
+def test_a_vascular_congestion_keeps_the_hila_from_normal(built: tuple[list[dict], dict]) -> None:
+    rows, _ = built
+    bad = [(r["question"], r["answer"]) for r in rows_of(rows, 15012)
+           if r["polarity"] == "negative" and r["question_type"][:3] in ("C01", "C02", "C03", "C04")
+           and "hila" in r["question"]]
+    assert bad == []
+    # (the vasculature itself is asked and answered with the congestion)
+    assert any("congestion" in r["answer"] for r in rows_of(rows, 15012) if r["polarity"] == "positive")

@@ -74,7 +74,8 @@ class AttributeMatcher:
         for kind, groups in (extra or {}).items():
             if kind in ("drop", "version", "ignore", "bilateral_regions", "override", "sided_findings", "per_side",
                         "outside_cavity", "range_joint", "finding_severity", "change_degree", "not_postoperative",
-                        "space_range_levels", "range_open_upper", "side_alternative_joint", "term_excludes_places", "not_lesion_size", "unknown_age", "shared_age", "midline_regions"):
+                        "space_range_levels", "range_open_upper", "side_alternative_joint", "term_excludes_places", "not_lesion_size", "unknown_age", "shared_age", "midline_regions",
+                        "shared_change"):
                 continue
             for value, words in (groups or {}).items():
                 for w in words:
@@ -267,7 +268,8 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
            share: list[bool] | None = None, signs: list[bool] | None = None,
            fits: Callable[[int, str], bool] | None = None,
            region_side: dict[str, str | None] | None = None,
-           devices: list[bool] | None = None) -> list[AttrValues | None]:
+           devices: list[bool] | None = None,
+           shared_change: frozenset[str] = frozenset()) -> list[AttrValues | None]:
     """Give each attribute to the nearest mention of the sentence; returns one AttrValues per
     mention (``starts``, ``ends``: the mentions' offsets, in text order, not overlapping), None
     for a mention that gets none.
@@ -283,7 +285,10 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
       sign ("opacity in the left base compatible with / , scarring or atelectasis"; ``signs[i]``
       marks the signs) is located where the sign is; a device (``devices[i]``) takes no location
       from across a comma;
-    - a severity / change / temporal word right after a negation only describes what follows it."""
+    - a severity / change / temporal word right after a negation only describes what follows it;
+    - a change of ``shared_change`` stated before a coordinated group governs every member with
+      none of its own ("Resolving pulmonary interstitial edema and pulmonary venous hypertension":
+      both resolving; session 15)."""
     n = len(starts)
     # None for a mention that gets no attribute (most of them: the same as an empty AttrValues
     # to every reader, without making one)
@@ -295,6 +300,7 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
     sizes = len({a.value for a in attrs if a.kind == "size"})  # distinct sizes the sentence states
     # each mention's location words; () until it gets one (most mentions get none)
     own_loc: list = [()] * n
+    chg_pre: set[int] = set()  # mentions given a shared change by a word before them
     for a in attrs:
         # each field read once (a msgspec Struct: a generic attribute read each time when compiled)
         kind, a_start, a_end = a.kind, a.start, a.end
@@ -414,6 +420,8 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
             # the first word of a kind wins, but an age called uncertain overrides any other age
             # ("old appearing rib fracture, acuity uncertain": no age; rules.py then clears it)
             setattr(v, kind, a.value)
+            if kind == "change" and a_end <= starts[best] and a.value in shared_change:
+                chg_pre.add(best)
         v.spans.append((a_start, a_end))
     if clash or sizes > 1:
         _drop_split_sizes(vals, starts, lower, sizes > 1)
@@ -422,7 +430,35 @@ def attach(attrs: list[Attr], starts: list[int], ends: list[int], lower: str,
             if vals[k] is None:
                 vals[k] = _AttrValues()
         _share_locations(vals, starts, ends, own_loc, lower, share, signs, fits, region_side, devices)  # type: ignore[arg-type]
+    if chg_pre and n > 1:
+        _share_change(vals, starts, ends, lower, chg_pre)
     return vals  # type: ignore[return-value]
+
+
+# "and" / "or" / a list comma between two coordinated mentions, not a negated one ("Resolving
+# pneumonia and no effusion": the effusion's "no" is no change)
+_COORD_CHANGE: Final = re.compile(r"\s*(?:,\s*)?(?:and/or|and|or|,)\s*(?!(?:no|not|without)\b)(?:[a-z-]+\s+){0,2}")
+
+
+def _share_change(vals: list[AttrValues | None], starts: list[int], ends: list[int], lower: str,
+                  chg_pre: set[int]) -> None:
+    """Session 15: the change word before a coordinated group ("Resolving pulmonary interstitial
+    edema and pulmonary venous hypertension", an outside reader's CXR157: the venous hypertension
+    was said as current) is every member's that states none of its own."""
+    n = len(vals)
+    g0 = 0
+    for i in range(1, n + 1):
+        if i < n and _COORD_CHANGE.fullmatch(lower, ends[i - 1], starts[i]):
+            continue
+        if i - g0 > 1 and g0 in chg_pre:
+            first = vals[g0]
+            for k in range(g0 + 1, i):
+                v = vals[k]
+                if v is None:
+                    v = vals[k] = _AttrValues()
+                if v.change is None:
+                    v.change = first.change  # type: ignore[union-attr]
+        g0 = i
 
 
 # a mention counted as more than one lesion ("Two nodules are noted ... measuring 13 mm and one

@@ -446,6 +446,8 @@ class RulesExtractor:
         if mid - set(ontology.regions):
             raise ValueError(f"attributes.yaml midline_regions: unknown region id(s) {sorted(mid - set(ontology.regions))}")
         self._midline = frozenset(mid)
+        # session 15: change values a word before a coordinated group gives every member
+        self.shared_change = frozenset(attr_data.get("shared_change") or ())
         sa = attr_data.get("shared_age") or {}
         self.shared_age = None if not sa.get("cues") else re.compile(
             r"(?:\s+(?:{}))?\s*,?\s*(?:{})\s+(?:[^\s,;.]+\s+){{0,{}}}".format(
@@ -1000,7 +1002,8 @@ class RulesExtractor:
                 mstarts.append(m.start)
                 mends.append(m.end)
             vals = attach(attrs, mstarts, mends, seg, share, signs,
-                          _fits_fn(self, mentions, seg), self.region_side, self._device_flags(mentions))
+                          _fits_fn(self, mentions, seg), self.region_side, self._device_flags(mentions),
+                          self.shared_change)
         aged: set[int] = set()
         if vals is not None and self.shared_age is not None and len(mentions) > 1:
             aged = self._shared_age(seg, mentions, vals)
