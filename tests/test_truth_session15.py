@@ -44,6 +44,10 @@ train reports that show it (tests/data/openi_session15, README there) or from se
    synonyms). Hand-written. Once read, the engorgement left "Describe the hila. Nothing abnormal is
    seen in the hila." (CXR2673, CXR2919, R2Gen train): the pulmonary vessels run through the hila
    (qba.yaml ``region_projections``).
+10. "worse" comparing the sides was a change over time: "Bibasilar airspace disease, left worse
+   right" was "It is worse than on the prior study." with no prior study (outside readers of seeds
+   192 and 193; the reading dates from session 14's change details). attributes.yaml ``ignore``.
+   Hand-written.
 """
 
 from __future__ import annotations
@@ -260,3 +264,14 @@ def test_a_vascular_congestion_keeps_the_hila_from_normal(built: tuple[list[dict
     assert bad == []
     # (the vasculature itself is asked and answered with the congestion)
     assert any("congestion" in r["answer"] for r in rows_of(rows, 15012) if r["polarity"] == "positive")
+
+
+@pytest.mark.parametrize("text", ["Bibasilar airspace disease, left worse right.",
+                                  "Bibasilar opacities, worse on the left.",
+                                  "Bilateral effusions, right worse than left."])
+def test_worse_between_the_sides_is_no_change(ex, text: str) -> None:
+    assert [(o.finding, o.change) for o in findings_in(ex, text) if o.change] == []
+
+
+def test_worse_over_time_stays(ex) -> None:
+    assert {o.change for o in findings_in(ex, "The left pleural effusion is worse.")} == {"worsened"}
