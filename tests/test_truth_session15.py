@@ -48,6 +48,10 @@ train reports that show it (tests/data/openi_session15, README there) or from se
    right" was "It is worse than on the prior study." with no prior study (outside readers of seeds
    192 and 193; the reading dates from session 14's change details). attributes.yaml ``ignore``.
    Hand-written.
+11. An indication naming a cancer of an organ outside the chest was denied by silence: "Prostate
+   cancer" was "There is no finding that answers the indication. There is no prostate lesion."
+   (CXR3606, R2Gen train; readers of seeds 180 and 195 noted "no prostate lesion" and "no pancreatic
+   lesion" on a chest film): qba.yaml ``indication_silent_categories``. Hand-written here.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ HAND = {
             "Stable bilateral hilar adenopathy."),
     15012: ("Dyspnea.", "The heart is enlarged. In the interval, pulmonary venous engorgement has developed. No effusion.",
             "Cardiomegaly with central pulmonary vascular congestion."),
+    15013: ("Prostate cancer.", "Heart size is normal. The lungs are clear. No effusion.", "No acute disease."),
     15006: ("Chest pain.", "Small right apical pneumothorax. No pleural effusion. Heart size is normal.",
             "Small right pneumothorax."),
 }
@@ -275,3 +280,9 @@ def test_worse_between_the_sides_is_no_change(ex, text: str) -> None:
 
 def test_worse_over_time_stays(ex) -> None:
     assert {o.change for o in findings_in(ex, "The left pleural effusion is worse.")} == {"worsened"}
+
+
+def test_an_organ_outside_the_chest_is_not_denied(built: tuple[list[dict], dict]) -> None:
+    rows, _ = built
+    said = [r["answer"] for r in rows if r["study_id"] == "openi:CXR15013"]
+    assert said and not any("prostate" in a.lower() for a in said), [a for a in said if "prostate" in a.lower()]

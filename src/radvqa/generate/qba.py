@@ -88,6 +88,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # session 15: words of an indication that asks about a device ("XXXX XXXX placement") and the
     # device subcategories whose stated devices may be the one an indication names (qba.yaml)
     indication_device_words: tuple[str, ...] = ()
+    # session 15: finding categories a chest film cannot show (qba.yaml)
+    indication_silent_categories: tuple[str, ...] = ()
     indication_suspect_subcategories: tuple[str, ...] = ()
     # round 24: findings never drawn as a sampled negative (a film cannot rule them out)
     unsampled_findings: tuple[str, ...] = ()
@@ -236,6 +238,7 @@ class Strategy:
         self.ind_suspects = {k: F(x) for k, x in cfg.indication_suspects.items()}
         self.ind_silent = F(cfg.indication_silent_not_absent)
         self.ind_device_words = F(w.lower() for w in cfg.indication_device_words)
+        self.ind_silent_cats = F(cfg.indication_silent_categories)
         self.ind_sus_subs = F(cfg.indication_suspect_subcategories)
         self.unsaid_sections = F(x.upper() for x in cfg.unsaid_list_sections)
         self.unsaid_ops = F(cfg.unsaid_list_ops)
@@ -1311,7 +1314,8 @@ def scope_indication(st: Study, tpl: Template, op: Op) -> Iterable[Item]:
             if not pos:
                 return ()
             neg = [f for f in neg if f not in suspected]
-        silent = [f for f in neg if f.implied and f.fid in s.ind_silent]
+        fcat = s.gen.vocab.fcat
+        silent = [f for f in neg if f.implied and (f.fid in s.ind_silent or fcat.get(f.fid) in s.ind_silent_cats)]
         if silent:
             # the indication names it (history, a procedure): the report's silence is no "no"
             neg = [f for f in neg if f not in silent]
