@@ -51,7 +51,9 @@ train reports that show it (tests/data/openi_session15, README there) or from se
 11. An indication naming a cancer of an organ outside the chest was denied by silence: "Prostate
    cancer" was "There is no finding that answers the indication. There is no prostate lesion."
    (CXR3606, R2Gen train; readers of seeds 180 and 195 noted "no prostate lesion" and "no pancreatic
-   lesion" on a chest film): qba.yaml ``indication_silent_categories``. Hand-written here.
+   lesion" on a chest film): qba.yaml ``indication_silent_categories``. Hand-written here. So is how
+   the study was made: "... portable ... tubes and lines" was answered "No portable technique is
+   seen." (CXR3334, R2Gen train).
 """
 
 from __future__ import annotations
@@ -92,6 +94,9 @@ HAND = {
     15012: ("Dyspnea.", "The heart is enlarged. In the interval, pulmonary venous engorgement has developed. No effusion.",
             "Cardiomegaly with central pulmonary vascular congestion."),
     15013: ("Prostate cancer.", "Heart size is normal. The lungs are clear. No effusion.", "No acute disease."),
+    15014: ("Hypoxia. History: portable check of tubes and lines.",
+            "Left internal jugular catheter tip in the mid SVC. Heart size is normal. The lungs are clear.",
+            "No acute disease."),
     15006: ("Chest pain.", "Small right apical pneumothorax. No pleural effusion. Heart size is normal.",
             "Small right pneumothorax."),
 }
@@ -286,3 +291,9 @@ def test_an_organ_outside_the_chest_is_not_denied(built: tuple[list[dict], dict]
     rows, _ = built
     said = [r["answer"] for r in rows if r["study_id"] == "openi:CXR15013"]
     assert said and not any("prostate" in a.lower() for a in said), [a for a in said if "prostate" in a.lower()]
+
+
+def test_a_portable_study_named_by_the_indication_is_not_denied(built: tuple[list[dict], dict]) -> None:
+    rows, _ = built
+    said = [r["answer"] for r in rows_of(rows, 15014) if r["question_type"] == "A_indication"]
+    assert said and not any("portable" in a.lower() for a in said), said
