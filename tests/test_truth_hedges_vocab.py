@@ -116,7 +116,10 @@ def test_1116_densities_compatible_with_piercings_are_no_lung_opacity_nor_nipple
 
 def test_vocabulary_misreads(ex):
     assert _obs(ex, 934, "line") == []  # "XXXX B lines"
-    assert [o.certainty for o in _obs(ex, 934, "interstitial_edema")] == ["present"]
+    # the B lines are an interstitial opacity (session 16: septal lines are no diagnosis of edema);
+    # this report's edema is its own words ("subpleural edema", "pulmonary edema")
+    assert "present" in [o.certainty for o in _obs(ex, 934, "interstitial_opacity")]
+    assert "present" in [o.certainty for o in _obs(ex, 934, "pulmonary_edema")]
     assert _obs(ex, 576, "aortic_enlargement") == []  # "Unfolding of the thoracic aorta"
     assert [o.certainty for o in _obs(ex, 576, "tortuous_aorta")] == ["present"]
     assert _obs(ex, 1565, "nipple_shadow") == []  # "attenuation from overlying breast shadows"

@@ -346,6 +346,9 @@ class RulesExtractor:
                     self.context.roles[w] = 0  # matched, but no cue
         patterns = load_data("patterns")
         self.mentions = MentionMatcher(ontology.finding_terms(), patterns, set(ontology.findings))
+        # what may stand before a redacted-device phrase that is the subject of its sentence
+        self.tip_openers = frozenset(" ".join(str(p).lower().split())
+                                     for p in patterns.get("redacted_device_openers", []) or [])
         self.redacted_device = frozenset(" ".join(str(p).lower().split())
                                          for p in patterns.get("redacted_device_phrases", []) or [])
         self.devices = frozenset(fid for fid, f in ontology.findings.items() if f.category == "DEVICE")
@@ -485,6 +488,7 @@ class RulesExtractor:
         sigma = "\u03a3" in text
         prev_loc: tuple[str | None, tuple[str, ...]] | None = None  # location of the last sentence's finding
         prev_found: frozenset[str] = frozenset()  # the findings the last sentence read present (session 15)
+        prev_device: tuple[tuple[str, ...], str | None] | None = None  # the last sentence's one device, its side
         roles = self._roles
         concluding = self.concluding
         for sec in sections:
@@ -553,6 +557,7 @@ class RulesExtractor:
                 if not items:
                     prev_loc = None
                     prev_found = frozenset()
+                    prev_device = None
                     continue
                 # "opacity in the left upper lobe. This may represent scarring": a diagnosis offered
                 # for the previous sentence's finding is located where that finding is
@@ -561,6 +566,7 @@ class RulesExtractor:
                 prev_loc = None
                 prev_found = frozenset(f for it in items if it[3] == "present" for f in it[2]) \
                     if self._placed_becomes else frozenset()
+                device_before, prev_device = prev_device, self._one_device(items)
                 # "opacity in the right midlung. This may be artifact.": the next sentence explains
                 # the sign away; a plain statement of it is uncertain (CXR163)
                 nxt = None
@@ -582,6 +588,15 @@ class RulesExtractor:
                                 ind_findings.append(f)
                         ind_spans.append(span)
                         continue
+                    if device_before is not None and self._bare_tip(lower, a, i0, i1):
+                        # session 16: "PICC line is in XXXX. The tip is in the upper right atrium."
+                        # (CXR604, R2Gen train): the tip is the device just named, not a second,
+                        # unnamed catheter ("There is a PICC. There is a catheter.")
+                        findings, side = device_before
+                        if side is not None and (v is None or v.laterality is None):
+                            v = replace(v, laterality=side) if v is not None else FrozenAttrs(laterality=side)
+                            av = v
+                        keys = self._keys(findings, v)
                     if wants_loc and loc is not None:
                         v = replace(v, laterality=loc[0], regions=loc[1]) if v is not None \
                             else FrozenAttrs(laterality=loc[0], regions=loc[1])
@@ -833,6 +848,23 @@ class RulesExtractor:
             p = self._props[findings] = (any(f in self.lateralised for f in findings),
                                          all(f in self.alt_signs for f in findings))
         return p[0]
+
+    def _one_device(self, items: tuple) -> tuple[tuple[str, ...], str | None] | None:
+        """(findings, side) of the one device a sentence reads present, else None."""
+        found: tuple[tuple[str, ...], str | None] | None = None
+        for it in items:
+            if it[3] == "present" and self.devices.issuperset(it[2]):
+                side = it[5].laterality if it[5] is not None else None
+                if found is not None and found[0] != it[2]:
+                    return None
+                if found is None or found[1] is None:
+                    found = (it[2], side)
+        return found
+
+    def _bare_tip(self, lower: str, a: int, i0: int, i1: int) -> bool:
+        """The mention at ``i0:i1`` of the sentence starting at ``a`` is a redacted-device phrase
+        ("tip") that opens the sentence as its subject ("The tip projects over ...", "Tip now ...")."""
+        return lower[a + i0:a + i1] in self.redacted_device and lower[a:a + i0].strip() in self.tip_openers
 
     def _becomes_at(self, findings: tuple[str, ...], regions: tuple[str, ...]) -> bool:
         """Every finding of a mention is another one at ``regions`` (``placed_becomes``)."""

@@ -143,6 +143,24 @@ _JOINED_AFTER: Final = re.compile(r"\s*,?\s*(?:and|with|plus)\s+(?:[a-z-]+\s+){0
 _JOINED_BEFORE: Final = re.compile(r"(?:\s+[a-z-]+){0,2}\s*(?:,|\band\b|\bwith\b|\bplus\b)\s*(?:[a-z-]+\s+){0,3}")
 
 
+# a list's comma between a mention and a slash pair (at most three words besides, none of them a
+# hedge: "Mediastinal widening, likely tortuous/ectatic aorta" offers the pair as an explanation)
+_LISTED_AFTER: Final = re.compile(r"\s*,\s*(?:[a-z-]+\s+){0,3}")
+_LISTED_BEFORE: Final = re.compile(r"(?:\s+[a-z-]+){0,3}\s*,\s*")
+
+
+def _listed(low: str, start: int, end: int, pair: tuple[str, int, int], hedges: frozenset[str]) -> bool:
+    """The slash pair ``pair`` and the mention at ``start:end`` are items of one comma list, with
+    none of ``hedges`` between them."""
+    if end <= pair[1]:
+        m = _LISTED_AFTER.fullmatch(low, end, pair[1])
+    elif pair[2] <= start:
+        m = _LISTED_BEFORE.fullmatch(low, pair[2], start)
+    else:
+        return False
+    return m is not None and hedges.isdisjoint(_WORD.findall(m.group(0)))
+
+
 def _coordinated(low: str, start: int, end: int, pair: tuple[str, int, int]) -> bool:
     """The slash pair ``pair`` (text, start, end) of a sentence is another finding coordinated with
     the mention at ``start:end``, not an alternative offered for it."""
@@ -210,6 +228,10 @@ class Unvouched:
         # findings they name (another finding of the sentence is still U6)
         self.slash_same = {f"{a}/{b}": frozenset(e["findings"]) for e in cfg.get("slash_same") or ()
                            for x, y in (e["words"],) for a, b in ((x, y), (y, x))}
+        # session 16: the pairs naming one finding twice (before the sign pairs join the mapping),
+        # and the words that make a listed pair an explanation offered instead (``_listed``)
+        self.same_names = frozenset(self.slash_same)
+        self.list_hedges = frozenset(str(w).lower() for w in cfg.get("slash_same_list_hedges") or ())
         # round 30: a sign's word and a sign partner's (``slash_signs``, either order) -> the signs
         sl = cfg.get("slash_signs") or {}
         signs = frozenset(sl.get("findings") or ())
@@ -507,6 +529,12 @@ class Unvouched:
                 pair = rec.slash
                 slash = pair[0] if pair is not None and not _coordinated(rec.low, start, end, pair) else False
                 if slash and obs.finding in self.slash_same.get(slash, ()):
+                    slash = False
+                elif slash and slash in self.same_names and _listed(rec.low, start, end, pair, self.list_hedges):
+                    # session 16: a pair naming one finding twice, listed beside another finding
+                    # ("Cardiomegaly, aortic ectasia/tortuosity, ...") is no alternative offered
+                    # for it: the cardiomegaly went unsaid and "Describe the heart and vessels"
+                    # said the tortuous aorta alone (an outside reader, seed 209; hand-written test)
                     slash = False
         if isinstance(detached, str):
             found["detached"] = self._reason("detached", detached)

@@ -1,0 +1,161 @@
+"""Session 16: what four fresh readers of the session-15 code found (seeds 206-209) and what I read
+in R2Gen train + val rows (seeds 1112, 1113), fixed from train reports that show it
+(tests/data/openi_session16, README there) or from sentences written here (never copied from a test
+or outside report).
+
+1. "PICC line is in XXXX. The tip is in the upper right atrium." (CXR604, R2Gen train) read two
+   devices: "There is a peripherally inserted central catheter. There is a catheter. The catheter is
+   in the right atrium." A sentence whose subject is a bare "tip" continues the device the sentence
+   before named (extract patterns.yaml ``redacted_device_openers``); the tip's place is that
+   device's, and so is its side ("Left PICC line remains in XXXX. The tip projects over the upper
+   SVC.", CXR3935, R2Gen train).
+2. "A few septal lines of the left lateral sulcus." (CXR337, R2Gen train; nothing else about edema)
+   was "Is there any pulmonary edema? Yes. Interstitial edema is seen." Septal (Kerley) lines are
+   a sign edema shares with fibrosis and tumour: an interstitial opacity, not the diagnosis.
+3. "It would be difficult to completely exclude a superimposed pneumonia", its opening garbled, was
+   "Pneumonia is seen." (an outside reader, seed 209): the pre-cues lacked the adverb forms the
+   post-cues have ("difficult to completely exclude", "cannot entirely exclude"). Hand-written.
+4. "Cardiomegaly, aortic ectasia/tortuosity, ..." left the cardiomegaly unsaid (a slash pair stated
+   as certain in its sentence) and "Describe the heart and vessels" said the tortuous aorta alone
+   (an outside reader, seed 209): a pair naming one finding twice, listed after a comma, offers no
+   alternative for the other items of the list (quality/unvouched.py ``_listed``). Hand-written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openi_truth import WITH_INDICATION, build_rows, findings_in, observations_of, rows_of, write_reports
+from radvqa.extract.rules import RulesExtractor
+from radvqa.ontology import load_ontology
+
+DATA = Path(__file__).parent / "data" / "openi_session16"
+
+# hand-written reports (INDICATION, FINDINGS, IMPRESSION): not copies of any report
+HAND = {
+    16001: ("Palpitations.", "Cardiomegaly, aortic ectasia/tortuosity, silhouette similar to the prior film. "
+            "No effusion.", "Stable appearance."),
+    16002: ("Cough.", "Heart size is normal. Mediastinal widening, likely tortuous/ectatic aorta. No effusion.",
+            "No acute disease."),
+    16003: ("Fever.", "Patchy left basilar opacity, most likely atelectasis. Difficult to entirely exclude "
+            "early pneumonia. Heart size is normal.", "Left basilar opacity."),
+}
+
+
+@pytest.fixture(scope="module")
+def ex() -> RulesExtractor:
+    return RulesExtractor(load_ontology())
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """Every question the generator has (caps x40), the default --incomplete-lists omit."""
+    tmp = tmp_path_factory.mktemp("s16")
+    folder = write_reports(tmp / "in", HAND, WITH_INDICATION)
+    for f in DATA.glob("*.xml"):
+        (folder / f.name).write_bytes(f.read_bytes())
+    return build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40"))
+
+
+def _devices(ex: RulesExtractor, text: str) -> list[tuple[str, str | None, tuple[str, ...]]]:
+    return [(o.finding, o.laterality, tuple(o.regions)) for o in findings_in(ex, text) if o.finding in ex.devices]
+
+
+# ---- 1. "The tip" continues the device named before it ------------------------------------------
+
+def test_the_tip_sentence_is_the_named_device_in_the_report(ex: RulesExtractor) -> None:
+    assert [(o.laterality, tuple(o.regions)) for o in observations_of(ex, DATA / "604.xml", "picc")] \
+        == [(None, ("right_atrium",))]
+    assert observations_of(ex, DATA / "604.xml", "catheter") == []
+    # findings and impression: the PICC in the SVC each time (the findings' one keeps its side), no
+    # unnamed catheter
+    assert {tuple(o.regions) for o in observations_of(ex, DATA / "3935.xml", "picc")} == {("svc",)}
+    assert "left" in {o.laterality for o in observations_of(ex, DATA / "3935.xml", "picc")}
+    assert observations_of(ex, DATA / "3935.xml", "catheter") == []
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Right internal jugular catheter is in place. Its tip projects over the cavoatrial junction.",
+     [("jugular_line", "right", ("cavoatrial_junction",))]),
+    ("Left PICC line is unchanged. Tip now projects over the upper SVC.", [("picc", "left", ("svc",))]),
+])
+def test_the_tip_sentence_hand_written(ex: RulesExtractor, text: str, want: list) -> None:
+    got = _devices(ex, text)
+    assert [g[0] for g in got] == [w[0] for w in want], got
+    assert [(g[1], set(g[2]) >= set(w[2])) for g, w in zip(got, want)] == [(w[1], True) for w in want], got
+
+
+def test_a_tip_with_no_device_before_it_is_still_a_redacted_device(ex: RulesExtractor) -> None:
+    # the device's name masked in its own sentence: a catheter, as before
+    assert [d[0] for d in _devices(ex, "Right chest XXXX with tip at the cavoatrial junction.")] == ["catheter"]
+    # a sentence before it with no device: nothing to continue
+    assert [d[0] for d in _devices(ex, "The heart is normal. The tip is in the upper SVC.")] == ["catheter"]
+    # two devices named before: which one is meant is unknown, so no guess
+    got = [d[0] for d in _devices(ex, "Right jugular catheter and left PICC line. The tip is in the SVC.")]
+    assert "catheter" in got, got
+
+
+def test_the_tip_rows_say_one_device(rows: list[dict]) -> None:
+    for r in rows_of(rows, 604):
+        assert "There is a catheter" not in r["answer"], (r["question"], r["answer"])
+    said = [r["answer"] for r in rows_of(rows, 604) if r["question_type"] == "B12_describe_device"]
+    assert said and all("right atrium" in a for a in said), said
+
+
+# ---- 2. septal lines are no edema ----------------------------------------------------------------
+
+def test_septal_lines_are_an_interstitial_opacity_not_edema(ex: RulesExtractor) -> None:
+    assert observations_of(ex, DATA / "337.xml", "interstitial_edema") == []
+    # ("Otherwise, the lungs are clear" still reads as no edema)
+    assert {o.certainty for o in observations_of(ex, DATA / "337.xml", "pulmonary_edema")} <= {"absent"}
+    for text in ("Scattered Kerley B lines at the bases.", "A few septal lines in the right costophrenic region."):
+        got = {o.finding: o.certainty for o in findings_in(ex, text)}
+        assert "interstitial_edema" not in got and "pulmonary_edema" not in got, got
+        assert got.get("interstitial_opacity") == "present", got
+
+
+def test_no_row_of_337_says_edema(rows: list[dict]) -> None:
+    bad = [(r["question"], r["answer"]) for r in rows_of(rows, 337)
+           if "edema is seen" in r["answer"].lower() or "there is interstitial edema" in r["answer"].lower()
+           or r["answer"].startswith("Yes") and "edema" in r["question"].lower()]
+    assert bad == []
+
+
+# ---- 3. "difficult to completely exclude X" hedges X ---------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "The be difficult to completely exclude a superimposed pneumonia.",
+    "Difficult to entirely exclude a small left pleural effusion.",
+    "Cannot completely exclude a small pneumothorax.",
+    "Cannot entirely rule out pneumonia.",
+    "Unable to completely exclude a small effusion.",
+])
+def test_adverb_forms_of_cannot_exclude_hedge(ex: RulesExtractor, text: str) -> None:
+    got = [(o.finding, o.certainty) for o in findings_in(ex, text)]
+    assert got and all(c == "uncertain" for _, c in got), got
+
+
+def test_no_row_states_the_pneumonia_that_cannot_be_excluded(rows: list[dict]) -> None:
+    bad = [(r["question"], r["answer"]) for r in rows_of(rows, 16003)
+           if "pneumonia is seen" in r["answer"].lower() or "there is pneumonia" in r["answer"].lower()]
+    assert bad == []
+
+
+# ---- 4. a listed "ectasia/tortuosity" leaves the cardiomegaly stated ----------------------------
+
+def test_a_listed_same_finding_pair_keeps_the_list_stated(rows: list[dict]) -> None:
+    heart = [r["answer"] for r in rows_of(rows, 16001) if r["question_type"] in (
+        "B08_describe_subcat", "B09_describe_abnormal_subcat") and "heart and vessels" in r["question"]]
+    assert heart, "no heart-and-vessels list asked"
+    assert all("cardiomegaly" in a.lower() for a in heart), heart
+    assert any(r["polarity"] == "positive" and r["question_type"] == "D02_has_finding"
+               and "cardiomegaly" in r["question"].lower() for r in rows_of(rows, 16001))
+
+
+def test_a_pair_offered_as_the_explanation_still_counts(rows: list[dict]) -> None:
+    # "Mediastinal widening, likely tortuous/ectatic aorta": not stated as a certain widening
+    bad = [(r["question"], r["answer"]) for r in rows_of(rows, 16002)
+           if "mediastinal widening is seen" in r["answer"].lower() or "there is mediastinal widening" in r["answer"].lower()]
+    assert bad == []
