@@ -19,6 +19,16 @@ or outside report).
    as certain in its sentence) and "Describe the heart and vessels" said the tortuous aorta alone
    (an outside reader, seed 209): a pair naming one finding twice, listed after a comma, offers no
    alternative for the other items of the list (quality/unvouched.py ``_listed``). Hand-written.
+5. "Feeding tube passes below the left hemidiaphragm." (CXR1240, R2Gen train) left the tube unsaid
+   ("passes" unread: quality/data/unvouched.yaml ``function_words`` now hold a tube's course
+   verbs), so "Are there any support devices in this image?" listed the lines without it, and
+   "Which devices are seen in the stomach? No devices are seen in the stomach." was asked: a device
+   the report places runs through its default regions too (an enteric tube the esophagus and
+   stomach, a PICC the SVC), and none of them is answered "no device" (qba.py ``dev_unknown``).
+6. Sternotomy wires beside "Which devices are seen in the chest wall? There are no devices in the
+   chest wall." (an outside reader, seed 212; CXR75, R2Gen train, the same): the chest wall is
+   built on the ribs, the sternum and the thoracic spine (qba.yaml ``region_projections``), for
+   devices as for findings ("Old left rib fractures" beside a normal left chest wall).
 """
 
 from __future__ import annotations
@@ -41,6 +51,9 @@ HAND = {
             "No acute disease."),
     16003: ("Fever.", "Patchy left basilar opacity, most likely atelectasis. Difficult to entirely exclude "
             "early pneumonia. Heart size is normal.", "Left basilar opacity."),
+    16005: ("Fall.", "Old left rib fractures. No chest wall mass. The lungs are clear.", "No acute disease."),
+    16004: ("Weakness.", "PICC line with tip in the upper right atrium. Heart size is normal. The lungs are clear.",
+            "No acute disease."),
 }
 
 
@@ -57,6 +70,17 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     for f in DATA.glob("*.xml"):
         (folder / f.name).write_bytes(f.read_bytes())
     return build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40"))
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """The reports with the default caps (the region questions are sampled: the caps x40 build asks
+    other regions than a user's default build does)."""
+    tmp = tmp_path_factory.mktemp("s16p")
+    folder = write_reports(tmp / "in", HAND, WITH_INDICATION)
+    for f in DATA.glob("*.xml"):
+        (folder / f.name).write_bytes(f.read_bytes())
+    return build_rows(folder, tmp / "out", unvouched="omit")
 
 
 def _devices(ex: RulesExtractor, text: str) -> list[tuple[str, str | None, tuple[str, ...]]]:
@@ -159,3 +183,41 @@ def test_a_pair_offered_as_the_explanation_still_counts(rows: list[dict]) -> Non
     bad = [(r["question"], r["answer"]) for r in rows_of(rows, 16002)
            if "mediastinal widening is seen" in r["answer"].lower() or "there is mediastinal widening" in r["answer"].lower()]
     assert bad == []
+
+
+# ---- 5. a placed device still runs through its default course ------------------------------------
+
+def test_a_feeding_tube_passing_below_the_diaphragm_is_said(rows: list[dict]) -> None:
+    lists = [r["answer"] for r in rows_of(rows, 1240) if r["question_type"] in ("B12_describe_device", "B13_has_devices")]
+    assert lists and all("enteric tube" in a for a in lists), lists
+
+
+@pytest.mark.parametrize("build", ["rows", "plain"])
+@pytest.mark.parametrize(("n", "region"), [(1240, "stomach"), (1240, "esophagus"), (16004, "superior vena cava")])
+def test_no_device_negative_along_a_placed_device_course(request: pytest.FixtureRequest, build: str, n: int,
+                                                         region: str) -> None:
+    bad = [(r["question"], r["answer"]) for r in rows_of(request.getfixturevalue(build), n)
+           if r["question_type"] in ("C07_describe_device_region", "C08_has_device_region")
+           and region in r["question"].lower() and r["polarity"] != "positive"]
+    assert bad == []
+
+
+# ---- 6. the chest wall holds the ribs and the sternum ------------------------------------------
+
+def _chest_wall_negatives(rows: list[dict], n: int, kinds: tuple[str, ...], side: str = "") -> list[tuple[str, str]]:
+    return [(r["question"], r["answer"]) for r in rows_of(rows, n)
+            if r["question_type"] in kinds and f"{side}chest wall" in r["question"].lower() and r["polarity"] != "positive"]
+
+
+@pytest.mark.parametrize("build", ["rows", "plain"])
+def test_no_device_denied_in_the_chest_wall_beside_sternotomy_wires(request: pytest.FixtureRequest, build: str) -> None:
+    rows = request.getfixturevalue(build)
+    assert _chest_wall_negatives(rows, 75, ("C07_describe_device_region", "C08_has_device_region")) == []
+
+
+@pytest.mark.parametrize("build", ["rows", "plain"])
+def test_a_rib_fracture_keeps_its_chest_wall_from_being_normal(request: pytest.FixtureRequest, build: str) -> None:
+    rows = request.getfixturevalue(build)
+    kinds = ("C01_describe_region", "C02_describe_abnormal_region", "C03_is_abnormal_region", "C04_is_normal_region")
+    # ("No chest wall mass" has the chest wall asked about; "normal" only where no rib is broken)
+    assert [(q, a) for q, a in _chest_wall_negatives(rows, 16005, kinds) if "right" not in q.lower()] == []

@@ -724,6 +724,10 @@ class Study:
                 if not on:
                     continue
                 where = list(o.regions) or list(dflt)
+                if subject == "devices" and o.regions:
+                    # (session 16: a hidden device placed by the report may also lie along its
+                    # default course, as a stated one: _Regions.dev_unknown)
+                    where += [r for r in dflt if r not in where]
                 # (round 11a: every region overlapping, not only those above and below: a hidden
                 # finding of the lung bases keeps either lung from being called normal)
                 over = _overlapping(s, where) if where else None
@@ -1480,11 +1484,29 @@ class _Regions:
         # (a sided device only on its side: "surgical clips overlying the right breast" leave the
         # left axilla answerable)
         rdesc_, rside = s.rdescendants, v.rside
+        fdefault = v.fdefault_regions
+        proj_ = s.projections
         for f in st.devs:
+            other = {"left": "right", "right": "left"}.get(f.lat or "")
+            if proj_:
+                # session 16: what its regions project over (config ``region_projections``: the
+                # sternum's wires lie in the chest wall too)
+                for r in f.regions:
+                    for q in proj_.get(r, ()):
+                        self.dev_unknown.update(d for d in (q, *rdesc_.get(q, ()))
+                                                if d not in dev_at and (other is None or rside.get(d) != other))
             if not f.explicit_regions:
-                other = {"left": "right", "right": "left"}.get(f.lat or "")
                 for r in f.regions:
                     self.dev_unknown.update(d for d in rdesc_.get(r, ())
+                                            if d not in dev_at and (other is None or rside.get(d) != other))
+            else:
+                # session 16: a device placed by the report still runs through its default regions
+                # ("Feeding tube passes below the left hemidiaphragm" placed at the hemidiaphragm,
+                # and "Which devices are seen in the stomach? No devices are seen in the stomach.",
+                # CXR1240, R2Gen train; a PICC whose tip is in the right atrium passes the SVC):
+                # none of them may be answered "no device"
+                for r in fdefault.get(f.fid, ()):
+                    self.dev_unknown.update(d for d in (r, *rdesc_.get(r, ()))
                                             if d not in dev_at and (other is None or rside.get(d) != other))
         self.index = {"abnormal": pos_at, "devices": dev_at, "artifacts": art_at}
         self.neg_at = neg_at
