@@ -29,6 +29,20 @@ or outside report).
    chest wall." (an outside reader, seed 212; CXR75, R2Gen train, the same): the chest wall is
    built on the ribs, the sternum and the thoracic spine (qba.yaml ``region_projections``), for
    devices as for findings ("Old left rib fractures" beside a normal left chest wall).
+7. "The heart is large, and the pulmonary XXXX are engorged." (CXR1202, R2Gen val): "engorged"
+   unread (the vessels masked) left the cardiomegaly of that sentence unsaid, and "Is this chest
+   X-ray normal? No, the study is abnormal. Pulmonary vascular congestion is seen." (extract
+   patterns.yaml: engorged vessels are a vascular congestion).
+8. "small bilateral pleural effusions, left greater than right with left basilar opacities"
+   (CXR3256, R2Gen train) made the opacities bilateral: "There is bilateral lung opacity. The lung
+   opacity is in the left lower lung zone." A side set off by commas before "with" is the phrase
+   before it (extract/attributes.py ``_NEW_PHRASE``).
+9. "There are bilateral pulmonary nodules ..." (left unsaid) beside "a 1.9 x 2.1 cm nodule" of the
+   right lung (CXR992, R2Gen train) was "Where can the nodule be seen? It is seen on the right
+   side." and "Describe any nodule seen in this image. A right nodule is seen." A where-question
+   needs one place for every reading of the finding (qba.py ``one_place``), and a finding's
+   description beside a reading of it left unsaid is withheld as an incomplete list is
+   (``rows_withheld: incomplete_finding``).
 """
 
 from __future__ import annotations
@@ -69,7 +83,7 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     folder = write_reports(tmp / "in", HAND, WITH_INDICATION)
     for f in DATA.glob("*.xml"):
         (folder / f.name).write_bytes(f.read_bytes())
-    return build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40"))
+    return build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40"), incomplete_lists="omit")
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +94,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     folder = write_reports(tmp / "in", HAND, WITH_INDICATION)
     for f in DATA.glob("*.xml"):
         (folder / f.name).write_bytes(f.read_bytes())
-    return build_rows(folder, tmp / "out", unvouched="omit")
+    return build_rows(folder, tmp / "out", unvouched="omit", incomplete_lists="omit")
 
 
 def _devices(ex: RulesExtractor, text: str) -> list[tuple[str, str | None, tuple[str, ...]]]:
@@ -221,3 +235,43 @@ def test_a_rib_fracture_keeps_its_chest_wall_from_being_normal(request: pytest.F
     kinds = ("C01_describe_region", "C02_describe_abnormal_region", "C03_is_abnormal_region", "C04_is_normal_region")
     # ("No chest wall mass" has the chest wall asked about; "normal" only where no rib is broken)
     assert [(q, a) for q, a in _chest_wall_negatives(rows, 16005, kinds) if "right" not in q.lower()] == []
+
+
+# ---- 7-9 --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("build", ["rows", "plain"])
+def test_engorged_vessels_leave_the_cardiomegaly_stated(request: pytest.FixtureRequest, build: str) -> None:
+    rows = request.getfixturevalue(build)
+    whole = [r["answer"] for r in rows_of(rows, 1202) if r["question_type"] in ("B03_is_abnormal", "B04_is_normal")]
+    assert whole and all("cardiomegaly" in a for a in whole), whole
+
+
+def test_engorged_words(ex: RulesExtractor) -> None:
+    got = {o.finding: o.certainty for o in findings_in(ex, "The heart is large, and the pulmonary XXXX are engorged.")}
+    assert got.get("vascular_congestion") == "present" and got.get("cardiomegaly") == "present", got
+    got = {o.finding: o.certainty for o in findings_in(ex, "The right hilum is prominent, which may represent adenopathy or engorged vasculature.")}
+    assert got.get("vascular_congestion") == "uncertain", got
+
+
+def test_a_side_compared_before_with_is_the_phrase_before_it(ex: RulesExtractor) -> None:
+    got = {(o.finding, o.laterality) for o in findings_in(
+        ex, "Moderate bilateral pleural effusions, right greater than left with right basilar opacities.")}
+    assert ("lung_opacity", "right") in got and ("lung_opacity", "bilateral") not in got, got
+    assert ("pleural_effusion", "bilateral") in got, got
+
+
+@pytest.mark.parametrize("build", ["rows", "plain"])
+def test_no_bilateral_opacity_for_left_basilar_opacities(request: pytest.FixtureRequest, build: str) -> None:
+    rows = request.getfixturevalue(build)
+    assert [r["answer"] for r in rows_of(rows, 3256) if "bilateral lung opacity" in r["answer"].lower()] == []
+
+
+@pytest.mark.parametrize("build", ["rows", "plain"])
+def test_one_nodule_of_several_has_no_place_nor_description(request: pytest.FixtureRequest, build: str) -> None:
+    rows = request.getfixturevalue(build)
+    bad = [(r["question"], r["answer"]) for r in rows_of(rows, 992)
+           if r["question_type"] in ("D03_where_is_finding", "D01_describe_finding") and "nodule" in r["question"].lower()]
+    assert bad == []
+    # the yes/no question keeps its (true) lead
+    assert any(r["question_type"] == "D02_has_finding" and r["answer"].startswith("Yes") for r in rows_of(rows, 992)
+               if "nodule" in r["question"].lower()) or build == "plain"

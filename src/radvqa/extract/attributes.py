@@ -246,7 +246,10 @@ _CLAUSE_END: Final = re.compile(r"[,;.]")
 # pleural fluid along the ... right upper lobe" was a bilateral pleural thickening; outside-pool
 # readers of seeds 79, 86, 120, 136, 149)
 _SET_OFF_BEFORE: Final = re.compile(r"[a-z]\s*,\s*(?:on\s+(?:the\s+)?)?$")  # (a blanked XXXX before the comma too)
-_NEW_PHRASE: Final = re.compile(r"\s*,\s*(?:with|and|or|and/or)\b")  # ", with" / ", and" after it
+# ", with" / ", and" after it; session 16: "with" needs no comma ("small bilateral pleural
+# effusions, left greater than right with left basilar opacities" made the opacities bilateral:
+# CXR3256, R2Gen train)
+_NEW_PHRASE: Final = re.compile(r"\s*(?:,\s*(?:with|and|or|and/or)|with)\b")
 _PRE_KINDS: Final = frozenset(("severity", "size", "change", "temporal"))
 _NEG_KINDS: Final = frozenset(("severity", "change", "temporal"))
 # between a modifier and a later mention: a word that starts another phrase ("mild bronchovascular

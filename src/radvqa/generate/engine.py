@@ -729,7 +729,8 @@ class Generator:
         self.normal_blocked: Counter[str] = Counter()
         # list rows said and taken back, by why (qba.py ``_take_back``): ``unsaid_list`` (the
         # report's impression or a region's opacity, bone lesion, effusion left unsaid: rounds
-        # 26-30), ``incomplete_list`` (--incomplete-lists omit): manifest ``rows_withheld``
+        # 26-30), ``incomplete_list`` (--incomplete-lists omit), ``incomplete_finding`` ("Describe
+        # the X" beside a reading of X left unsaid, session 16): manifest ``rows_withheld``
         self.rows_withheld: Counter[str] = Counter()
         # grade reasons -> one list shared by every row with those reasons (read-only, see emit)
         self._reasons: dict[tuple[str, ...], list[str]] = {}

@@ -799,6 +799,23 @@ class Study:
             self.unsaid_regs.update(anc.get(r, ()))
             self.unsaid_regs.update(desc.get(r, ()))
 
+    def one_place(self, f: Fact) -> bool:
+        """Session 16: "Where can the X be seen?" names the finding, not one reading of it: it has
+        one answer only when every other reading of X that is not absent (stated or left unsaid)
+        lies on ``f``'s side and within its places (or names neither). "There are bilateral
+        pulmonary nodules ..." (unsaid) beside "a 1.9 x 2.1 cm nodule" in the right lung was "Where
+        can the nodule be seen? It is seen on the right side." (CXR992, R2Gen train)."""
+        others = [(g.lat, g.regions) for g in self.top if g is not f and not g.absent and g.fid == f.fid]
+        others += [(o.laterality, o.regions) for o in self.ctx.hidden or ()
+                   if o.certainty != "absent" and o.finding == f.fid]
+        if not others:
+            return True
+        mine = {f.lat, "left", "right"} if f.lat == "bilateral" else {f.lat}
+        anc = self.s.gen.vocab.rancestors
+        places = set(f.regions)
+        places.update(a for r in f.regions for a in anc.get(r, ()))
+        return all((lat is None or lat in mine) and all(r in places for r in regs) for lat, regs in others)
+
     def one_severity(self, f: Fact) -> bool:
         """Round 29: the question "What severity grade does the image show for the X?" names the
         finding, not a side: it has one answer only when every other reading of X (stated or left
@@ -1232,6 +1249,13 @@ def _one_finding(has: bool) -> Callable[[Study, Template, Item], None]:
         extra = [INCOMPLETE] if key != "absent" and st.unstated_of(it.key) else None
         st.say(tpl, it.slots, it.key, key, lv, parts, fs, _SHORT[key] if has else None,
                "negative" if key == "absent" else "positive", None, regs, None, None, extra)
+        if extra and not has and st.s.omit_incomplete and len(rows) > n:
+            # session 16: "Describe any nodule seen in this image. A right nodule is seen." beside
+            # bilateral nodules left unsaid (CXR992, R2Gen train) reads as all there is of it, as
+            # an incomplete list does (--incomplete-lists omit); the yes/no question keeps its lead
+            st.s.gen.rows_withheld["incomplete_finding"] += len(rows) - n
+            del rows[n:]
+            return
         # "Is there any pleural effusion? No. No large pleural effusion is seen." (685 rows of the
         # full OpenI build, session 10): the "No" (and the short answer "no") denies the smaller
         # effusion the report leaves open, as round 16's "normal" did. The describe question still
@@ -1944,7 +1968,7 @@ OPS: dict[str, Op] = {
     "describe_device": Op(F({"present", "absent"}), ONE, F({"finding"}), "devices", _one_finding(False)),
     "has_device": Op(F({"present", "absent"}), ONE, F({"finding"}), "devices", _one_finding(True)),
     "where_finding": Op(F({"located", "sided"}), ONE, F({"observation"}), "abnormal", op_where_finding,
-                        lambda st, f: st.s._informative(f) or bool(f.lat)),
+                        lambda st, f: (st.s._informative(f) or bool(f.lat)) and st.one_place(f)),
     "severity": Op(F({"severity"}), F({"phrase", "severity"}), F({"observation"}), "abnormal", op_severity,
                    lambda st, f: bool(f.severity) and st.one_severity(f)),
     "where_device": Op(F({"located"}), ONE, F({"observation"}), "devices", op_where_device,

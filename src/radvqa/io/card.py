@@ -267,7 +267,7 @@ def render_card(out: Path, manifest: dict[str, Any], plot: Path | None) -> str:
         body += [_table("studies with normal claims withheld", c["normal_claims_blocked"], unit="studies"), ""]
     if c.get("rows_withheld"):
         # list answers that would leave out a positive the report states (docs/generation.md)
-        body += [_table("list answers withheld (they would leave out a stated finding)", c["rows_withheld"],
+        body += [_table("answers withheld (they would leave out a stated finding)", c["rows_withheld"],
                         unit="rows"), ""]
     body += _tiers_section(c.get("grades", {}))
     body += _subset_section(manifest.get("subset"))
