@@ -43,6 +43,11 @@ or outside report).
    needs one place for every reading of the finding (qba.py ``one_place``), and a finding's
    description beside a reading of it left unsaid is withheld as an incomplete list is
    (``rows_withheld: incomplete_finding``).
+10. "XXXX on the congestion, XXXX for 2 days" (a cough and congestion) beside a possible right lower
+   lobe pneumonia was "The study does not show what the indication asks about. There is no pulmonary
+   vascular congestion." (an outside reader, seed 216; 11 R2Gen train + val indications read
+   "congestion" so): in an indication a bare "congestion" is a symptom (extract patterns.yaml
+   ``indication_symptom_phrases``). Hand-written.
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ HAND = {
     16003: ("Fever.", "Patchy left basilar opacity, most likely atelectasis. Difficult to entirely exclude "
             "early pneumonia. Heart size is normal.", "Left basilar opacity."),
     16005: ("Fall.", "Old left rib fractures. No chest wall mass. The lungs are clear.", "No acute disease."),
+    16006: ("Cough and congestion for 2 days.", "Subtle right basilar airspace density may represent early "
+            "pneumonia. Heart size is normal.", "Possible right lower lobe pneumonia."),
     16004: ("Weakness.", "PICC line with tip in the upper right atrium. Heart size is normal. The lungs are clear.",
             "No acute disease."),
 }
@@ -275,3 +282,22 @@ def test_one_nodule_of_several_has_no_place_nor_description(request: pytest.Fixt
     # the yes/no question keeps its (true) lead
     assert any(r["question_type"] == "D02_has_finding" and r["answer"].startswith("Yes") for r in rows_of(rows, 992)
                if "nodule" in r["question"].lower()) or build == "plain"
+
+
+# ---- 10. a symptom's "congestion" ---------------------------------------------------------------
+
+@pytest.mark.parametrize(("indication", "asks"), [
+    ("XXXX and congestion for 3 weeks.", False), ("Chest and nasal congestion.", False),
+    ("Chest congestion, evaluate for pneumonia.", False), ("Evaluate for pulmonary congestion.", True),
+    ("Dyspnea, vascular congestion on prior film.", True)])
+def test_congestion_in_an_indication_is_a_symptom(ex: RulesExtractor, indication: str, asks: bool) -> None:
+    e = ex.extract(f"INDICATION: {indication}\nFINDINGS: Heart size is normal. The lungs are clear.")
+    assert e.error is None and e.indication is not None
+    assert ("vascular_congestion" in e.indication.evaluate) is asks, e.indication.evaluate
+
+
+def test_no_indication_row_denies_the_pneumonia_beside_congestion(rows: list[dict]) -> None:
+    bad = [(r["question"], r["answer"]) for r in rows_of(rows, 16006) if r["question_type"] == "A_indication"
+           and ("does not show" in r["answer"] or "no finding that answers" in r["answer"]
+                or "vascular congestion" in r["answer"])]
+    assert bad == []

@@ -346,6 +346,9 @@ class RulesExtractor:
                     self.context.roles[w] = 0  # matched, but no cue
         patterns = load_data("patterns")
         self.mentions = MentionMatcher(ontology.finding_terms(), patterns, set(ontology.findings))
+        # words an indication uses for a symptom, not for the finding they name in a report
+        self.indication_symptoms = frozenset(" ".join(str(p).lower().split())
+                                             for p in patterns.get("indication_symptom_phrases", []) or [])
         # what may stand before a redacted-device phrase that is the subject of its sentence
         self.tip_openers = frozenset(" ".join(str(p).lower().split())
                                      for p in patterns.get("redacted_device_openers", []) or [])
@@ -1002,6 +1005,8 @@ class RulesExtractor:
         out: list[Raw] = []
         if indication:
             for m in mentions:
+                if seg[m.start:m.end] in self.indication_symptoms:
+                    continue  # a symptom, not the finding of that name (patterns.yaml)
                 # what the indication asks about: not what it rules out, not the history
                 cert, cue = ctx.certainty(seg, cues, m.start, m.end, starts)
                 if cert == "absent" or m.certainty == "absent":
