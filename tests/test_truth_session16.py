@@ -48,6 +48,12 @@ or outside report).
    vascular congestion." (an outside reader, seed 216; 11 R2Gen train + val indications read
    "congestion" so): in an indication a bare "congestion" is a symptom (extract patterns.yaml
    ``indication_symptom_phrases``). Hand-written.
+11. "Describe the atelectasis in this study" beside a hedged left lower lobe atelectasis and a right
+   midlung subsegmental (linear) atelectasis stated outright was "The finding is uncertain. Left
+   atelectasis may be present." (a test reader, seed 219): a finding's questions say its more
+   specific findings too, also where it is stated itself (qba.py ``_Findings``). And "aneurysmal
+   enlargement of the ... aorta" was read as nothing (ontology synonym, as "aneurysmal
+   dilatation"). Hand-written.
 """
 
 from __future__ import annotations
@@ -73,6 +79,9 @@ HAND = {
     16005: ("Fall.", "Old left rib fractures. No chest wall mass. The lungs are clear.", "No acute disease."),
     16006: ("Cough and congestion for 2 days.", "Subtle right basilar airspace density may represent early "
             "pneumonia. Heart size is normal.", "Possible right lower lobe pneumonia."),
+    16007: ("Cough.", "Subsegmental atelectasis in the right midlung. Left lower lobe airspace disease, possibly "
+            "atelectasis or pneumonia.", "Right midlung subsegmental atelectasis. Left lower lobe airspace disease "
+            "may represent atelectasis or pneumonia."),
     16004: ("Weakness.", "PICC line with tip in the upper right atrium. Heart size is normal. The lungs are clear.",
             "No acute disease."),
 }
@@ -301,3 +310,23 @@ def test_no_indication_row_denies_the_pneumonia_beside_congestion(rows: list[dic
            and ("does not show" in r["answer"] or "no finding that answers" in r["answer"]
                 or "vascular congestion" in r["answer"])]
     assert bad == []
+
+
+# ---- 11. a finding's questions say its more specific findings too -------------------------------
+
+@pytest.mark.parametrize("build", ["rows", "plain"])
+def test_describe_atelectasis_says_the_certain_linear_one(request: pytest.FixtureRequest, build: str) -> None:
+    rows = request.getfixturevalue(build)
+    got = [(r["question"], r["answer"]) for r in rows_of(rows, 16007)
+           if r["question_type"] in ("D01_describe_finding", "D02_has_finding")
+           and r["question"].lower().rstrip("?.").endswith(("atelectasis", "atelectasis in this study, if any",
+                                                              "atelectasis seen in this image"))
+           and "linear" not in r["question"]]
+    assert got or build == "plain"
+    for q, a in got:
+        assert "right linear atelectasis" in a.lower() and not a.startswith(("The finding is uncertain", "Possibly")), (q, a)
+
+
+def test_aneurysmal_enlargement_is_an_aneurysm(ex: RulesExtractor) -> None:
+    got = {o.finding: o.certainty for o in findings_in(ex, "Stable aneurysmal enlargement of the descending aorta.")}
+    assert got.get("aortic_aneurysm") == "present", got

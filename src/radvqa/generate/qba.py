@@ -1786,8 +1786,7 @@ class _Findings:
         forms = s.gen.film_forms
         for f in pos:
             for a in v.fancestors.get(f.fid, ()):
-                if a not in pos_by:
-                    via_child.setdefault(a, []).append(f)
+                via_child.setdefault(a, []).append(f)
             unknowable.update(v.fdescendants.get(f.fid, ()))
             # round 27: what it is on the film (common.yaml ``film_forms``: a pulmonary fibrosis, an
             # interstitial lung disease, is a lung opacity) is never an implied "no" beside it
@@ -1828,7 +1827,16 @@ class _Findings:
             base = list(dict.fromkeys([*mentioned, *defaults]))
             chosen = set(base)
             sampled = weighted_sample(st.rng, pool, k, chosen.__contains__)
-        pos_by.update(via_child)
+        # session 16: a finding stated itself is also stated by its more specific ones: "Describe
+        # the atelectasis" beside a hedged left one and a present right linear one was "The finding
+        # is uncertain. Left atelectasis may be present." (a test reader, seed 219; hand-written)
+        for a, kids in via_child.items():
+            own = pos_by.get(a)
+            if own:  # (in the study's order, as a list of the scope's positives is)
+                both = {id(f) for f in (*own, *kids)}
+                pos_by[a] = [f for f in pos if id(f) in both]
+            else:
+                pos_by[a] = kids
         text, starts = st.text()
         fids = [x for x in base + sampled if x in pos_by or x in stated
                 or (x not in unknowable and not s.talks_about(text, x, starts))]
