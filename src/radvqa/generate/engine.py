@@ -207,7 +207,8 @@ class GenerateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # do the images show") of a scope where the report states a positive that no row states (the
     # grade reason completeness:finding_not_stated): "omit" does not generate it, since it reads as
     # the full list (session 15: readers marked 1 in 5 such rows wrong, docs/generation.md); "grade"
-    # keeps it, grade B. The yes/no questions of the same scope stay either way
+    # keeps it, grade B. The yes/no questions of the same scope stay either way. Session 16: the
+    # same for a finding's description ("Describe any nodule") beside a reading of it left unsaid
     incomplete_lists: str = "omit"
 
     def check(self) -> None:

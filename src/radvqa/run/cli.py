@@ -133,7 +133,7 @@ def register(app: typer.Typer) -> None:
         unvouched: str = typer.Option("omit", "--unvouched",
                                       help="a positive finding the extractor read only in part (words of its sentence it did not read, a cause cue, mixed sides...; docs/generation.md round 10): omit (state nothing from it) or keep (state it, grade C)"),
         incomplete_lists: str = typer.Option("omit", "--incomplete-lists",
-                                             help="a list answer (\"Describe the lung fields.\") of a scope where the report states a positive no row states: omit (not generated: it would read as the full list) or grade (kept, grade B, reason completeness:finding_not_stated)"),
+                                             help="a list answer (\"Describe the lung fields.\") of a scope where the report states a positive no row states, or a finding's description (\"Describe any nodule.\") beside a reading of it no row states: omit (not generated: it would read as all there is) or grade (kept, grade B or C, reason completeness:finding_not_stated)"),
         cap_scale: float = typer.Option(1.0, "--cap-scale", min=0.0, help="multiply every template's per-study cap (0.5: a lighter dataset)"),
         max_per_study: Optional[int] = typer.Option(None, "--max-per-study", min=1, help="most QA rows per study (after per-template caps)"),
         vindr_positive_share: float = typer.Option(0.417, "--vindr-positive-share", min=0.0, max=1.0,
