@@ -54,6 +54,11 @@ or outside report).
    specific findings too, also where it is stated itself (qba.py ``_Findings``). And "aneurysmal
    enlargement of the ... aorta" was read as nothing (ontology synonym, as "aneurysmal
    dilatation"). Hand-written.
+12. "There is a 38 mm lucency in the right humeral head ... a large geode is most XXXX" was "Is
+   everything normal in the bony thorax? No. ... There is a large bone lesion." (test readers of
+   seeds 214 and 227): the geode, unplaced, took the bone lesion's one default region. A chest film
+   shows the humeral heads too: the bone lesion's default regions are the bony thorax and the
+   shoulders, so an unplaced one makes neither abnormal (nor normal). Hand-written.
 """
 
 from __future__ import annotations
@@ -82,6 +87,8 @@ HAND = {
     16007: ("Cough.", "Subsegmental atelectasis in the right midlung. Left lower lobe airspace disease, possibly "
             "atelectasis or pneumonia.", "Right midlung subsegmental atelectasis. Left lower lobe airspace disease "
             "may represent atelectasis or pneumonia."),
+    16008: ("Shoulder pain.", "There is a 30 mm lucency in the right humeral head. Heart size is normal. The lungs are "
+            "clear.", "Right humeral head lucency. Given the degenerative changes, a large geode is favored."),
     16004: ("Weakness.", "PICC line with tip in the upper right atrium. Heart size is normal. The lungs are clear.",
             "No acute disease."),
 }
@@ -330,3 +337,15 @@ def test_describe_atelectasis_says_the_certain_linear_one(request: pytest.Fixtur
 def test_aneurysmal_enlargement_is_an_aneurysm(ex: RulesExtractor) -> None:
     got = {o.finding: o.certainty for o in findings_in(ex, "Stable aneurysmal enlargement of the descending aorta.")}
     assert got.get("aortic_aneurysm") == "present", got
+
+
+# ---- 12. an unplaced bone lesion is not said of the bony thorax ---------------------------------
+
+@pytest.mark.parametrize("build", ["rows", "plain"])
+def test_an_unplaced_geode_is_not_placed_in_the_bony_thorax(request: pytest.FixtureRequest, build: str) -> None:
+    rows = request.getfixturevalue(build)
+    bad = [(r["question"], r["answer"]) for r in rows_of(rows, 16008)
+           if "bony thorax" in r["question"] and "bone lesion" in r["answer"]]
+    assert bad == []
+    # it is still said where it belongs: the bones, and its own questions
+    assert any("bone lesion" in r["answer"] for r in rows_of(rows, 16008)) or build == "plain"
