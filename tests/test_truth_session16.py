@@ -59,6 +59,11 @@ or outside report).
    seeds 214 and 227): the geode, unplaced, took the bone lesion's one default region. A chest film
    shows the humeral heads too: the bone lesion's default regions are the bony thorax and the
    shoulders, so an unplaced one makes neither abnormal (nor normal). Hand-written.
+13. "Post pacemaker implantation" beside "Stable appearance of the left axillary XXXX" (the device
+   masked) was "Describe the support devices in this study. No support devices are seen." (an
+   outside reader, seed 232; R2Gen train CXR3928, "Cardiac stents, preop", answered "There is no
+   stent"): a device the indication names is not denied by the report's silence (qba.py
+   ``_indication_names_device``; qba.yaml ``indication_silent_categories``). Hand-written.
 """
 
 from __future__ import annotations
@@ -89,6 +94,9 @@ HAND = {
             "may represent atelectasis or pneumonia."),
     16008: ("Shoulder pain.", "There is a 30 mm lucency in the right humeral head. Heart size is normal. The lungs are "
             "clear.", "Right humeral head lucency. Given the degenerative changes, a large geode is favored."),
+    16009: ("Post pacemaker implantation.", "Stable appearance of the left axillary XXXX. Heart size is normal. "
+            "The lungs are clear.", "Left-sided XXXX without complication."),
+    16010: ("Cardiac stents, preop.", "The cardiac contours are normal. The lungs are clear.", "No acute process."),
     16004: ("Weakness.", "PICC line with tip in the upper right atrium. Heart size is normal. The lungs are clear.",
             "No acute disease."),
 }
@@ -349,3 +357,14 @@ def test_an_unplaced_geode_is_not_placed_in_the_bony_thorax(request: pytest.Fixt
     assert bad == []
     # it is still said where it belongs: the bones, and its own questions
     assert any("bone lesion" in r["answer"] for r in rows_of(rows, 16008)) or build == "plain"
+
+
+# ---- 13. a device the indication names is not denied by silence ------------------------------------
+
+@pytest.mark.parametrize("build", ["rows", "plain"])
+@pytest.mark.parametrize("n", [16009, 16010])
+def test_no_device_denied_when_the_indication_names_one(request: pytest.FixtureRequest, build: str, n: int) -> None:
+    rows = request.getfixturevalue(build)
+    bad = [(r["question"], r["answer"]) for r in rows_of(rows, n) if r["polarity"] == "negative" and (
+        "device" in r["question"].lower() or "pacemaker" in r["answer"].lower() or "stent" in r["answer"].lower())]
+    assert bad == []

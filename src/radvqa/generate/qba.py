@@ -90,6 +90,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     indication_device_words: tuple[str, ...] = ()
     # session 15: finding categories a chest film cannot show (qba.yaml)
     indication_silent_categories: tuple[str, ...] = ()
+    indication_device_open: tuple[str, ...] = ()
     indication_suspect_subcategories: tuple[str, ...] = ()
     # round 24: findings never drawn as a sampled negative (a film cannot rule them out)
     unsampled_findings: tuple[str, ...] = ()
@@ -239,6 +240,7 @@ class Strategy:
         self.ind_silent = F(cfg.indication_silent_not_absent)
         self.ind_device_words = F(w.lower() for w in cfg.indication_device_words)
         self.ind_silent_cats = F(cfg.indication_silent_categories)
+        self.ind_device_open = F(cfg.indication_device_open)
         self.ind_sus_subs = F(cfg.indication_suspect_subcategories)
         self.unsaid_sections = F(x.upper() for x in cfg.unsaid_list_sections)
         self.unsaid_ops = F(cfg.unsaid_list_ops)
@@ -519,6 +521,15 @@ class Study:
         if not self.devs and operated:
             # "Prior cholecystectomy": no device stated, and no "no device" answer either
             self.hidden["devices"] = (set(), None)
+        # session 16: "Post pacemaker implantation" beside "Stable appearance of the left axillary
+        # XXXX" (the device masked) was "Describe the support devices in this study. No support
+        # devices are seen." (an outside reader, seed 232; R2Gen train CXR3928, "Cardiac stents,
+        # preop", the same): a device the indication names is not denied by the report's silence,
+        # nor is any device in general (the named one, what it is a kind of and its kinds: no
+        # implied "no" in the finding questions, _Findings)
+        self.dev_open: frozenset[str] = self._indication_devices(ctx) if not self.devs else frozenset()
+        if self.dev_open and not operated:
+            self.hidden["devices"] = (set(), None)
         if not self.arts and s.talks_about(self.text()[0], "artifact", self.text()[1]):
             # "attenuation from overlying breast shadows", "densities ... compatible with piercings"
             # (hand audit #13, CXR1565, CXR1116): no artifact stated, and no "no artifacts" either
@@ -550,6 +561,17 @@ class Study:
                         regs.add(r)
                         regs.update(s.gen.vocab.rancestors.get(r, ()))
                         regs.update(s.rdescendants.get(r, ()))
+
+    def _indication_devices(self, ctx: StudyCtx) -> frozenset[str]:
+        """The devices the indication names (``Indication.evaluate``) that stay in the chest (config
+        ``indication_device_open``), with their ontology ancestors and descendants; empty where it
+        names none."""
+        ind = ctx.sg.indication
+        if ind is None or not ind.evaluate:
+            return frozenset()
+        v = self.s.gen.vocab
+        named = [f for f in ind.evaluate if f in self.s.ind_device_open]
+        return frozenset(x for f in named for x in (f, *v.fancestors.get(f, ()), *v.fdescendants.get(f, ())))
 
     def unsaid_in(self, sections: frozenset[str]) -> bool:
         """Round 26: a sentence of one of ``sections`` states something abnormal that no row states
@@ -1838,6 +1860,8 @@ class _Findings:
             else:
                 pos_by[a] = kids
         text, starts = st.text()
+        if subject == "devices":
+            unknowable.update(st.dev_open)  # (session 16: a device the indication names, Study)
         fids = [x for x in base + sampled if x in pos_by or x in stated
                 or (x not in unknowable and not s.talks_about(text, x, starts))]
         if s.gen.unstated and st.ctx.sg.report is not None:
