@@ -135,7 +135,9 @@ def test_hand_written_aged_fracture_rows(hand_rows: list[dict]) -> None:
 def test_a_hedged_aged_fracture_keeps_its_age(rows: list[dict], n: int) -> None:
     # CXR3865 "Bilateral rib deformities are noted, possibly old fractures"; CXR788 "Probable old
     # lateral right rib fractures": main said "... rib fractures cannot be excluded" / "may be present"
-    said = [r for r in rows_of(rows, n) if re.search(r"rib fractures? (may be present|cannot be excluded)", r["answer"])]
+    # (session 16: the probable one "is probably present" / "is likely")
+    said = [r for r in rows_of(rows, n) if re.search(
+        r"rib fractures? (may be present|cannot be excluded|(is|are) probably present|(is|are) likely)", r["answer"])]
     assert said
     for r in said:
         assert AGES.search(r["answer"]), (r["question"], r["answer"])

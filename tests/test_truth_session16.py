@@ -64,6 +64,12 @@ or outside report).
    outside reader, seed 232; R2Gen train CXR3928, "Cardiac stents, preop", answered "There is no
    stent"): a device the indication names is not denied by the report's silence (qba.py
    ``_indication_names_device``; qba.yaml ``indication_silent_categories``). Hand-written.
+14. "Probable large hiatal hernia" was "A large hiatal hernia cannot be excluded": true, but weaker
+   than the report (readers have noted it as a borderline row in most rounds since session 12). A
+   hedged finding every mention of which follows "probable", "likely", "suggestive of" (at most four
+   words before it, no comma, no alternative in its clause) is said "X is probably present" / "X is
+   likely" (generate/facts.py ``likely_hedge``; common.yaml ``likely_cues``,
+   ``likely_alternatives``). Hand-written.
 """
 
 from __future__ import annotations
@@ -97,6 +103,8 @@ HAND = {
     16009: ("Post pacemaker implantation.", "Stable appearance of the left axillary XXXX. Heart size is normal. "
             "The lungs are clear.", "Left-sided XXXX without complication."),
     16010: ("Cardiac stents, preop.", "The cardiac contours are normal. The lungs are clear.", "No acute process."),
+    16011: ("Dysphagia.", "Heart size is normal. Probable large hiatal hernia. Left basilar opacity, probably "
+            "atelectasis. Probable right basilar infiltrate versus atelectasis.", "Probable hiatal hernia."),
     16004: ("Weakness.", "PICC line with tip in the upper right atrium. Heart size is normal. The lungs are clear.",
             "No acute disease."),
 }
@@ -368,3 +376,24 @@ def test_no_device_denied_when_the_indication_names_one(request: pytest.FixtureR
     bad = [(r["question"], r["answer"]) for r in rows_of(rows, n) if r["polarity"] == "negative" and (
         "device" in r["question"].lower() or "pacemaker" in r["answer"].lower() or "stent" in r["answer"].lower())]
     assert bad == []
+
+
+# ---- 14. "probable" is said as probable ------------------------------------------------------------
+
+def _said(rows: list[dict], n: int, word: str) -> list[str]:
+    return [r["answer"] for r in rows_of(rows, n) if r["polarity"] == "positive" and word in r["answer"].lower()]
+
+
+@pytest.mark.parametrize("build", ["rows", "plain"])
+def test_probable_is_said_as_probable(request: pytest.FixtureRequest, build: str) -> None:
+    rows = request.getfixturevalue(build)
+    hernia = _said(rows, 16011, "hiatal hernia")
+    assert hernia and all("hiatal hernia is probably present" in a.lower() or "hiatal hernia is likely" in a.lower()
+                          for a in hernia), hernia
+    # the left atelectasis ("opacity, probably atelectasis") likewise; the right one is offered as an
+    # alternative ("infiltrate versus atelectasis") and stays a plain hedge
+    for a in _said(rows, 16011, "atelectasis"):
+        assert "left atelectasis is probably present" in a.lower() or "left atelectasis is likely" in a.lower() \
+            or "left atelectasis" not in a.lower(), a
+        assert "right atelectasis is probably" not in a.lower() and "right atelectasis is likely" not in a.lower(), a
+        assert "right infiltration is probably" not in a.lower() and "right infiltration is likely" not in a.lower(), a

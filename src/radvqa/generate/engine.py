@@ -51,6 +51,8 @@ _seed = _random.Random.seed
 COMMON_PHRASES: dict[str, frozenset[str]] = {
     "statement_present": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
     "statement_uncertain": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
+    # session 16: a hedged finding the report calls probable ("Probable hiatal hernia")
+    "statement_likely": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
     "statement_absent": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location"}),
     "statement_qualified": frozenset({"name", "phrase", "a_phrase", "A_phrase", "be", "in_location", "qualifier"}),
     # a label-only finding of a study with a report, stated as the label it is (--label-only state-as-label)
@@ -100,6 +102,11 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     unstated_when_old: tuple[str, ...] = ()
     # round 24: ages a hedged finding says ("It is described as old" after "may be present")
     hedged_ages: tuple[str, ...] = ()
+    # session 16: words right before a hedged finding's mention that make it probable, not only
+    # possible ("Probable hiatal hernia"), and words after it that offer an alternative instead
+    # ("probable left basilar infiltrate versus atelectasis"): facts.likely_hedge
+    likely_cues: tuple[str, ...] = ()
+    likely_alternatives: tuple[str, ...] = ()
     # round 13: region -> subcategory of an abnormal finding the report places only in that region
     # (or inside it): "calcified granulomas in the spleen" are no finding of the lung fields
     region_subcategories: dict[str, str] = msgspec.field(default_factory=dict)
@@ -696,6 +703,13 @@ class Generator:
                                for fid, ws in cfg.unstated_words.items()}
         self.unstated_old = frozenset(cfg.unstated_when_old)
         self.hedged_ages = frozenset(cfg.hedged_ages)
+        # "<cue> [up to four words]" at the end of the text before a mention; an alternative word
+        # or a clause break between the mention and the end of its clause undoes it
+        cues = sorted((" ".join(str(c).lower().split()) for c in cfg.likely_cues), key=len, reverse=True)
+        self.likely_before = re.compile(r"\b(?:" + "|".join(map(re.escape, cues)) + r")\s+(?:[a-z-]+\s+){0,4}$") \
+            if cues else None
+        alts = sorted((" ".join(str(c).lower().split()) for c in cfg.likely_alternatives), key=len, reverse=True)
+        self.likely_undone = re.compile(r"\b(?:" + "|".join(map(re.escape, alts)) + r")\b") if alts else None
         # region (and every region inside it) -> the subcategory of findings placed only there
         self.region_subcats = {r: sub.upper() for top, sub in cfg.region_subcategories.items()
                                for r in self.vocab.rname if r == top or top in self.vocab.rancestors.get(r, ())}

@@ -424,6 +424,8 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
     f.qualified = bool(qualifier)
     as_label = (obs.source == "label" and c != "absent" and gen.options.label_only == "state-as-label"
                 and label_only(obs, ctx.sg.report is not None))
+    if key == "statement_uncertain" and not qualifier and not implied and likely_hedge(ctx, obs):
+        key = "statement_likely"  # session 16: "Probable hiatal hernia" is more than possible
     if not qualifier and not as_label:
         # the common case: the statement is a function of the drawn wording and five words, and
         # recurs across studies ("No pneumothorax."): filled once per generator (``fact_texts``)
@@ -1011,6 +1013,35 @@ def _places_meet(ranc: Any, a: list[str], b: list[str]) -> bool:
     """Two observations' places may be one: either names none, or a region of one is a region of
     the other or lies above or below it."""
     return not a or not b or any(x == y or x in ranc.get(y, ()) or y in ranc.get(x, ()) for x in a for y in b)
+
+
+def likely_hedge(ctx: "StudyCtx", obs: Observation) -> bool:
+    """Session 16: a hedged report finding every mention of which the report calls probable: a cue
+    of common.yaml ``likely_cues`` at most four words before it ("Probable large hiatal hernia",
+    "airspace disease, probably atelectasis") and no alternative after it in its clause (common.yaml
+    ``likely_alternatives``: "probable left basilar infiltrate versus atelectasis"). Readers marked
+    "A large hiatal hernia cannot be excluded" for "Probable large hiatal hernia" correct but weaker
+    than the report (MARKING.md's convention), in most rounds since session 12."""
+    gen = ctx.gen
+    before, undone = gen.likely_before, gen.likely_undone
+    if before is None or obs.source != "report" or not obs.evidence or ctx.sg.report is None:
+        return False
+    sents = {s.id: s for s in ctx.sg.report.sentences}
+    for ev in obs.evidence:
+        s = sents.get(ev.sentence_id) if ev.sentence_id else None
+        if s is None or not (s.start <= ev.start and ev.end <= s.end):
+            return False
+        low = s.text.lower()
+        a, b = ev.start - s.start, ev.end - s.start
+        m = before.search(low, 0, a)
+        if m is None or any(ch in low[m.start():a] for ch in ",;:") \
+                or (undone is not None and undone.search(low, m.end() - len(m.group(0)) + 1, a)):
+            return False  # (an alternative between: "probable infiltrate versus atelectasis")
+        rest = low[b:]
+        cut = min((i for i in (rest.find(","), rest.find(";"), rest.find(".")) if i >= 0), default=len(rest))
+        if undone is not None and undone.search(rest, 0, cut):
+            return False
+    return True
 
 
 def resolve_conflicts(ctx: "StudyCtx", facts: list[Fact]) -> list[Fact]:
