@@ -1035,7 +1035,7 @@ def likely_hedge(ctx: "StudyCtx", obs: Observation) -> bool:
         a, b = ev.start - s.start, ev.end - s.start
         m = before.search(low, 0, a)
         if m is None or any(ch in low[m.start():a] for ch in ",;:") \
-                or (undone is not None and undone.search(low, m.end() - len(m.group(0)) + 1, a)):
+                or (undone is not None and undone.search(low, m.start() + 1, a)):
             return False  # (an alternative between: "probable infiltrate versus atelectasis")
         rest = low[b:]
         cut = min((i for i in (rest.find(","), rest.find(";"), rest.find(".")) if i >= 0), default=len(rest))

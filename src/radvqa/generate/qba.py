@@ -1141,6 +1141,12 @@ def _take_back(st: Study, it: Item, n: int) -> None:
         why = "incomplete_list"
     else:
         return
+    _withhold(st, n, why)
+
+
+def _withhold(st: Study, n: int, why: str) -> None:
+    """Take back the rows said since there were ``n``, counted by ``why`` (``rows_withheld``)."""
+    rows = st.ctx.rows
     st.s.gen.rows_withheld[why] += len(rows) - n
     del rows[n:]
 
@@ -1275,8 +1281,7 @@ def _one_finding(has: bool) -> Callable[[Study, Template, Item], None]:
             # session 16: "Describe any nodule seen in this image. A right nodule is seen." beside
             # bilateral nodules left unsaid (CXR992, R2Gen train) reads as all there is of it, as
             # an incomplete list does (--incomplete-lists omit); the yes/no question keeps its lead
-            st.s.gen.rows_withheld["incomplete_finding"] += len(rows) - n
-            del rows[n:]
+            _withhold(st, n, "incomplete_finding")
             return
         # "Is there any pleural effusion? No. No large pleural effusion is seen." (685 rows of the
         # full OpenI build, session 10): the "No" (and the short answer "no") denies the smaller
