@@ -107,6 +107,12 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # ("probable left basilar infiltrate versus atelectasis"): facts.likely_hedge
     likely_cues: tuple[str, ...] = ()
     likely_alternatives: tuple[str, ...] = ()
+    # session 17: number words that make the plural mention they lead a count of the finding
+    # ("Multiple round opacities" are nodules, not "a nodule"): facts.named_number
+    plural_cues: tuple[str, ...] = ()
+    # finding -> its name in the singular, for names in the plural ("calcified lymph nodes"): said
+    # where the report names one (facts.named_number)
+    singular_names: dict[str, str] = msgspec.field(default_factory=dict)
     # round 13: region -> subcategory of an abnormal finding the report places only in that region
     # (or inside it): "calcified granulomas in the spleen" are no finding of the lung fields
     region_subcategories: dict[str, str] = msgspec.field(default_factory=dict)
@@ -710,6 +716,10 @@ class Generator:
             if cues else None
         alts = sorted((" ".join(str(c).lower().split()) for c in cfg.likely_alternatives), key=len, reverse=True)
         self.likely_undone = re.compile(r"\b(?:" + "|".join(map(re.escape, alts)) + r")\b") if alts else None
+        self.singular_names = dict(cfg.singular_names)
+        pcues = sorted((" ".join(str(c).lower().split()) for c in cfg.plural_cues), key=len, reverse=True)
+        self.plural_before = re.compile(r"\b(?:" + "|".join(map(re.escape, pcues)) + r")\s+(?:[a-z0-9-]+\s+){0,3}$") \
+            if pcues else None
         # region (and every region inside it) -> the subcategory of findings placed only there
         self.region_subcats = {r: sub.upper() for top, sub in cfg.region_subcategories.items()
                                for r in self.vocab.rname if r == top or top in self.vocab.rancestors.get(r, ())}
@@ -754,8 +764,10 @@ class Generator:
         self.loc_cache: dict[tuple[str, ...], tuple[bool, bool]] = {}
         # finding -> (study-independent implied-negative fact, its formatted wordings): facts.py
         self.implied_cache: dict[str, tuple[Any, tuple[str, ...]]] = {}
-        # (finding, certainty, side, severity) -> names, phrase and tag of a fact: facts.py
+        # (finding, certainty, side, severity, plural) -> names, phrase and tag of a fact: facts.py
         self.fact_words: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        # finding -> (singular head noun, plural head noun, singular name of a plural one): facts.py
+        self.plural_heads: dict[str, tuple[str, str, str]] = {}
         # everything obs_grade reads of an observation and its sentences -> its (grade, reasons):
         # report sentences repeat across a corpus ("No pneumothorax."), so most facts hit: facts.py
         self.grade_cache: dict[tuple[Any, ...], tuple[int, tuple[str, ...]]] = {}

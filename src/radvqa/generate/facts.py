@@ -61,6 +61,7 @@ class Lexicon:
         # endings of uncountable nouns ("sarcoidosis", "blunting", "lipomatosis")
         self.mass_endings = tuple(cfg.get("mass_endings", ()))
         self.irregular = {str(k).lower(): str(v) for k, v in (cfg.get("irregular_plurals") or {}).items()}
+        self.irregular_forms = frozenset(v.lower() for v in self.irregular.values())
         self._cache: dict[str, tuple[str, str]] = {}
 
     def plural(self, name: str) -> str:
@@ -300,10 +301,13 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
                 side = "right" if gone == "left" else "left"
             else:
                 side, cleared_place = None, True
-    wkey = (fid, c, side, sev)
+    # session 17: a finding the report names in the plural is said in the plural ("calcified
+    # granulomas" was "a calcified granuloma", "rib fractures" "a rib fracture")
+    number = named_number(ctx, obs) if c != "absent" and side != "bilateral" and obs.evidence else None
+    wkey = (fid, c, side, sev, number)
     words = gen.fact_words.get(wkey)
     if words is None:
-        words = gen.fact_words[wkey] = _fact_words(gen, fid, c, side, sev)
+        words = gen.fact_words[wkey] = _fact_words(gen, fid, c, side, sev, number)
     (name, f.category, f.subcategory, f.is_device, f.is_technical, f.is_artifact, f.abnormal, lat, shown,
      phrase, f.a_phrase, f.be, f.tag, dflt_regions) = words
     f.name = name
@@ -475,7 +479,9 @@ def build_fact(ctx: "StudyCtx", obs: Observation, implied: bool = False) -> Fact
             details.append(_detail(ctx, ph["detail_location"], dv, f))
         # a size or a description is said of something seen: after "X cannot be excluded" an "It
         # measures 7 mm." has nothing to refer to (the measured thing is another finding's)
-        if obs.size_mm and f.present:
+        if obs.size_mm and f.present and not plural:
+            # (a size said of several is one of them's, or a bound: "multiple nodules measuring up
+            # to 5 mm", "2 right upper lobe lung nodules, the largest measuring approximately 12 mm")
             dv["size"] = f"{obs.size_mm:g}"
             details.append(_detail(ctx, ph["detail_size"], dv, f))
         desc = [d for d in (obs.temporal, obs.texture, obs.spread) if d] if f.present else []
@@ -512,11 +518,85 @@ def obs_words(gen: Any, obs: Observation) -> tuple[Any, ...]:
     return words
 
 
+def named_number(ctx: "StudyCtx", obs: Observation) -> str | None:
+    """"many" where the report names this finding in the plural and its name is singular, "one"
+    where it names one of a finding whose name is plural (common.yaml ``singular_names``: "3 cm
+    calcified right paratracheal lymph node" is no "calcified lymph nodes"), else None.
+
+    Plural: an evidence span ends with the plural of the head noun of the finding's name
+    ("calcified granulomas", "Granulomas" for a calcified granuloma; "rib fractures"), or with
+    another plural led by a number word (``_counted``: "Multiple round opacities" are nodules);
+    none ends with the singular ("granulomas ... a granuloma in the right upper lobe" may be one
+    of them: said as one); and no other observation of the finding holds that span (one plural
+    split over two places, "granulomas in the right upper lobe and the left base", is one in
+    each). Another plural alone says nothing of the count ("sternotomy wires" are no
+    "sternotomies"). One: every span ends with the singular head, none led by a number word."""
+    gen = ctx.gen
+    heads = gen.plural_heads.get(obs.finding)
+    if heads is None:
+        heads = gen.plural_heads[obs.finding] = _number_heads(gen, obs.finding)
+    one, many, singular_name = heads
+    if not many:
+        return None
+    lex = gen.lexicon
+    if singular_name:
+        for ev in obs.evidence:
+            words = ev.text.lower().split()
+            if not words or words[-1].strip(".,;:()") != one or _counted(ctx, ev):
+                return None
+        return "one"
+    plural_spans = []
+    for ev in obs.evidence:
+        words = ev.text.lower().split()
+        last = words[-1].strip(".,;:()") if words else ""
+        if last == one:
+            return None
+        if last == many or ((last in lex.irregular_forms or (last.endswith("s") and not last.endswith(lex.singular_s)))
+                            and _counted(ctx, ev)):
+            # (a plural of another noun counts where a number word leads it: "Multiple round
+            # opacities" are nodules, CXR2467)
+            plural_spans.append((ev.start, ev.end))
+    if not plural_spans:
+        return None
+    for span in plural_spans:
+        holders = sum(1 for o in ctx.sg.observations if o.finding == obs.finding
+                      and any((ev.start, ev.end) == span for ev in o.evidence))
+        if holders > 1:
+            return None
+    return "many"
+
+
+def _number_heads(gen: Any, fid: str) -> tuple[str, str, str]:
+    """(singular head noun, plural head noun, the singular name where the name is plural) of a
+    finding; ("", "", "") where its name has no number to change (a mass noun)."""
+    name = gen.vocab.finding_name(fid)
+    singular = gen.singular_names.get(fid)
+    if singular:
+        sg, pl = singular.partition(" of ")[0].split(), name.partition(" of ")[0].split()
+        return (sg[-1].lower(), pl[-1].lower(), singular) if sg and pl else ("", "", "")
+    plural = gen.lexicon.plural(name)
+    sg, pl = name.partition(" of ")[0].split(), plural.partition(" of ")[0].split()
+    return (sg[-1].lower(), pl[-1].lower(), "") if sg and pl and plural != name else ("", "", "")
+
+
+def _counted(ctx: "StudyCtx", ev: Any) -> bool:
+    """Whether a number word of common.yaml ``plural_cues`` leads a mention, at most three words
+    before it in its sentence with no punctuation between ("several small circular opacities")."""
+    before = ctx.gen.plural_before
+    report = ctx.sg.report
+    if before is None or report is None or not ev.sentence_id:
+        return False
+    for s in report.sentences:
+        if s.id == ev.sentence_id and s.start <= ev.start <= s.end:
+            return before.search(s.text.lower(), 0, ev.start - s.start) is not None
+    return False
+
+
 def _fact_words(gen: Any, fid: str, c: str, laterality: str | None,
-                severity: str | None) -> tuple[Any, ...]:
+                severity: str | None, number: str | None = None) -> tuple[Any, ...]:
     """(name, category, subcategory, is_device, is_technical, is_artifact, abnormal, side, shown
     name, phrase, phrase with article, verb, tag, default regions) of a finding stated with this certainty, side
-    and severity."""
+    and severity, in the number the report names it in (``named_number``: "many", "one")."""
     v = gen.vocab
     name = v.finding_name(fid)
     category = v.fcat.get(fid, "")
@@ -539,11 +619,13 @@ def _fact_words(gen: Any, fid: str, c: str, laterality: str | None,
     # "bilateral" makes a countable finding plural: "small bilateral pleural effusions are seen",
     # not "a small bilateral pleural effusion"
     shown = name
-    if lat == "bilateral" and c != "absent":
+    if (lat == "bilateral" or number == "many") and c != "absent":
         shown = gen.lexicon.plural(name)
+    elif number == "one" and c != "absent":
+        shown = gen.singular_names.get(fid, name)
     words.append(shown)
     phrase = " ".join(words)
-    if shown != name:
+    if shown != name and number != "one":
         # a name made plural here takes "are" and no article, whatever its ending: "bilateral
         # calcified granulomas are seen", never "a bilateral calcified granulomas" (common.yaml
         # lists "-as" as a singular ending, audit #13 r6 CXR1900)
