@@ -24,6 +24,16 @@ from R2Gen train reports (tests/data/openi_session17, README there) and sentence
    unsaid, the impression's one finding, while lists of the study's abnormalities went on without
    them: the unvouched check did not know the words the extractor reads as an unknown age
    (quality/data/unvouched.yaml reads attributes.yaml ``unknown_age`` now).
+7. "Cardiomegaly and tortuous calcified thoracic aorta are unchanged." (CXR1867) read only the
+   calcified aorta; the unread "tortuous" then left the sentence's cardiomegaly unsaid, and "Is this
+   chest X-ray normal? No. ..." listed thirteen findings without it. A tortuous (or unfolded) word
+   before a calcified or atherosclerotic aorta is a tortuous aorta, and a "calcified" before a
+   tortuous aorta is atherosclerosis with or without "and" (extract patterns.yaml).
+8. "Stable thoracic XXXX deformity." (CXR2928, MeSH "Deformity/thoracic vertebrae") was "Is this study
+   abnormal? Yes. A chest wall deformity is seen.": the masked word was skipped and "thoracic
+   deformity" named the chest wall. A word masked between "thoracic" and "deformity" is the spine's
+   far more often than not: a deformity of unknown kind, left unsaid (extract patterns.yaml
+   ``thoracic_masked_deformity``).
 """
 
 from __future__ import annotations
@@ -33,9 +43,10 @@ from pathlib import Path
 
 import pytest
 
-from openi_truth import WITH_INDICATION, build_rows, rows_of, write_reports
+from openi_truth import WITH_INDICATION, build_rows, findings_in, rows_of, write_reports
 from radvqa.generate import GenerateOptions, Generator
 from radvqa.generate.engine import StudyCtx
+from radvqa.extract.rules import RulesExtractor
 from radvqa.model import Observation, Report, SceneGraph, Sentence, Span
 from radvqa.ontology import load_ontology
 
@@ -47,7 +58,8 @@ HAND = {
             "No acute disease."),
     17002: ("Chest pain.", "3 cm calcified right paratracheal lymph node. Heart size is normal. The lungs are clear.",
             "Calcified lymph node."),
-    17003: ("Trauma.", "Multiple healed left rib fractures. Sternotomy wires are intact. No pneumothorax.",
+    17003: ("Trauma.", "Multiple healed left rib fractures. Sternotomy wires are intact. Status post coronary "
+            "artery bypass graft. No pneumothorax.",
             "No acute disease."),
     17004: ("Fall.", "No rib fractures. The lungs are clear.", "No acute disease."),
     17005: ("Cough.", "Multiple right upper lobe nodules measuring up to 9 mm. Heart size is normal.",
@@ -162,8 +174,53 @@ def test_a_plural_finding_states_no_size(rows: list[dict]) -> None:
 
 # ---- 5. singular names are ontology findings --------------------------------------------------------
 
+def test_a_cabg_is_not_one_graft(rows: list[dict]) -> None:
+    # "coronary artery bypass graft" names the operation (several grafts): not said as one
+    said = _said(rows, 17003, "cabg")
+    assert all("CABG grafts" in a for a in said), said
+
+
 def test_singular_names_name_known_findings() -> None:
     g = Generator(load_ontology(), GenerateOptions())
     assert g.singular_names and set(g.singular_names) <= set(g.vocab.fname)
     for fid, one in g.singular_names.items():
         assert g.lexicon.plural(one).lower() == g.vocab.finding_name(fid).lower(), (fid, one)
+
+
+# ---- 7. a tortuous calcified aorta ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Cardiomegaly and tortuous calcified thoracic aorta are unchanged.",
+     {"cardiomegaly", "tortuous_aorta", "aortic_atherosclerosis"}),
+    ("Tortuous, calcified thoracic aorta.", {"tortuous_aorta", "aortic_atherosclerosis"}),
+    ("Unfolded atherosclerotic aorta.", {"tortuous_aorta", "aortic_atherosclerosis"}),
+    ("Calcified tortuous thoracic aorta.", {"tortuous_aorta", "aortic_atherosclerosis"}),
+])
+def test_tortuous_calcified_aorta_reads_both(text: str, want: set[str]) -> None:
+    ex = RulesExtractor(load_ontology())
+    got = {o.finding for o in findings_in(ex, text) if o.certainty == "present"}
+    assert got == want, got
+
+
+def test_the_cardiomegaly_beside_it_is_said(rows: list[dict]) -> None:
+    assert any("cardiomegaly" in a.lower() and "mild cardiomegaly" in a.lower() for a in _said(rows, 1867, "cardiomegaly"))
+    assert _said(rows, 1867, "tortuous aorta")
+
+
+# ---- 8. a masked thoracic deformity --------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Stable thoracic XXXX deformity.", "other_lesion"),
+    ("Several lower thoracic XXXX deformities, age-indeterminate.", "other_lesion"),
+    ("Thoracic deformity.", "chest_wall_deformity"),
+    ("Pectus excavatum deformity.", "chest_wall_deformity"),
+])
+def test_masked_thoracic_deformity(text: str, want: str) -> None:
+    ex = RulesExtractor(load_ontology())
+    got = {o.finding for o in findings_in(ex, text) if o.certainty == "present"}
+    assert got == {want}, got
+
+
+def test_no_chest_wall_deformity_for_a_masked_thoracic_one(rows: list[dict]) -> None:
+    said = [r["answer"] for r in rows_of(rows, 2928) if "chest wall deformit" in r["answer"].lower()]
+    assert said == [], said
