@@ -34,6 +34,9 @@ from R2Gen train reports (tests/data/openi_session17, README there) and sentence
    deformity" named the chest wall. A word masked between "thoracic" and "deformity" is the spine's
    far more often than not: a deformity of unknown kind, left unsaid (extract patterns.yaml
    ``thoracic_masked_deformity``).
+9. "There is a calcified density in the left mid lung, most XXXX a calcified granuloma." (CXR3137)
+   was "A calcified granuloma cannot be excluded.": the mask ate "likely" (extract/text.py reads it so
+   for the hedge); session 16's probable wording reads it too (common.yaml ``likely_cues``).
 """
 
 from __future__ import annotations
@@ -224,3 +227,11 @@ def test_masked_thoracic_deformity(text: str, want: str) -> None:
 def test_no_chest_wall_deformity_for_a_masked_thoracic_one(rows: list[dict]) -> None:
     said = [r["answer"] for r in rows_of(rows, 2928) if "chest wall deformit" in r["answer"].lower()]
     assert said == [], said
+
+
+# ---- 9. "most XXXX" is "most likely" -------------------------------------------------------------
+
+def test_most_masked_is_most_likely(rows: list[dict]) -> None:
+    said = _said(rows, 3137, "granuloma")
+    assert any("granuloma is likely" in a or "granuloma is probably present" in a for a in said), said
+    assert not any("granuloma cannot be excluded" in a or "granuloma may be present" in a for a in said), said
