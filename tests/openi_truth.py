@@ -57,9 +57,10 @@ def build_rows(data: Path, out: Path, unvouched: str = "keep", extra: tuple[str,
 
 
 def write_reports(folder: Path, reports: dict[int, tuple[str, ...]],
-                  labels: tuple[str, ...] = ("FINDINGS", "IMPRESSION")) -> Path:
+                  labels: tuple[str, ...] = ("FINDINGS", "IMPRESSION"), copies: Path | None = None) -> Path:
     """Hand-written OpenI XMLs ``CXR<n>.xml`` in ``folder``: each report's texts under ``labels``
-    (the truth tests' own sentences, not copies of real reports)."""
+    (the truth tests' own sentences, not copies of real reports), beside every XML of ``copies``
+    (a test data folder of real reports)."""
     from xml.sax.saxutils import escape
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -69,6 +70,9 @@ def write_reports(folder: Path, reports: dict[int, tuple[str, ...]],
         (folder / f"{n}.xml").write_text(
             f'<?xml version="1.0" encoding="utf-8"?>\n<eCitation><uId id="CXR{n}"/><MedlineCitation><Article>'
             f"<Abstract>\n{body}</Abstract></Article></MedlineCitation></eCitation>\n", encoding="utf-8")
+    if copies is not None:
+        for f in sorted(copies.glob("*.xml")):
+            (folder / f.name).write_bytes(f.read_bytes())
     return folder
 
 

@@ -123,9 +123,7 @@ def wide(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     """Every region question the generator has (caps x40), on the reports and the hand sentences:
     the region questions are sampled, so a default build may not ask the region a test is about."""
     tmp = tmp_path_factory.mktemp("s14w")
-    folder = write_reports(tmp / "in", HAND)
-    for f in DATA.glob("*.xml"):
-        (folder / f.name).write_bytes(f.read_bytes())
+    folder = write_reports(tmp / "in", HAND, copies=DATA)
     return build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40"))
 
 

@@ -103,9 +103,7 @@ HAND = {
 
 
 def _build(tmp: Path, mode: str) -> tuple[list[dict], dict]:
-    folder = write_reports(tmp / "in", HAND, WITH_INDICATION)
-    for f in DATA.glob("*.xml"):
-        (folder / f.name).write_bytes(f.read_bytes())
+    folder = write_reports(tmp / "in", HAND, WITH_INDICATION, copies=DATA)
     rows = build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40"), incomplete_lists=mode)
     counts = json.loads((tmp / "out" / "manifest.json").read_text(encoding="utf-8"))["counts"]
     return rows, counts

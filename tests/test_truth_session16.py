@@ -119,9 +119,7 @@ def ex() -> RulesExtractor:
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     """Every question the generator has (caps x40), the default --incomplete-lists omit."""
     tmp = tmp_path_factory.mktemp("s16")
-    folder = write_reports(tmp / "in", HAND, WITH_INDICATION)
-    for f in DATA.glob("*.xml"):
-        (folder / f.name).write_bytes(f.read_bytes())
+    folder = write_reports(tmp / "in", HAND, WITH_INDICATION, copies=DATA)
     return build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40"), incomplete_lists="omit")
 
 
@@ -130,9 +128,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     """The reports with the default caps (the region questions are sampled: the caps x40 build asks
     other regions than a user's default build does)."""
     tmp = tmp_path_factory.mktemp("s16p")
-    folder = write_reports(tmp / "in", HAND, WITH_INDICATION)
-    for f in DATA.glob("*.xml"):
-        (folder / f.name).write_bytes(f.read_bytes())
+    folder = write_reports(tmp / "in", HAND, WITH_INDICATION, copies=DATA)
     return build_rows(folder, tmp / "out", unvouched="omit", incomplete_lists="omit")
 
 

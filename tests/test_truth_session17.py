@@ -73,9 +73,7 @@ HAND = {
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     tmp = tmp_path_factory.mktemp("s17")
-    folder = write_reports(tmp / "in", HAND, WITH_INDICATION)
-    for f in DATA.glob("*.xml"):
-        (folder / f.name).write_bytes(f.read_bytes())
+    folder = write_reports(tmp / "in", HAND, WITH_INDICATION, copies=DATA)
     return build_rows(folder, tmp / "out", unvouched="omit", extra=("--cap-scale", "40"), incomplete_lists="omit")
 
 
