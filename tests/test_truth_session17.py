@@ -37,6 +37,10 @@ from R2Gen train reports (tests/data/openi_session17, README there) and sentence
 9. "There is a calcified density in the left mid lung, most XXXX a calcified granuloma." (CXR3137)
    was "A calcified granuloma cannot be excluded.": the mask ate "likely" (extract/text.py reads it so
    for the hedge); session 16's probable wording reads it too (common.yaml ``likely_cues``).
+10. "The right lung demonstrates a large right pleural effusion" (hand-written; an outside reader marked
+   a hydropneumothorax "located in the right lung") was "The pleural effusion is in the right lung and
+   the right pleura": a whole lung ("right hemithorax" is the ontology's right lung) is no place of a
+   pleural finding (extract finding_places.yaml ``pleural_space``); the side stays.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ HAND = {
     17004: ("Fall.", "No rib fractures. The lungs are clear.", "No acute disease."),
     17005: ("Cough.", "Multiple right upper lobe nodules measuring up to 9 mm. Heart size is normal.",
             "Right upper lobe nodules."),
+    17006: ("Dyspnea.", "The right lung demonstrates a large right pleural effusion. The left lung is clear.",
+            "Large right pleural effusion."),
 }
 
 
@@ -233,3 +239,11 @@ def test_most_masked_is_most_likely(rows: list[dict]) -> None:
     said = _said(rows, 3137, "granuloma")
     assert any("granuloma is likely" in a or "granuloma is probably present" in a for a in said), said
     assert not any("granuloma cannot be excluded" in a or "granuloma may be present" in a for a in said), said
+
+
+# ---- 10. a pleural finding is not in a whole lung ------------------------------------------------
+
+def test_a_pleural_effusion_is_not_in_the_lung(rows: list[dict]) -> None:
+    said = _said(rows, 17006, "pleural effusion")
+    assert not any(re.search(r"(effusion|It) (is|are) (located )?in the (right|left) lung", a) for a in said), said
+    assert any("right pleural effusion" in a for a in said), said
