@@ -41,6 +41,9 @@ from R2Gen train reports (tests/data/openi_session17, README there) and sentence
    a hydropneumothorax "located in the right lung") was "The pleural effusion is in the right lung and
    the right pleura": a whole lung ("right hemithorax" is the ontology's right lung) is no place of a
    pleural finding (extract finding_places.yaml ``pleural_space``); the side stays.
+11. "Right 7th and 8th rib deformities are noted" (CXR2486) was "a right rib fracture": a few other
+   nouns whose plural, ending a finding's mention, names several of it (common.yaml
+   ``plural_mentions``: rib deformities, granulomatous calcifications, bullet fragments, ...).
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ HAND = {
     17004: ("Fall.", "No rib fractures. The lungs are clear.", "No acute disease."),
     17005: ("Cough.", "Multiple right upper lobe nodules measuring up to 9 mm. Heart size is normal.",
             "Right upper lobe nodules."),
+    17007: ("Trauma.", "Bullet fragments overlie the left chest. Sternotomy sutures are intact. The lungs are "
+            "clear.", "Bullet fragments."),
     17006: ("Dyspnea.", "The right lung demonstrates a large right pleural effusion. The left lung is clear.",
             "Large right pleural effusion."),
 }
@@ -192,6 +197,7 @@ def test_singular_names_name_known_findings() -> None:
     assert g.singular_names and set(g.singular_names) <= set(g.vocab.fname)
     for fid, one in g.singular_names.items():
         assert g.lexicon.plural(one).lower() == g.vocab.finding_name(fid).lower(), (fid, one)
+    assert g.plural_mentions and set(g.plural_mentions) <= set(g.vocab.fname)
 
 
 # ---- 7. a tortuous calcified aorta ------------------------------------------------------------------
@@ -247,3 +253,16 @@ def test_a_pleural_effusion_is_not_in_the_lung(rows: list[dict]) -> None:
     said = _said(rows, 17006, "pleural effusion")
     assert not any(re.search(r"(effusion|It) (is|are) (located )?in the (right|left) lung", a) for a in said), said
     assert any("right pleural effusion" in a for a in said), said
+
+
+# ---- 11. other plural nouns of a finding ---------------------------------------------------------
+
+def test_rib_deformities_are_fractures_in_the_plural(rows: list[dict]) -> None:
+    said = _said(rows, 2486, "fracture")
+    assert all("rib fractures" in a and not re.search(r"\ba (right )?rib fracture\b", a, re.I) for a in said), said
+
+
+def test_fragments_are_foreign_bodies_but_sutures_no_count(rows: list[dict]) -> None:
+    said = _said(rows, 17007, "foreign bod")
+    assert all("foreign bodies" in a for a in said), said
+    assert all("sternotomies" not in a.lower() for a in _answers(rows, 17007, "sternotom")), said

@@ -113,6 +113,8 @@ class CommonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # finding -> its name in the singular, for names in the plural ("calcified lymph nodes"): said
     # where the report names one (facts.named_number)
     singular_names: dict[str, str] = msgspec.field(default_factory=dict)
+    # finding -> other plural nouns that, ending its mention, name several of it ("rib deformities")
+    plural_mentions: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     # round 13: region -> subcategory of an abnormal finding the report places only in that region
     # (or inside it): "calcified granulomas in the spleen" are no finding of the lung fields
     region_subcategories: dict[str, str] = msgspec.field(default_factory=dict)
@@ -717,6 +719,7 @@ class Generator:
         alts = sorted((" ".join(str(c).lower().split()) for c in cfg.likely_alternatives), key=len, reverse=True)
         self.likely_undone = re.compile(r"\b(?:" + "|".join(map(re.escape, alts)) + r")\b") if alts else None
         self.singular_names = dict(cfg.singular_names)
+        self.plural_mentions = {fid: frozenset(w.lower() for w in ws) for fid, ws in cfg.plural_mentions.items()}
         pcues = sorted((" ".join(str(c).lower().split()) for c in cfg.plural_cues), key=len, reverse=True)
         self.plural_before = re.compile(r"\b(?:" + "|".join(map(re.escape, pcues)) + r")\s+(?:[a-z0-9-]+\s+){0,3}$") \
             if pcues else None

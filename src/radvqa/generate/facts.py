@@ -524,8 +524,9 @@ def named_number(ctx: "StudyCtx", obs: Observation) -> str | None:
     calcified right paratracheal lymph node" is no "calcified lymph nodes"), else None.
 
     Plural: an evidence span ends with the plural of the head noun of the finding's name
-    ("calcified granulomas", "Granulomas" for a calcified granuloma; "rib fractures"), or with
-    another plural led by a number word (``_counted``: "Multiple round opacities" are nodules);
+    ("calcified granulomas", "Granulomas" for a calcified granuloma; "rib fractures"), with another
+    noun common.yaml ``plural_mentions`` lists for it ("rib deformities"), or with another plural
+    led by a number word (``_counted``: "Multiple round opacities" are nodules);
     none ends with the singular ("granulomas ... a granuloma in the right upper lobe" may be one
     of them: said as one); and no other observation of the finding holds that span (one plural
     split over two places, "granulomas in the right upper lobe and the left base", is one in
@@ -546,12 +547,13 @@ def named_number(ctx: "StudyCtx", obs: Observation) -> str | None:
                 return None
         return "one"
     plural_spans = []
+    others = gen.plural_mentions.get(obs.finding, ())
     for ev in obs.evidence:
         words = ev.text.lower().split()
         last = words[-1].strip(".,;:()") if words else ""
         if last == one:
             return None
-        if last == many or ((last in lex.irregular_forms or (last.endswith("s") and not last.endswith(lex.singular_s)))
+        if last == many or last in others or ((last in lex.irregular_forms or (last.endswith("s") and not last.endswith(lex.singular_s)))
                             and _counted(ctx, ev)):
             # (a plural of another noun counts where a number word leads it: "Multiple round
             # opacities" are nodules, CXR2467)
