@@ -767,7 +767,7 @@ class Generator:
         self.loc_cache: dict[tuple[str, ...], tuple[bool, bool]] = {}
         # finding -> (study-independent implied-negative fact, its formatted wordings): facts.py
         self.implied_cache: dict[str, tuple[Any, tuple[str, ...]]] = {}
-        # (finding, certainty, side, severity, plural) -> names, phrase and tag of a fact: facts.py
+        # (finding, certainty, side, severity, number) -> names, phrase and tag of a fact: facts.py
         self.fact_words: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         # finding -> (singular head noun, plural head noun, singular name of a plural one): facts.py
         self.plural_heads: dict[str, tuple[str, str, str]] = {}

@@ -520,8 +520,8 @@ def obs_words(gen: Any, obs: Observation) -> tuple[Any, ...]:
 
 def named_number(ctx: "StudyCtx", obs: Observation) -> str | None:
     """"many" where the report names this finding in the plural and its name is singular, "one"
-    where it names one of a finding whose name is plural (common.yaml ``singular_names``: "3 cm
-    calcified right paratracheal lymph node" is no "calcified lymph nodes"), else None.
+    where it names one of a finding whose name is plural (common.yaml ``singular_names``: "a
+    calcified right hilar lymph node" is no "calcified lymph nodes"), else None.
 
     Plural: an evidence span ends with the plural of the head noun of the finding's name
     ("calcified granulomas", "Granulomas" for a calcified granuloma; "rib fractures"), with another
@@ -542,15 +542,13 @@ def named_number(ctx: "StudyCtx", obs: Observation) -> str | None:
     lex = gen.lexicon
     if singular_name:
         for ev in obs.evidence:
-            words = ev.text.lower().split()
-            if not words or words[-1].strip(".,;:()") != one or _counted(ctx, ev):
+            if _last_word(ev) != one or _counted(ctx, ev):
                 return None
         return "one"
     plural_spans = []
     others = gen.plural_mentions.get(obs.finding, ())
     for ev in obs.evidence:
-        words = ev.text.lower().split()
-        last = words[-1].strip(".,;:()") if words else ""
+        last = _last_word(ev)
         if last == one:
             return None
         if last == many or last in others or ((last in lex.irregular_forms or (last.endswith("s") and not last.endswith(lex.singular_s)))
@@ -585,13 +583,25 @@ def _counted(ctx: "StudyCtx", ev: Any) -> bool:
     """Whether a number word of common.yaml ``plural_cues`` leads a mention, at most three words
     before it in its sentence with no punctuation between ("several small circular opacities")."""
     before = ctx.gen.plural_before
+    s = _sentence_of(ctx, ev)
+    return before is not None and s is not None and before.search(s.text.lower(), 0, ev.start - s.start) is not None
+
+
+def _sentence_of(ctx: "StudyCtx", ev: Any) -> Any:
+    """The report sentence that holds a mention (its ``sentence_id``, and the span inside it), or None."""
     report = ctx.sg.report
-    if before is None or report is None or not ev.sentence_id:
-        return False
+    if report is None or not ev.sentence_id:
+        return None
     for s in report.sentences:
-        if s.id == ev.sentence_id and s.start <= ev.start <= s.end:
-            return before.search(s.text.lower(), 0, ev.start - s.start) is not None
-    return False
+        if s.id == ev.sentence_id:
+            return s if s.start <= ev.start and ev.end <= s.end else None
+    return None
+
+
+def _last_word(ev: Any) -> str:
+    """A mention's last word, lower case, without trailing punctuation ("granulomas")."""
+    words = ev.text.lower().split()
+    return words[-1].strip(".,;:()") if words else ""
 
 
 def _fact_words(gen: Any, fid: str, c: str, laterality: str | None,
@@ -1110,10 +1120,9 @@ def likely_hedge(ctx: "StudyCtx", obs: Observation) -> bool:
     before, undone = gen.likely_before, gen.likely_undone
     if before is None or obs.source != "report" or not obs.evidence or ctx.sg.report is None:
         return False
-    sents = {s.id: s for s in ctx.sg.report.sentences}
     for ev in obs.evidence:
-        s = sents.get(ev.sentence_id) if ev.sentence_id else None
-        if s is None or not (s.start <= ev.start and ev.end <= s.end):
+        s = _sentence_of(ctx, ev)
+        if s is None:
             return False
         low = s.text.lower()
         a, b = ev.start - s.start, ev.end - s.start
